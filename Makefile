@@ -1,0 +1,35 @@
+# The two first commands on a fresh machine: `make run` and `make test`.
+# Both go through scripts/cargo, which picks a toolchain new enough for quarry.
+
+CARGO := ./scripts/cargo
+
+# Tests use this Postgres server (each test creates and drops its own database); when it is
+# unreachable the Postgres tests print a loud SKIPPED line.
+QUARRY_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+export QUARRY_TEST_POSTGRES_URL
+
+# A development token for `make run`; set QUARRY__AUTH__TOKENS yourself for anything else.
+QUARRY__AUTH__TOKENS ?= dev-token
+
+.PHONY: run test lint fmt openapi
+
+## Run quarry on its embedded defaults (SQLite in data/, qdrant-edge in data/vectors).
+run:
+	@echo "quarry: bearer token is '$(QUARRY__AUTH__TOKENS)' (set QUARRY__AUTH__TOKENS to change it)"
+	QUARRY__AUTH__TOKENS='$(QUARRY__AUTH__TOKENS)' $(CARGO) run --release -- serve
+
+## Run every test (unit, store and vector conformance, HTTP integration).
+test:
+	$(CARGO) test --all-targets
+
+## Formatting and lints, as CI runs them.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## Regenerate the committed OpenAPI document.
+openapi:
+	$(CARGO) run --quiet -- openapi > openapi/openapi.json

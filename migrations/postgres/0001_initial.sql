@@ -1,0 +1,155 @@
+-- quarry data model, PostgreSQL. The relational store is the authority; Qdrant only indexes it.
+
+-- A world: one isolated corpus, locked to one embedding profile.
+CREATE TABLE worlds (
+    id              UUID PRIMARY KEY,
+    name            TEXT NOT NULL,
+    provider        TEXT NOT NULL,
+    model           TEXT NOT NULL,
+    dimensions      BIGINT NOT NULL CHECK (dimensions > 0),
+    distance        TEXT NOT NULL DEFAULT 'cosine' CHECK (distance = 'cosine'),
+    max_tokens      BIGINT NOT NULL CHECK (max_tokens > 0),
+    overlap_tokens  BIGINT NOT NULL CHECK (overlap_tokens >= 0),
+    hybrid          BOOLEAN NOT NULL,
+    -- The run retrieval serves. Not a foreign key: runs reference worlds, and the world row is
+    -- written first in the same transaction.
+    active_run_id   UUID NOT NULL,
+    collection      TEXT NOT NULL,
+    -- Next book_number to hand out; bumped in the source-insert transaction.
+    next_book_number BIGINT NOT NULL DEFAULT 1,
+    created_at      TIMESTAMPTZ NOT NULL,
+    updated_at      TIMESTAMPTZ NOT NULL
+);
+
+-- A generation of a world's chunks and vectors. A re-ingest builds a new run with its own
+-- profile beside the active one and switches when it completes.
+CREATE TABLE runs (
+    id              UUID PRIMARY KEY,
+    world_id        UUID NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    provider        TEXT NOT NULL,
+    model           TEXT NOT NULL,
+    dimensions      BIGINT NOT NULL,
+    max_tokens      BIGINT NOT NULL,
+    overlap_tokens  BIGINT NOT NULL,
+    collection      TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('building', 'active', 'retired')),
+    created_at      TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX runs_world ON runs (world_id);
+
+-- A source document ("book"). The full text stays here so a re-ingest needs no upload.
+CREATE TABLE sources (
+    id              UUID PRIMARY KEY,
+    world_id        UUID NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    book_number     BIGINT NOT NULL,
+    filename        TEXT NOT NULL,
+    content_type    TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    sha256          TEXT NOT NULL,
+    chars           BIGINT NOT NULL,
+    created_at      TIMESTAMPTZ NOT NULL,
+    UNIQUE (world_id, book_number)
+);
+
+-- One chunk of one source in one run. Offsets count chars of the source text, end exclusive.
+CREATE TABLE chunks (
+    id              UUID PRIMARY KEY,
+    world_id        UUID NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    run_id          UUID NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    source_id       UUID NOT NULL REFERENCES sources (id) ON DELETE CASCADE,
+    book_number     BIGINT NOT NULL,
+    chunk_number    BIGINT NOT NULL,
+    char_start      BIGINT NOT NULL,
+    char_end        BIGINT NOT NULL CHECK (char_end >= char_start),
+    token_count     BIGINT NOT NULL,
+    chunk_text      TEXT NOT NULL,
+    overlap_text    TEXT NOT NULL,
+    text_sha256     TEXT NOT NULL,
+    UNIQUE (run_id, source_id, chunk_number)
+);
+CREATE INDEX chunks_world_run ON chunks (world_id, run_id);
+CREATE INDEX chunks_text_hash ON chunks (text_sha256);
+
+-- One manifest entry per chunk slot: what is known about its vector.
+CREATE TABLE manifest_entries (
+    chunk_id        UUID PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+    world_id        UUID NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    run_id          UUID NOT NULL,
+    source_id       UUID NOT NULL,
+    job_id          UUID,
+    point_id        UUID NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN ('pending', 'embedded', 'failed')),
+    attempts        BIGINT NOT NULL DEFAULT 0,
+    last_error_code TEXT,
+    last_error_message TEXT,
+    warning_code    TEXT,
+    -- Hash of the text whose vector is in Qdrant (set when embedded).
+    embedded_text_sha256 TEXT,
+    -- A worker's claim: who holds it and until when. Expired leases return to pending.
+    lease_owner     TEXT,
+    lease_expires_at TIMESTAMPTZ,
+    updated_at      TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX manifest_world_state ON manifest_entries (world_id, run_id, state);
+CREATE INDEX manifest_job_state ON manifest_entries (job_id, state);
+
+CREATE TABLE jobs (
+    id              UUID PRIMARY KEY,
+    world_id        UUID NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    kind            TEXT NOT NULL CHECK (kind IN ('ingest', 'reingest', 'repair')),
+    status          TEXT NOT NULL CHECK (status IN ('queued', 'running', 'paused', 'cancelled', 'completed', 'failed')),
+    run_id          UUID NOT NULL,
+    total           BIGINT NOT NULL DEFAULT 0,
+    embedded        BIGINT NOT NULL DEFAULT 0,
+    failed          BIGINT NOT NULL DEFAULT 0,
+    retries         BIGINT NOT NULL DEFAULT 0,
+    rate_limited    BIGINT NOT NULL DEFAULT 0,
+    reused          BIGINT NOT NULL DEFAULT 0,
+    created_at      TIMESTAMPTZ NOT NULL,
+    started_at      TIMESTAMPTZ,
+    finished_at     TIMESTAMPTZ
+);
+CREATE INDEX jobs_world ON jobs (world_id, created_at);
+
+-- Append-only job history, replayed over server-sent events from Last-Event-ID.
+CREATE TABLE job_events (
+    id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id          UUID NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    kind            TEXT NOT NULL CHECK (kind IN ('progress', 'warning', 'error', 'status')),
+    data            TEXT NOT NULL,
+    created_at      TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX job_events_job ON job_events (job_id, id);
+
+-- Provider API keys: added through the API (secret encrypted at rest) or mirrored from
+-- configuration (no secret here) so that cooldowns and retirements persist for both.
+CREATE TABLE provider_keys (
+    id              UUID PRIMARY KEY,
+    provider        TEXT NOT NULL,
+    label           TEXT NOT NULL,
+    origin          TEXT NOT NULL CHECK (origin IN ('api', 'config')),
+    quota_group     TEXT,
+    secret_ciphertext BYTEA,
+    secret_nonce    BYTEA,
+    fingerprint     TEXT NOT NULL,
+    enabled         BOOLEAN NOT NULL DEFAULT TRUE,
+    retired         BOOLEAN NOT NULL DEFAULT FALSE,
+    retired_reason  TEXT,
+    cooldown_until  TIMESTAMPTZ,
+    consecutive_failures BIGINT NOT NULL DEFAULT 0,
+    requests        BIGINT NOT NULL DEFAULT 0,
+    rate_limited    BIGINT NOT NULL DEFAULT 0,
+    failures        BIGINT NOT NULL DEFAULT 0,
+    created_at      TIMESTAMPTZ NOT NULL,
+    updated_at      TIMESTAMPTZ NOT NULL,
+    UNIQUE (provider, fingerprint)
+);
+
+-- Cooldowns shared by every key of one quota group (keys of one Google project share quota).
+CREATE TABLE quota_group_cooldowns (
+    provider        TEXT NOT NULL,
+    quota_group     TEXT NOT NULL,
+    cooldown_until  TIMESTAMPTZ NOT NULL,
+    reason          TEXT,
+    PRIMARY KEY (provider, quota_group)
+);

@@ -1,0 +1,151 @@
+//! Extractors that turn every rejection into the contract's JSON error (axum's defaults answer
+//! in plain text). Handlers use these instead of `Json`, `Path` and `Query`.
+
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::error::ApiError;
+
+/// `Json<T>` whose rejections are [`ApiError`]s: bad JSON, wrong types and unknown fields are
+/// `invalid_request` naming the field where serde knows it; an oversized body is
+/// `payload_too_large`.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+/// Maps a JSON rejection to the contract's error.
+pub fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "request body is too large",
+        );
+    }
+    match rejection {
+        JsonRejection::JsonDataError(err) => {
+            let field = data_error_path(&err);
+            let message = match std::error::Error::source(&err) {
+                Some(inner) => inner.to_string(),
+                None => err.body_text(),
+            };
+            let api = ApiError::invalid_request(format!("invalid request body: {message}"));
+            match field {
+                Some(field) => api.with_details(json!({ "field": field })),
+                None => api,
+            }
+        }
+        JsonRejection::JsonSyntaxError(err) => {
+            let message = match std::error::Error::source(&err) {
+                Some(inner) => inner.to_string(),
+                None => err.body_text(),
+            };
+            ApiError::invalid_request(format!("malformed JSON: {message}"))
+        }
+        JsonRejection::MissingJsonContentType(_) => {
+            ApiError::invalid_request("expected a JSON body with `Content-Type: application/json`")
+        }
+        other => ApiError::invalid_request(format!("could not read the request body: {}", other.body_text())),
+    }
+}
+
+/// The JSON path of the offending value, when serde reported one (e.g. `embedding.dimensions`).
+fn data_error_path(err: &axum::extract::rejection::JsonDataError) -> Option<String> {
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        if let Some(e) = s.downcast_ref::<serde_path_to_error::Error<serde_json::Error>>() {
+            let path = e.path().to_string();
+            return (path != ".").then_some(path);
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// `Path<T>` whose rejections are `invalid_request` naming the parameter.
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Self(value)),
+            Err(rejection) => Err(path_rejection(rejection)),
+        }
+    }
+}
+
+fn path_rejection(rejection: PathRejection) -> ApiError {
+    match rejection {
+        PathRejection::FailedToDeserializePathParams(err) => {
+            let (key, value) = match err.kind() {
+                ErrorKind::ParseErrorAtKey { key, value, .. } => (Some(key.clone()), Some(value.clone())),
+                ErrorKind::DeserializeError { key, value, .. } => (Some(key.clone()), Some(value.clone())),
+                ErrorKind::InvalidUtf8InPathParam { key } => (Some(key.clone()), None),
+                ErrorKind::ParseError { value, .. } | ErrorKind::ParseErrorAtIndex { value, .. } => {
+                    (None, Some(value.clone()))
+                }
+                _ => (None, None),
+            };
+            let message = match (&key, &value) {
+                (Some(k), Some(v)) => format!("path parameter `{k}` must be a UUID, got `{v}`"),
+                (None, Some(v)) => format!("path parameter must be a UUID, got `{v}`"),
+                _ => format!("invalid path parameter: {}", err.body_text()),
+            };
+            let api = ApiError::invalid_request(message);
+            match key {
+                Some(key) => api.with_details(json!({ "field": key })),
+                None => api,
+            }
+        }
+        other => ApiError::invalid_request(format!("invalid path: {}", other.body_text())),
+    }
+}
+
+/// `Query<T>` whose rejections are `invalid_request`.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(Self(value)),
+            Err(QueryRejection::FailedToDeserializeQueryString(err)) => Err(ApiError::invalid_request(format!(
+                "invalid query string: {}",
+                err.body_text()
+            ))),
+            Err(other) => Err(ApiError::invalid_request(format!(
+                "invalid query string: {}",
+                other.body_text()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Liveness and readiness probes (no authentication).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    #[schema(example = "ok")]
+    pub status: String,
+}
+
+/// The state of one dependency.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Check {
+    /// Backend kind, e.g. `sqlite`, `postgres`, `embedded`, `qdrant`.
+    pub kind: String,
+    pub ok: bool,
+    /// Why it is not ready (no secrets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` or `unavailable`.
+    pub status: String,
+    pub store: Check,
+    pub vectors: Check,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
+pub async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok".into() })
+}
+
+/// The store and the vector store are reachable (503 otherwise).
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Readiness>) {
+    let (store, vectors) = tokio::join!(state.store.ping(), state.vectors.health());
+    let store = Check {
+        kind: state.store.kind().into(),
+        ok: store.is_ok(),
+        error: store.err().map(|e| {
+            tracing::warn!(error = %e, "readiness: store check failed");
+            e.to_string()
+        }),
+    };
+    let vectors = Check {
+        kind: state.vectors.kind().into(),
+        ok: vectors.is_ok(),
+        error: vectors.err().map(|e| {
+            tracing::warn!(error = %e, "readiness: vector store check failed");
+            e.to_string()
+        }),
+    };
+    let ready = store.ok && vectors.ok;
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let label = if ready { "ready" } else { "unavailable" };
+    (
+        status,
+        axum::Json(Readiness {
+            status: label.into(),
+            store,
+            vectors,
+        }),
+    )
+}

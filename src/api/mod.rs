@@ -1,0 +1,162 @@
+//! The HTTP layer: routers per resource, the middleware stack and the OpenAPI document.
+//!
+//! Handlers extract input with the wrappers of [`extract`] (so every rejection is the
+//! contract's JSON error), call one service method and convert the result into a DTO. The
+//! middleware stack, outermost first: request id → tracing span → JSON errors for anything
+//! the router itself answers (unknown route, wrong method, timeout, body limit) → request
+//! timeout → body limit; `/v1/*` additionally requires a bearer token.
+
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod models;
+pub mod openapi;
+pub mod worlds;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderName, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use self::error::ApiError;
+use crate::state::AppState;
+
+/// Bearer tokens accepted on `/v1/*`, kept as digests so comparison time does not depend on
+/// where a guess first differs.
+#[derive(Clone)]
+pub struct Auth {
+    digests: Arc<Vec<[u8; 32]>>,
+    disabled: bool,
+}
+
+impl Auth {
+    pub fn new(tokens: &[SecretString], disabled: bool) -> Self {
+        let digests = tokens
+            .iter()
+            .map(|t| Sha256::digest(t.expose_secret().as_bytes()).into())
+            .collect();
+        Self {
+            digests: Arc::new(digests),
+            disabled,
+        }
+    }
+
+    fn accepts(&self, presented: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        self.digests.iter().fold(false, |found, known| {
+            let diff = known.iter().zip(digest.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            found | (diff == 0)
+        })
+    }
+}
+
+/// Limits applied to every request.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+}
+
+/// The whole router with its middleware.
+pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
+    let v1 = Router::new()
+        .merge(worlds::router())
+        .merge(models::router())
+        .route_layer(middleware::from_fn_with_state(auth, require_bearer));
+    let request_id = HeaderName::from_static("x-request-id");
+    Router::new()
+        .merge(v1)
+        .merge(health::router())
+        .with_state(state)
+        .merge(openapi::router())
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limits.request_timeout,
+        ))
+        .layer(middleware::from_fn_with_state(limits, json_errors))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+        }))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+}
+
+/// Rejects `/v1/*` requests without an accepted `Authorization: Bearer` token.
+async fn require_bearer(State(auth): State<Auth>, req: Request, next: Next) -> Response {
+    if auth.disabled {
+        return next.run(req).await;
+    }
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    match token {
+        Some(token) if auth.accepts(token) => next.run(req).await,
+        _ => {
+            let mut response = ApiError::unauthorized().into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// Rewrites error responses that did not come from our handlers (axum's router, the timeout
+/// and body-limit layers answer in plain text or with an empty body) into the contract's JSON.
+async fn json_errors(State(limits): State<Limits>, req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let error = match status {
+        StatusCode::NOT_FOUND => ApiError::new(status, "not_found", format!("no route for {method} {path}")),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
+            status,
+            "method_not_allowed",
+            format!("{method} is not allowed on {path}"),
+        ),
+        StatusCode::REQUEST_TIMEOUT => ApiError::new(status, "request_timeout", "the request took too long"),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::payload_too_large(limits.max_body_bytes),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ApiError::new(status, "unsupported_media_type", "unsupported content type")
+        }
+        other if other.is_client_error() => ApiError::new(other, "invalid_request", "the request was rejected"),
+        other => ApiError::new(other, "internal_error", "internal error"),
+    };
+    let mut rebuilt = error.into_response();
+    for (name, value) in response.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            rebuilt.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    rebuilt
+}

@@ -1,0 +1,251 @@
+//! `/v1/worlds`: create, list, get, rename, delete.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath};
+use crate::domain::WorldId;
+use crate::service::worlds::{CreateWorld, WorldView};
+use crate::service::{Conflict, ServiceError};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/worlds", get(list_worlds).post(create_world))
+        .route(
+            "/v1/worlds/{world_id}",
+            get(get_world).patch(update_world).delete(delete_world),
+        )
+}
+
+/// The embedding profile of a new world.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingRequest {
+    /// `google`, `openai` or `local`.
+    #[schema(example = "google")]
+    pub provider: String,
+    #[schema(example = "gemini-embedding-001")]
+    pub model: String,
+    /// Output size; defaults to the model's default.
+    #[schema(example = 768)]
+    pub dimensions: Option<i64>,
+}
+
+/// How sources are split into chunks.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkingRequest {
+    /// Largest chunk, in tokens (default 512, at most three quarters of the model limit).
+    #[schema(example = 512)]
+    pub max_tokens: Option<i64>,
+    /// Tokens of context carried from the previous chunk (default 64, at most half of max_tokens).
+    #[schema(example = 64)]
+    pub overlap_tokens: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorldRequest {
+    #[schema(example = "Aerth")]
+    pub name: String,
+    pub embedding: EmbeddingRequest,
+    pub chunking: Option<ChunkingRequest>,
+    /// Store BM25 sparse vectors too, enabling `mode: hybrid` retrieval.
+    #[serde(default)]
+    pub hybrid: bool,
+}
+
+/// `PATCH` body. Only `name` can change; sending the profile fields is 409 `profile_locked`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWorldRequest {
+    pub name: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub embedding: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub chunking: Option<Value>,
+    pub hybrid: Option<Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbeddingProfileDto {
+    pub provider: String,
+    pub model: String,
+    pub dimensions: u32,
+    /// Always `cosine`.
+    pub distance: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChunkingProfileDto {
+    pub max_tokens: u32,
+    pub overlap_tokens: u32,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorldStatsDto {
+    pub sources: u64,
+    pub chunks: u64,
+    pub embedded: u64,
+    pub pending: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorldDto {
+    pub id: Uuid,
+    pub name: String,
+    pub embedding: EmbeddingProfileDto,
+    pub chunking: ChunkingProfileDto,
+    pub hybrid: bool,
+    /// The vector collection holding this world's chunk vectors.
+    pub collection: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub stats: WorldStatsDto,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorldList {
+    pub worlds: Vec<WorldDto>,
+}
+
+impl From<WorldView> for WorldDto {
+    fn from(view: WorldView) -> Self {
+        let WorldView { world, stats } = view;
+        WorldDto {
+            id: world.id.0,
+            name: world.name,
+            embedding: EmbeddingProfileDto {
+                provider: world.embedding.provider.as_str().to_owned(),
+                model: world.embedding.model,
+                dimensions: world.embedding.dimensions,
+                distance: "cosine".to_owned(),
+            },
+            chunking: ChunkingProfileDto {
+                max_tokens: world.chunking.max_tokens,
+                overlap_tokens: world.chunking.overlap_tokens,
+            },
+            hybrid: world.hybrid,
+            collection: world.collection,
+            created_at: world.created_at,
+            updated_at: world.updated_at,
+            stats: WorldStatsDto {
+                sources: stats.sources,
+                chunks: stats.chunks,
+                embedded: stats.embedded,
+                pending: stats.pending,
+                failed: stats.failed,
+            },
+        }
+    }
+}
+
+/// Create a world with a locked embedding profile.
+#[utoipa::path(post, path = "/v1/worlds", tag = "worlds", request_body = CreateWorldRequest,
+    responses(
+        (status = 201, body = WorldDto),
+        (status = 400, description = "invalid_request, invalid_embedding_profile or invalid_chunking_profile", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 409, description = "no_eligible_provider_key", body = ErrorBody),
+        (status = 503, description = "store_unavailable or vector_store_unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub async fn create_world(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<CreateWorldRequest>,
+) -> Result<(StatusCode, axum::Json<WorldDto>), ApiError> {
+    let chunking = req.chunking.unwrap_or(ChunkingRequest {
+        max_tokens: None,
+        overlap_tokens: None,
+    });
+    let view = state
+        .worlds
+        .create(CreateWorld {
+            name: req.name,
+            provider: req.embedding.provider,
+            model: req.embedding.model,
+            dimensions: req.embedding.dimensions,
+            max_tokens: chunking.max_tokens,
+            overlap_tokens: chunking.overlap_tokens,
+            hybrid: req.hybrid,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(view.into())))
+}
+
+/// List every world with its counts.
+#[utoipa::path(get, path = "/v1/worlds", tag = "worlds",
+    responses((status = 200, body = WorldList), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_worlds(State(state): State<AppState>) -> Result<axum::Json<WorldList>, ApiError> {
+    let worlds = state.worlds.list().await?;
+    Ok(axum::Json(WorldList {
+        worlds: worlds.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// One world with its counts.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}", tag = "worlds",
+    params(("world_id" = Uuid, Path)),
+    responses((status = 200, body = WorldDto), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_world(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+) -> Result<axum::Json<WorldDto>, ApiError> {
+    Ok(axum::Json(state.worlds.get(WorldId(world_id)).await?.into()))
+}
+
+/// Rename a world. The embedding and chunking profiles are locked: change them with
+/// `POST /v1/worlds/{world_id}/reingest`.
+#[utoipa::path(patch, path = "/v1/worlds/{world_id}", tag = "worlds",
+    params(("world_id" = Uuid, Path)), request_body = UpdateWorldRequest,
+    responses((status = 200, body = WorldDto), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 409, description = "profile_locked", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn update_world(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<UpdateWorldRequest>,
+) -> Result<axum::Json<WorldDto>, ApiError> {
+    if req.embedding.is_some() || req.chunking.is_some() || req.hybrid.is_some() {
+        return Err(ServiceError::conflict(
+            Conflict::ProfileLocked,
+            "a world's embedding profile, chunking and hybrid flag are locked; \
+             use POST /v1/worlds/{world_id}/reingest to rebuild it with new ones",
+        )
+        .into());
+    }
+    let Some(name) = req.name else {
+        return Err(ApiError::invalid_request("nothing to update: send {\"name\": \"...\"}")
+            .with_details(serde_json::json!({ "field": "name" })));
+    };
+    Ok(axum::Json(state.worlds.rename(WorldId(world_id), &name).await?.into()))
+}
+
+/// Delete a world with its sources, chunks, manifests, jobs and vectors.
+#[utoipa::path(delete, path = "/v1/worlds/{world_id}", tag = "worlds",
+    params(("world_id" = Uuid, Path)),
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 503, description = "store_unavailable or vector_store_unavailable", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_world(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    state.worlds.delete(WorldId(world_id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,210 @@
+//! Building and running the application: connect the stores, assemble the services, bind the
+//! listener (port 0 in tests; [`App::port`] reports the real one), then serve until a
+//! shutdown signal and stop everything within a bounded time.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::api::{self, Auth, Limits};
+use crate::config::{ConfigError, Settings, VectorKind};
+use crate::providers::ModelRegistry;
+use crate::service::worlds::{ConfiguredKeys, WorldService};
+use crate::state::AppState;
+use crate::store::{self, Store};
+use crate::vector::{self, VectorRepo, edge::EdgeRepo, server::ServerRepo};
+
+/// Why the application could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot open the store")]
+    Store(#[from] store::Error),
+    #[error("cannot open the vector store")]
+    Vector(#[from] vector::Error),
+    #[error("cannot listen on {addr}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// A built application, bound to its port but not yet serving.
+pub struct App {
+    listener: TcpListener,
+    router: axum::Router,
+    state: AppState,
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    /// Cancelled when shutdown begins; every background task watches it.
+    cancel: CancellationToken,
+    /// Background tasks (embedding workers, …) to wait for at shutdown.
+    tracker: TaskTracker,
+    shutdown_timeout: Duration,
+}
+
+impl App {
+    /// Connects to the store (applying migrations) and the vector store, builds the router and
+    /// binds `server.addr`.
+    pub async fn build(settings: Settings) -> Result<App, StartupError> {
+        settings.validate()?;
+        settings.check_auth()?;
+        if settings.auth.disabled {
+            tracing::warn!(
+                "authentication is DISABLED (auth.disabled = true): anyone who can reach the port can use /v1"
+            );
+        }
+        let store = store::connect(settings.store.url.expose_secret()).await?;
+        let vectors = open_vectors(&settings)?;
+        let registry = Arc::new(ModelRegistry::new(&settings.providers.openai.models));
+        let configured_keys = ConfiguredKeys {
+            google: settings.providers.google.keys.len(),
+            openai: settings.providers.openai.keys.len(),
+        };
+        let worlds = Arc::new(WorldService::new(
+            store.clone(),
+            vectors.clone(),
+            registry.clone(),
+            configured_keys,
+        ));
+        let state = AppState {
+            store: store.clone(),
+            vectors: vectors.clone(),
+            registry,
+            worlds,
+        };
+        let router_state = state.clone();
+        let auth = Auth::new(&settings.auth.tokens, settings.auth.disabled);
+        let limits = Limits {
+            max_body_bytes: settings.server.max_body_bytes,
+            request_timeout: Duration::from_secs(settings.server.request_timeout_s),
+        };
+        let router = api::router(router_state, auth, limits);
+        let addr = settings.server.addr;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartupError::Bind { addr, source })?;
+        tracing::info!(
+            addr = %listener.local_addr().unwrap_or(addr),
+            store = store.kind(),
+            vectors = vectors.kind(),
+            "quarry is listening"
+        );
+        Ok(App {
+            listener,
+            router,
+            state,
+            store,
+            vectors,
+            cancel: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+            shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
+        })
+    }
+
+    /// The shared state (store, vector repository, services), e.g. for tests that seed data
+    /// through the real stores.
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
+    /// The port actually bound (useful with port 0).
+    pub fn port(&self) -> u16 {
+        self.local_addr().port()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting, lets in-flight requests finish,
+    /// cancels background tasks and waits for them — each step bounded by
+    /// `server.shutdown_timeout_s` — and finally persists and closes the stores.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let App {
+            listener,
+            router,
+            state: _,
+            store,
+            vectors,
+            cancel,
+            tracker,
+            shutdown_timeout,
+        } = self;
+        let signal = cancel.clone();
+        let serve = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                tracing::info!("shutdown requested: no new connections, finishing in-flight requests");
+                signal.cancel();
+            })
+            .into_future();
+        let drain_deadline = async {
+            cancel.cancelled().await;
+            tokio::time::sleep(shutdown_timeout).await;
+        };
+        let served = tokio::select! {
+            result = serve => result,
+            () = drain_deadline => {
+                tracing::warn!(timeout_s = shutdown_timeout.as_secs(), "in-flight requests did not finish in time; dropping them");
+                Ok(())
+            }
+        };
+        cancel.cancel();
+        tracker.close();
+        if tokio::time::timeout(shutdown_timeout, tracker.wait()).await.is_err() {
+            tracing::warn!("background tasks did not stop in time");
+        }
+        if let Err(err) = vectors.close().await {
+            tracing::error!(error = %err, "closing the vector store failed");
+        }
+        store.close().await;
+        tracing::info!("quarry stopped");
+        served
+    }
+}
+
+fn open_vectors(settings: &Settings) -> Result<Arc<dyn VectorRepo>, StartupError> {
+    Ok(match settings.vectors.kind {
+        VectorKind::Embedded => Arc::new(EdgeRepo::open(&settings.vectors.path)?),
+        VectorKind::Qdrant => {
+            let url = settings.vectors.url.clone().unwrap_or_default();
+            let api_key = settings.vectors.api_key.as_ref().map(|k| k.expose_secret().to_owned());
+            Arc::new(ServerRepo::connect(&url, api_key, String::new())?)
+        }
+    })
+}
+
+/// Completes on ctrl-c or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

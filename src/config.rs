@@ -1,0 +1,473 @@
+//! Configuration: built-in defaults < `quarry.toml` < `QUARRY__SECTION__KEY` environment
+//! variables (lists comma-separated), read with the `config` crate and checked once at
+//! startup. Every problem is reported with the key that holds it, and startup stops.
+//!
+//! Secrets (bearer tokens, provider keys, the master key, the store URL, which may hold a
+//! password, and the Qdrant API key) are `secrecy` types: their `Debug` output is redacted
+//! and they are only exposed where they are used.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// Keys whose environment value is a comma-separated list.
+const LIST_KEYS: [&str; 3] = ["auth.tokens", "providers.google.keys", "providers.openai.keys"];
+
+/// A configuration problem; the message names the key.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(pub String);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub auth: AuthSettings,
+    pub store: StoreSettings,
+    pub vectors: VectorSettings,
+    pub providers: ProviderSettings,
+    pub embedding: EmbeddingSettings,
+    pub security: SecuritySettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    pub addr: SocketAddr,
+    /// Request bodies above this get 413 `payload_too_large`.
+    pub max_body_bytes: usize,
+    /// Requests running longer are answered with 503 and dropped.
+    pub request_timeout_s: u64,
+    /// How long shutdown waits for in-flight requests and background tasks.
+    pub shutdown_timeout_s: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    /// Accepted bearer tokens for `/v1/*`.
+    pub tokens: Vec<SecretString>,
+    /// Development only: serve `/v1/*` without authentication.
+    pub disabled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSettings {
+    /// `sqlite://path` or `postgres://user@host/db`; a secret because it may hold a password.
+    pub url: SecretString,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorKind {
+    /// qdrant-edge in-process, data under `vectors.path`.
+    Embedded,
+    /// A Qdrant server over gRPC at `vectors.url`.
+    Qdrant,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VectorSettings {
+    pub kind: VectorKind,
+    pub path: PathBuf,
+    pub url: Option<String>,
+    pub api_key: Option<SecretString>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderSettings {
+    pub google: RemoteProviderSettings,
+    pub openai: OpenAiSettings,
+    pub local: LocalSettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RemoteProviderSettings {
+    /// API base including the version; quarry appends the method paths.
+    pub base_url: String,
+    /// Read-only keys from configuration.
+    pub keys: Vec<SecretString>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpenAiSettings {
+    pub base_url: String,
+    pub keys: Vec<SecretString>,
+    /// Extra models served by an OpenAI-compatible server (file only: `[[providers.openai.models]]`).
+    pub models: Vec<ExtraModel>,
+}
+
+/// An OpenAI-compatible model declared in configuration.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraModel {
+    pub name: String,
+    /// Native output size.
+    pub dimensions: u32,
+    pub max_input_tokens: u32,
+    /// Whether the server accepts the `dimensions` request field (smaller outputs).
+    #[serde(default)]
+    pub dimensions_adjustable: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalSettings {
+    pub model_dir: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReuseScope {
+    /// Reuse vectors of identical text within the same world.
+    World,
+    /// Reuse across worlds (reveals through timing that a text exists elsewhere).
+    Global,
+    /// Never reuse.
+    Off,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingSettings {
+    pub workers: usize,
+    pub max_attempts: u32,
+    pub reuse: ReuseScope,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecuritySettings {
+    /// 32 bytes, base64: encrypts provider-key secrets at rest.
+    pub master_key: Option<SecretString>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_body_bytes: 16 * 1024 * 1024,
+            request_timeout_s: 60,
+            shutdown_timeout_s: 30,
+        }
+    }
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("sqlite://data/quarry.db"),
+        }
+    }
+}
+
+impl Default for VectorSettings {
+    fn default() -> Self {
+        Self {
+            kind: VectorKind::Embedded,
+            path: PathBuf::from("data/vectors"),
+            url: None,
+            api_key: None,
+        }
+    }
+}
+
+impl Default for RemoteProviderSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://generativelanguage.googleapis.com/v1beta".into(),
+            keys: Vec::new(),
+        }
+    }
+}
+
+impl Default for OpenAiSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.openai.com/v1".into(),
+            keys: Vec::new(),
+            models: Vec::new(),
+        }
+    }
+}
+
+impl Default for LocalSettings {
+    fn default() -> Self {
+        Self {
+            model_dir: PathBuf::from("models/all-minilm-l6-v2"),
+        }
+    }
+}
+
+impl Default for EmbeddingSettings {
+    fn default() -> Self {
+        Self {
+            workers: 8,
+            max_attempts: 3,
+            reuse: ReuseScope::World,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads defaults, then `file` (required when given explicitly, else `quarry.toml` in the
+    /// working directory if it exists), then the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// [`Settings::load`] with an explicit environment, for tests.
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let file_source = match file {
+            Some(path) => config::File::from(path).required(true),
+            None => config::File::with_name("quarry.toml")
+                .format(config::FileFormat::Toml)
+                .required(false),
+        };
+        let env: config::Map<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("QUARRY__")).collect();
+        let mut environment = config::Environment::with_prefix("QUARRY")
+            .prefix_separator("__")
+            .separator("__")
+            .list_separator(",")
+            .try_parsing(true)
+            .source(Some(env));
+        for key in LIST_KEYS {
+            environment = environment.with_list_parse_key(key);
+        }
+        let settings: Settings = config::Config::builder()
+            .add_source(file_source)
+            .add_source(environment)
+            .build()
+            .and_then(config::Config::try_deserialize)
+            .map_err(|err| ConfigError(err.to_string()))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks what the types alone cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |msg: String| Err(ConfigError(msg));
+        if self.auth.tokens.iter().any(|t| t.expose_secret().trim().is_empty()) {
+            return fail("auth.tokens contains an empty token".into());
+        }
+        if self.server.max_body_bytes < 1024 {
+            return fail("server.max_body_bytes must be at least 1024".into());
+        }
+        if self.server.request_timeout_s == 0 {
+            return fail("server.request_timeout_s must be at least 1".into());
+        }
+        let url = self.store.url.expose_secret();
+        if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {
+            return fail("store.url must start with sqlite: or postgres:".into());
+        }
+        if self.vectors.kind == VectorKind::Qdrant && self.vectors.url.as_deref().is_none_or(str::is_empty) {
+            return fail("vectors.url is required when vectors.kind = \"qdrant\"".into());
+        }
+        if self.vectors.kind == VectorKind::Embedded && self.vectors.path.as_os_str().is_empty() {
+            return fail("vectors.path must not be empty".into());
+        }
+        for (key, url) in [
+            ("providers.google.base_url", &self.providers.google.base_url),
+            ("providers.openai.base_url", &self.providers.openai.base_url),
+        ] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return fail(format!("{key} must be an http(s) URL"));
+            }
+        }
+        for model in &self.providers.openai.models {
+            if model.name.trim().is_empty() || model.dimensions == 0 || model.max_input_tokens == 0 {
+                return fail(format!(
+                    "providers.openai.models: model `{}` needs a name, dimensions > 0 and max_input_tokens > 0",
+                    model.name
+                ));
+            }
+        }
+        if self.embedding.workers == 0 {
+            return fail("embedding.workers must be at least 1".into());
+        }
+        if self.embedding.max_attempts == 0 {
+            return fail("embedding.max_attempts must be at least 1".into());
+        }
+        if let Some(key) = &self.security.master_key {
+            self.master_key_bytes(key)?;
+        }
+        Ok(())
+    }
+
+    /// Serving needs a way to authenticate: at least one token, or auth explicitly disabled.
+    /// (Separate from [`Settings::validate`] so `quarry migrate` runs without tokens.)
+    pub fn check_auth(&self) -> Result<(), ConfigError> {
+        if self.auth.tokens.is_empty() && !self.auth.disabled {
+            return Err(ConfigError(
+                "auth.tokens is empty: set at least one bearer token (QUARRY__AUTH__TOKENS=...) \
+                 or, for development only, auth.disabled = true"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The decoded master key, if one is configured.
+    pub fn master_key(&self) -> Result<Option<[u8; 32]>, ConfigError> {
+        self.security
+            .master_key
+            .as_ref()
+            .map(|key| self.master_key_bytes(key))
+            .transpose()
+    }
+
+    fn master_key_bytes(&self, key: &SecretString) -> Result<[u8; 32], ConfigError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(key.expose_secret().trim())
+            .map_err(|_| ConfigError("security.master_key is not valid base64".into()))?;
+        <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+            ConfigError(format!(
+                "security.master_key must decode to 32 bytes, not {}",
+                bytes.len()
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let s = Settings::load_from(None, env(&[("QUARRY__AUTH__TOKENS", "t1")])).unwrap();
+        assert_eq!(s.server.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.server.max_body_bytes, 16 * 1024 * 1024);
+        assert_eq!(s.store.url.expose_secret(), "sqlite://data/quarry.db");
+        assert_eq!(s.vectors.kind, VectorKind::Embedded);
+        assert_eq!(s.vectors.path, PathBuf::from("data/vectors"));
+        assert_eq!(s.embedding.workers, 8);
+        assert_eq!(s.embedding.max_attempts, 3);
+        assert_eq!(s.embedding.reuse, ReuseScope::World);
+        assert_eq!(s.providers.local.model_dir, PathBuf::from("models/all-minilm-l6-v2"));
+        assert!(s.providers.google.base_url.ends_with("/v1beta"));
+        assert!(s.providers.openai.base_url.ends_with("/v1"));
+    }
+
+    #[test]
+    fn environment_overrides_file_and_splits_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quarry.toml");
+        std::fs::write(
+            &path,
+            "[server]\naddr = \"0.0.0.0:9000\"\nmax_body_bytes = 2048\n[auth]\ntokens = [\"from-file\"]\n\
+             [[providers.openai.models]]\nname = \"nomic\"\ndimensions = 768\nmax_input_tokens = 2048\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(
+            Some(&path),
+            env(&[
+                ("QUARRY__SERVER__MAX_BODY_BYTES", "4096"),
+                ("QUARRY__PROVIDERS__GOOGLE__KEYS", "k1,k2,k3"),
+                ("QUARRY__AUTH__TOKENS", "a,b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.server.addr.to_string(), "0.0.0.0:9000");
+        assert_eq!(s.server.max_body_bytes, 4096);
+        let keys: Vec<_> = s
+            .providers
+            .google
+            .keys
+            .iter()
+            .map(|k| k.expose_secret().to_owned())
+            .collect();
+        assert_eq!(keys, ["k1", "k2", "k3"]);
+        assert_eq!(s.auth.tokens.len(), 2);
+        assert_eq!(s.providers.openai.models[0].name, "nomic");
+    }
+
+    #[test]
+    fn invalid_values_name_their_key() {
+        let err = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__SERVER__MAX_BODY_BYTES", "lots"),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("server.max_body_bytes"), "{err}");
+
+        let err = Settings::load_from(
+            None,
+            env(&[("QUARRY__AUTH__TOKENS", "t"), ("QUARRY__VECTORS__KIND", "faiss")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("vectors.kind"), "{err}");
+
+        let err = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__SECURITY__MASTER_KEY", "c2hvcnQ="),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("security.master_key"), "{err}");
+
+        let err = Settings::load_from(
+            None,
+            env(&[("QUARRY__AUTH__TOKENS", "t"), ("QUARRY__VECTORS__KIND", "qdrant")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("vectors.url"), "{err}");
+    }
+
+    #[test]
+    fn missing_tokens_refuse_to_start_unless_auth_is_disabled() {
+        let err = Settings::load_from(None, env(&[]))
+            .unwrap()
+            .check_auth()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("auth.tokens"), "{err}");
+        let disabled = Settings::load_from(None, env(&[("QUARRY__AUTH__DISABLED", "true")])).unwrap();
+        assert!(disabled.check_auth().is_ok());
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let s = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "tok-visible-if-leaked"),
+                ("QUARRY__PROVIDERS__OPENAI__KEYS", "sk-visible-if-leaked"),
+                (
+                    "QUARRY__SECURITY__MASTER_KEY",
+                    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                ),
+                ("QUARRY__STORE__URL", "postgres://u:pw-visible-if-leaked@h/db"),
+            ]),
+        )
+        .unwrap();
+        let debug = format!("{s:?}");
+        assert!(!debug.contains("visible-if-leaked"), "{debug}");
+        assert!(!debug.contains("AAAAAAAA"), "{debug}");
+        assert_eq!(s.master_key().unwrap(), Some([0u8; 32]));
+    }
+}

@@ -1,0 +1,70 @@
+//! Sources ("books") and their chunks.
+
+use chrono::{DateTime, Utc};
+
+use super::ids::{ChunkId, RunId, SourceId, WorldId};
+
+/// A stored source document. The full text is kept so a re-ingest needs no upload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    pub id: SourceId,
+    pub world_id: WorldId,
+    /// 1, 2, … in the order sources were added to the world.
+    pub book_number: u32,
+    pub filename: String,
+    pub content_type: String,
+    /// Hex sha256 of the UTF-8 text.
+    pub sha256: String,
+    /// Length of the text in chars (Unicode scalar values).
+    pub chars: u64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A source to insert; `book_number` is assigned by the store inside the write transaction.
+#[derive(Clone, Debug)]
+pub struct NewSource {
+    pub id: SourceId,
+    pub world_id: WorldId,
+    pub filename: String,
+    pub content_type: String,
+    pub text: String,
+    pub now: DateTime<Utc>,
+}
+
+/// One chunk of a source in one run, as the chunker produced it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewChunk {
+    pub chunk_number: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u32,
+    pub chunk_text: String,
+    pub overlap_text: String,
+}
+
+/// A stored chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chunk {
+    pub id: ChunkId,
+    pub world_id: WorldId,
+    pub run_id: RunId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u32,
+    pub chunk_text: String,
+    pub overlap_text: String,
+    /// Hex sha256 of `chunk_text`.
+    pub sha256: String,
+}
+
+/// Per-source counts of chunk states (in the world's active run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    pub chunks: u64,
+    pub embedded: u64,
+    pub pending: u64,
+    pub failed: u64,
+}

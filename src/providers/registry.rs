@@ -1,0 +1,146 @@
+//! The model registry: which embedding models quarry knows, their dimensions and limits.
+//! World creation validates profiles against it and `GET /v1/models` lists it.
+
+use crate::config::ExtraModel;
+use crate::domain::ProviderKind;
+
+/// One embedding model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    pub provider: ProviderKind,
+    pub model: String,
+    pub default_dimensions: u32,
+    /// Inclusive range of output sizes the model can produce.
+    pub min_dimensions: u32,
+    pub max_dimensions: u32,
+    /// Exact limit per input text, in the provider's own tokens.
+    pub max_input_tokens: u32,
+    /// How the provider is told an input is a query / a document (`None`: symmetric model).
+    pub query_mode: Option<&'static str>,
+    pub document_mode: Option<&'static str>,
+}
+
+impl ModelSpec {
+    pub fn allows_dimensions(&self, dimensions: u32) -> bool {
+        (self.min_dimensions..=self.max_dimensions).contains(&dimensions)
+    }
+}
+
+/// Built-in models plus the OpenAI-compatible ones declared in configuration.
+#[derive(Clone, Debug)]
+pub struct ModelRegistry {
+    models: Vec<ModelSpec>,
+}
+
+impl ModelRegistry {
+    pub fn new(extra_openai: &[ExtraModel]) -> Self {
+        let mut models = vec![
+            ModelSpec {
+                provider: ProviderKind::Google,
+                model: "gemini-embedding-001".into(),
+                default_dimensions: 3072,
+                min_dimensions: 128,
+                max_dimensions: 3072,
+                max_input_tokens: 2048,
+                query_mode: Some("RETRIEVAL_QUERY"),
+                document_mode: Some("RETRIEVAL_DOCUMENT"),
+            },
+            ModelSpec {
+                provider: ProviderKind::OpenAi,
+                model: "text-embedding-3-small".into(),
+                default_dimensions: 1536,
+                min_dimensions: 1,
+                max_dimensions: 1536,
+                max_input_tokens: 8192,
+                query_mode: None,
+                document_mode: None,
+            },
+            ModelSpec {
+                provider: ProviderKind::OpenAi,
+                model: "text-embedding-3-large".into(),
+                default_dimensions: 3072,
+                min_dimensions: 1,
+                max_dimensions: 3072,
+                max_input_tokens: 8192,
+                query_mode: None,
+                document_mode: None,
+            },
+            ModelSpec {
+                provider: ProviderKind::Local,
+                model: "all-MiniLM-L6-v2".into(),
+                default_dimensions: 384,
+                min_dimensions: 384,
+                max_dimensions: 384,
+                max_input_tokens: 256,
+                query_mode: None,
+                document_mode: None,
+            },
+        ];
+        for extra in extra_openai {
+            if models
+                .iter()
+                .any(|m| m.provider == ProviderKind::OpenAi && m.model == extra.name)
+            {
+                continue;
+            }
+            models.push(ModelSpec {
+                provider: ProviderKind::OpenAi,
+                model: extra.name.clone(),
+                default_dimensions: extra.dimensions,
+                min_dimensions: if extra.dimensions_adjustable {
+                    1
+                } else {
+                    extra.dimensions
+                },
+                max_dimensions: extra.dimensions,
+                max_input_tokens: extra.max_input_tokens,
+                query_mode: None,
+                document_mode: None,
+            });
+        }
+        Self { models }
+    }
+
+    pub fn all(&self) -> &[ModelSpec] {
+        &self.models
+    }
+
+    pub fn find(&self, provider: ProviderKind, model: &str) -> Option<&ModelSpec> {
+        self.models.iter().find(|m| m.provider == provider && m.model == model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_models_have_the_documented_limits() {
+        let r = ModelRegistry::new(&[]);
+        let g = r.find(ProviderKind::Google, "gemini-embedding-001").unwrap();
+        assert_eq!((g.default_dimensions, g.max_input_tokens), (3072, 2048));
+        assert!(g.allows_dimensions(128) && g.allows_dimensions(768) && !g.allows_dimensions(127));
+        assert_eq!(
+            r.find(ProviderKind::OpenAi, "text-embedding-3-large")
+                .unwrap()
+                .default_dimensions,
+            3072
+        );
+        let l = r.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
+        assert_eq!((l.default_dimensions, l.max_input_tokens), (384, 256));
+        assert!(!l.allows_dimensions(128));
+    }
+
+    #[test]
+    fn extra_models_come_from_configuration() {
+        let extra = ExtraModel {
+            name: "nomic-embed-text".into(),
+            dimensions: 768,
+            max_input_tokens: 2048,
+            dimensions_adjustable: false,
+        };
+        let r = ModelRegistry::new(&[extra]);
+        let m = r.find(ProviderKind::OpenAi, "nomic-embed-text").unwrap();
+        assert!(m.allows_dimensions(768) && !m.allows_dimensions(512));
+    }
+}

@@ -1,0 +1,292 @@
+//! Worlds: creation with a validated, locked profile; listing with stats; rename; delete with
+//! every row and point.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SubsecRound, Utc};
+
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
+use crate::domain::{
+    ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, RunId, World, WorldId, WorldName, WorldStats,
+};
+use crate::providers::{ModelRegistry, ModelSpec};
+use crate::store::Store;
+use crate::vector::{CollectionSpec, PointFilter, VectorRepo};
+
+/// Default chunk size when a world does not choose one.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+/// Default overlap when a world does not choose one.
+pub const DEFAULT_OVERLAP_TOKENS: u32 = 64;
+
+/// A world creation request as received (numbers not yet range-checked).
+#[derive(Clone, Debug)]
+pub struct CreateWorld {
+    pub name: String,
+    pub provider: String,
+    pub model: String,
+    pub dimensions: Option<i64>,
+    pub max_tokens: Option<i64>,
+    pub overlap_tokens: Option<i64>,
+    pub hybrid: bool,
+}
+
+/// How many keys each provider has from configuration (they live outside the store).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConfiguredKeys {
+    pub google: usize,
+    pub openai: usize,
+}
+
+impl ConfiguredKeys {
+    fn count(self, provider: ProviderKind) -> usize {
+        match provider {
+            ProviderKind::Google => self.google,
+            ProviderKind::OpenAi => self.openai,
+            ProviderKind::Local => 0,
+        }
+    }
+}
+
+/// A world with its counts.
+#[derive(Clone, Debug)]
+pub struct WorldView {
+    pub world: World,
+    pub stats: WorldStats,
+}
+
+pub struct WorldService {
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    registry: Arc<ModelRegistry>,
+    configured_keys: ConfiguredKeys,
+}
+
+impl WorldService {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        registry: Arc<ModelRegistry>,
+        configured_keys: ConfiguredKeys,
+    ) -> Self {
+        Self {
+            store,
+            vectors,
+            registry,
+            configured_keys,
+        }
+    }
+
+    /// Validates everything, checks for a usable key, then creates the collection and the
+    /// world. Nothing is written when validation or the key check fails.
+    pub async fn create(&self, req: CreateWorld) -> ServiceResult<WorldView> {
+        let name = WorldName::parse(&req.name).map_err(|m| ServiceError::invalid(Invalid::Request, "name", m))?;
+        let (embedding, spec) = self.embedding_profile(&req.provider, &req.model, req.dimensions)?;
+        let chunking = chunking_profile(spec, req.max_tokens, req.overlap_tokens)?;
+        self.require_key(embedding.provider).await?;
+
+        let collection = CollectionSpec {
+            name: embedding.collection_name(),
+            dimensions: embedding.dimensions,
+            sparse: true,
+        };
+        self.vectors.ensure_collection(&collection).await?;
+        let world = self
+            .store
+            .create_world(NewWorld {
+                id: WorldId::new(),
+                name: name.into_inner(),
+                embedding,
+                chunking,
+                hybrid: req.hybrid,
+                run: RunId::new(),
+                now: now(),
+            })
+            .await?;
+        Ok(WorldView {
+            world,
+            stats: WorldStats::default(),
+        })
+    }
+
+    pub async fn get(&self, id: WorldId) -> ServiceResult<WorldView> {
+        let world = self
+            .store
+            .get_world(id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        let stats = self.store.world_stats(id).await?;
+        Ok(WorldView { world, stats })
+    }
+
+    pub async fn list(&self) -> ServiceResult<Vec<WorldView>> {
+        let worlds = self.store.list_worlds().await?;
+        let mut views = Vec::with_capacity(worlds.len());
+        for world in worlds {
+            let stats = self.store.world_stats(world.id).await?;
+            views.push(WorldView { world, stats });
+        }
+        Ok(views)
+    }
+
+    pub async fn rename(&self, id: WorldId, name: &str) -> ServiceResult<WorldView> {
+        let name = WorldName::parse(name).map_err(|m| ServiceError::invalid(Invalid::Request, "name", m))?;
+        self.store
+            .rename_world(id, &name.into_inner(), now())
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        self.get(id).await
+    }
+
+    /// Deletes the world's points first (in every collection its runs use), then its rows. If
+    /// the vector store is down nothing is deleted; if the row delete fails after the points
+    /// are gone, the world is still there and a repair re-embeds it.
+    pub async fn delete(&self, id: WorldId) -> ServiceResult<()> {
+        if self.store.get_world(id).await?.is_none() {
+            return Err(ServiceError::NotFound(Missing::World));
+        }
+        for collection in self.store.world_collections(id).await? {
+            self.vectors
+                .delete_by_filter(&collection, PointFilter::world(id))
+                .await?;
+        }
+        if !self.store.delete_world(id).await? {
+            return Err(ServiceError::NotFound(Missing::World));
+        }
+        Ok(())
+    }
+
+    fn embedding_profile(
+        &self,
+        provider: &str,
+        model: &str,
+        dimensions: Option<i64>,
+    ) -> ServiceResult<(EmbeddingProfile, &ModelSpec)> {
+        let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::EmbeddingProfile, field, msg);
+        let provider: ProviderKind = provider.parse().map_err(|m| invalid("embedding.provider", m))?;
+        let spec = self.registry.find(provider, model).ok_or_else(|| {
+            let known: Vec<&str> = self
+                .registry
+                .all()
+                .iter()
+                .filter(|m| m.provider == provider)
+                .map(|m| m.model.as_str())
+                .collect();
+            invalid(
+                "embedding.model",
+                format!(
+                    "unknown {provider} model `{model}` (known: {}); see GET /v1/models",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        let dimensions = match dimensions {
+            None => spec.default_dimensions,
+            Some(d) => u32::try_from(d)
+                .ok()
+                .filter(|d| spec.allows_dimensions(*d))
+                .ok_or_else(|| {
+                    invalid(
+                        "embedding.dimensions",
+                        format!(
+                            "{provider}/{model} supports dimensions {}..={}, not {d}",
+                            spec.min_dimensions, spec.max_dimensions
+                        ),
+                    )
+                })?,
+        };
+        Ok((
+            EmbeddingProfile {
+                provider,
+                model: spec.model.clone(),
+                dimensions,
+            },
+            spec,
+        ))
+    }
+
+    async fn require_key(&self, provider: ProviderKind) -> ServiceResult<()> {
+        if !provider.needs_key() || self.configured_keys.count(provider) > 0 {
+            return Ok(());
+        }
+        if self.store.count_eligible_keys(provider).await? > 0 {
+            return Ok(());
+        }
+        Err(ServiceError::conflict(
+            Conflict::NoEligibleProviderKey,
+            format!(
+                "no enabled {provider} API key: add one with POST /v1/provider-keys or providers.{provider}.keys, \
+                 then create the world"
+            ),
+        ))
+    }
+}
+
+/// Range-checks the chunking profile against the model's input limit.
+///
+/// Defaults: 512 / 64 tokens, but never more than three quarters of the model's limit (the
+/// chunker counts cl100k tokens; a provider's own tokenizer may count more, and the exact
+/// check at dispatch rejects what does not fit), and an overlap of at most a quarter.
+fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i64>) -> ServiceResult<ChunkingProfile> {
+    let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::ChunkingProfile, field, msg);
+    let limit = spec.max_input_tokens;
+    let max_tokens = match max_tokens {
+        None => DEFAULT_MAX_TOKENS.min(limit * 3 / 4),
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|n| (ChunkingProfile::MIN_MAX_TOKENS..=limit).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "chunking.max_tokens",
+                    format!(
+                        "max_tokens must be between {} and {limit} (the input limit of {}/{}), not {n}",
+                        ChunkingProfile::MIN_MAX_TOKENS,
+                        spec.provider,
+                        spec.model
+                    ),
+                )
+            })?,
+    };
+    let overlap_tokens = match overlap {
+        None => DEFAULT_OVERLAP_TOKENS.min(max_tokens / 4),
+        Some(n) => u32::try_from(n).ok().filter(|n| *n <= max_tokens / 2).ok_or_else(|| {
+            invalid(
+                "chunking.overlap_tokens",
+                format!(
+                    "overlap_tokens must be between 0 and half of max_tokens ({}), not {n}",
+                    max_tokens / 2
+                ),
+            )
+        })?,
+    };
+    Ok(ChunkingProfile {
+        max_tokens,
+        overlap_tokens,
+    })
+}
+
+/// Now, at the precision both stores keep (microseconds), so a value read back equals the
+/// value written.
+pub(crate) fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunking_defaults_fit_the_model() {
+        let registry = ModelRegistry::new(&[]);
+        let local = registry.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
+        let p = chunking_profile(local, None, None).unwrap();
+        assert_eq!((p.max_tokens, p.overlap_tokens), (192, 48));
+        let google = registry.find(ProviderKind::Google, "gemini-embedding-001").unwrap();
+        let p = chunking_profile(google, None, None).unwrap();
+        assert_eq!((p.max_tokens, p.overlap_tokens), (512, 64));
+        assert!(chunking_profile(local, Some(257), None).is_err());
+        assert!(chunking_profile(google, Some(100), Some(51)).is_err());
+        assert!(chunking_profile(google, Some(100), Some(50)).is_ok());
+        assert!(chunking_profile(google, Some(-1), None).is_err());
+        assert!(chunking_profile(google, Some(15), None).is_err());
+    }
+}

@@ -1,0 +1,51 @@
+//! SQLite backend: the embedded default. One file in WAL mode; the file and its folders are
+//! created when missing.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use super::Result;
+use super::sql::impl_store;
+
+/// The SQLite store.
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database at `url` and applies the migrations.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|err| super::Error::Setup(format!("store.url is not a valid sqlite url: {err}")))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL + NORMAL is durable across process crashes and only risks the last
+            // transactions on power loss, the usual trade for an embedded service.
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let path = options.get_filename();
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+            && path.as_os_str() != ":memory:"
+        {
+            std::fs::create_dir_all(dir).map_err(|err| {
+                super::Error::Setup(format!(
+                    "cannot create the folder {} for the database: {err}",
+                    dir.display()
+                ))
+            })?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+impl_store!(SqliteStore, "sqlite");

@@ -1,0 +1,1059 @@
+//! [`EdgeRepo`]: the embedded vector store, Qdrant's own engine (`qdrant-edge`) run in-process.
+//!
+//! One directory holds every collection; each collection is one `EdgeShard` in a subfolder
+//! named after it, opened lazily on first use and shared as an `Arc`. The engine is synchronous
+//! (parking_lot locks, rayon pools, mmap I/O), so every call goes through
+//! `tokio::task::spawn_blocking` and never runs on a runtime worker.
+//!
+//! **Locking.** The engine has no directory lock and two owners of one shard corrupt it, so
+//! [`EdgeRepo::open`] takes an exclusive `flock` (`File::try_lock`) on `.quarry-vectors.lock`
+//! in the directory; a second open — from this process or another — fails with the path in the
+//! message. Every open shard holds a reference to the lock, so it is only released once the last
+//! shard has been dropped (and flushed), never while an engine thread might still write.
+//!
+//! **Maintenance.** The engine never flushes or builds HNSW by itself: without `flush()` its WAL
+//! only grows (≈205 MiB per 100k×384-d points) and restarts replay all of it; without
+//! `optimize()` every search stays a brute-force scan of the appendable segment. One background
+//! task (spawned by `open`, stopped by [`close`](VectorRepo::close)) therefore flushes a dirty
+//! shard once writes have settled for [`FLUSH_DEBOUNCE`] (500 ms), and at least every
+//! [`FLUSH_MAX_DELAY`] (5 s) under continuous writes; it runs `optimize()` once
+//! [`OPTIMIZE_AFTER_POINTS`] (5,000) points were written since the last one and writes have
+//! settled for [`OPTIMIZE_SETTLE`] (2 s) — or after [`OPTIMIZE_MAX_DELAY`] (2 min) of unbroken
+//! writing — and, for smaller trickles and deletes (vacuum), every [`OPTIMIZE_IDLE_INTERVAL`]
+//! (10 min). At most one optimize runs at a time (it is CPU-heavy: HNSW on ~all cores); flushes
+//! keep running beside it. Both run on the blocking pool, never on a request path. Writes are
+//! durable against a process crash as soon as they return (WAL replay on load); the flush adds
+//! power-loss durability and bounds replay time.
+//!
+//! Index choices: `world_id` is a tenant keyword index (points grouped per world at optimize,
+//! per-world HNSW links); `run_id` and `source_id` are keyword indexes with `enable_hnsw=false`
+//! — they narrow filters and deletes, and extra HNSW links per index would double optimize time.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use qdrant_edge::{
+    Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, IdfCorpusParams, IdfParams, JsonPath,
+    KeywordIndexParamsBuilder, Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema,
+    PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted, PrefetchBuilder,
+    QueryEnum, QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams,
+    UpdateOperation, ValueVariants, Vector, VectorInternal, VectorStructPersisted, Vectors, WithPayloadInterface,
+    WithVector,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::domain::WorldId;
+
+use super::{
+    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
+    SPARSE, ScoredPoint, ScrollPage, SparseVector, VectorRepo,
+};
+
+/// Lock file inside the vector directory. The leading dot keeps it out of the collection
+/// namespace (collection names may not start with a dot).
+const LOCK_FILE: &str = ".quarry-vectors.lock";
+/// Written by `EdgeShard::new`; its presence means "this subfolder is a collection".
+const EDGE_CONFIG_FILE: &str = "edge_config.json";
+
+/// Flush a dirty shard once no write arrived for this long.
+pub const FLUSH_DEBOUNCE: Duration = Duration::from_millis(500);
+/// ... but never leave a shard dirty longer than this under continuous writes.
+pub const FLUSH_MAX_DELAY: Duration = Duration::from_secs(5);
+/// Optimize (build HNSW, merge segments) after this many points were written since the last one.
+/// About where HNSW starts to pay off: the engine indexes segments above ~6.7k 384-d vectors.
+pub const OPTIMIZE_AFTER_POINTS: u64 = 5_000;
+/// ... once writes settled for this long (an ingest in full swing would otherwise trigger it
+/// batch after batch) ...
+pub const OPTIMIZE_SETTLE: Duration = Duration::from_secs(2);
+/// ... or, under writes that never settle, at the latest this long after the last optimize.
+pub const OPTIMIZE_MAX_DELAY: Duration = Duration::from_secs(120);
+/// Any write or delete since the last optimize (too few points for the threshold above) is
+/// optimized after this long, so deletes get vacuumed and small worlds get their index.
+pub const OPTIMIZE_IDLE_INTERVAL: Duration = Duration::from_secs(600);
+/// How often the maintenance task looks at the shards.
+const MAINTENANCE_TICK: Duration = Duration::from_millis(250);
+/// Points per engine update (one WAL record each).
+const UPSERT_BATCH: usize = 1_000;
+
+const WORLD_ID: &str = "world_id";
+const RUN_ID: &str = "run_id";
+const SOURCE_ID: &str = "source_id";
+/// Reciprocal rank fusion constant, the usual default (Qdrant's too).
+const RRF_K: usize = 60;
+
+/// The embedded vector store. See the module docs for locking and maintenance.
+pub struct EdgeRepo {
+    inner: Arc<Inner>,
+    cancel: CancellationToken,
+    maintenance: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Inner {
+    root: PathBuf,
+    /// Open shards by collection name. Read on every request (clone an `Arc`), written only when
+    /// a shard is opened or created.
+    shards: RwLock<HashMap<String, Arc<Shard>>>,
+    /// Serialises opening and creating shards: two `EdgeShard`s on one folder corrupt it.
+    open_lock: tokio::sync::Mutex<()>,
+    /// Search threads per shard (the engine's default is 4 × CPUs per shard).
+    search_threads: usize,
+    /// Declared last: dropped after the shards.
+    lock: Arc<DirLock>,
+}
+
+/// The exclusive lock on the vector directory; released when the file is closed on drop.
+struct DirLock {
+    _file: File,
+}
+
+struct Shard {
+    name: String,
+    engine: EdgeShard,
+    state: Mutex<WriteState>,
+    /// Declared after `engine`: the directory stays locked until the engine is dropped (and has
+    /// flushed), even when the shard outlives the repo in a blocking task.
+    _lock: Arc<DirLock>,
+}
+
+/// What the maintenance task needs to know about a shard's writes.
+struct WriteState {
+    /// When the first write since the last flush happened; `None` when clean.
+    dirty_since: Option<Instant>,
+    last_write: Instant,
+    /// Points written (and deletes issued) since the last optimize started.
+    unoptimized: u64,
+    last_optimize: Instant,
+}
+
+impl Shard {
+    fn state(&self) -> MutexGuard<'_, WriteState> {
+        // The state is plain counters: a panic elsewhere cannot leave it inconsistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a confirmed (or attempted) write of `points` points.
+    fn note_write(&self, points: u64) {
+        let now = Instant::now();
+        let mut state = self.state();
+        state.dirty_since.get_or_insert(now);
+        state.last_write = now;
+        state.unoptimized = state.unoptimized.saturating_add(points.max(1));
+    }
+}
+
+impl fmt::Debug for EdgeRepo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EdgeRepo")
+            .field("root", &self.inner.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EdgeRepo {
+    /// Opens (creating it if missing) the vector directory `path`, locks it and starts the
+    /// background maintenance task. Must be called inside a tokio runtime. Collections are opened
+    /// lazily on first use.
+    pub fn open(path: &Path) -> Result<EdgeRepo> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::Rejected("EdgeRepo::open must be called inside a tokio runtime".into()))?;
+        std::fs::create_dir_all(path)?;
+        let lock = Arc::new(DirLock::acquire(path)?);
+        let search_threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
+        let inner = Arc::new(Inner {
+            root: path.to_path_buf(),
+            shards: RwLock::new(HashMap::new()),
+            open_lock: tokio::sync::Mutex::new(()),
+            search_threads,
+            lock,
+        });
+        let cancel = CancellationToken::new();
+        let task = runtime.spawn(maintain(Arc::downgrade(&inner), cancel.clone()));
+        tracing::info!(path = %path.display(), "embedded vector store opened");
+        Ok(EdgeRepo {
+            inner,
+            cancel,
+            maintenance: Mutex::new(Some(task)),
+        })
+    }
+
+    /// The vector directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.root
+    }
+}
+
+impl Drop for EdgeRepo {
+    fn drop(&mut self) {
+        // The shards flush as they drop with `inner`; the maintenance task only holds a weak
+        // reference and stops.
+        self.cancel.cancel();
+    }
+}
+
+impl DirLock {
+    fn acquire(dir: &Path) -> Result<DirLock> {
+        let path = dir.join(LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                // Best effort: the holder wrote its pid; an unreadable file still gives the path.
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let by = if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (held by pid {holder})")
+                };
+                return Err(Error::Unavailable(format!(
+                    "vector directory {} is already in use by another EdgeRepo{by}; \
+                     only one quarry process may open it (lock file {})",
+                    dir.display(),
+                    path.display()
+                )));
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::Io(e)),
+        }
+        // For the error message of the next would-be owner; the lock itself is what matters.
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        writeln!(file, "{}", std::process::id())?;
+        Ok(DirLock { _file: file })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// shard lifecycle
+
+impl Inner {
+    fn cached(&self, name: &str) -> Option<Arc<Shard>> {
+        self.shards
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    fn all_shards(&self) -> Vec<Arc<Shard>> {
+        self.shards
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    fn tunables(&self) -> EdgeConfig {
+        EdgeConfig::builder().max_search_threads(self.search_threads).build()
+    }
+
+    fn make_shard(&self, name: &str, engine: EdgeShard) -> Arc<Shard> {
+        let now = Instant::now();
+        Arc::new(Shard {
+            name: name.to_owned(),
+            engine,
+            state: Mutex::new(WriteState {
+                dirty_since: None,
+                last_write: now,
+                unoptimized: 0,
+                last_optimize: now,
+            }),
+            _lock: Arc::clone(&self.lock),
+        })
+    }
+
+    /// The open shard of `name`, opening it from disk if it exists there; `None` if the
+    /// collection does not exist.
+    async fn shard(&self, name: &str) -> Result<Option<Arc<Shard>>> {
+        validate_name(name)?;
+        if let Some(shard) = self.cached(name) {
+            return Ok(Some(shard));
+        }
+        let _guard = self.open_lock.lock().await;
+        self.open_existing(name).await
+    }
+
+    /// Opens an existing collection; the caller holds `open_lock`.
+    async fn open_existing(&self, name: &str) -> Result<Option<Arc<Shard>>> {
+        if let Some(shard) = self.cached(name) {
+            return Ok(Some(shard));
+        }
+        let dir = self.root.join(name);
+        let tunables = self.tunables();
+        let engine = blocking(move || {
+            if !dir.join(EDGE_CONFIG_FILE).is_file() {
+                return Ok(None);
+            }
+            EdgeShard::load(&dir, Some(tunables)).map(Some).map_err(engine_error)
+        })
+        .await?;
+        let Some(engine) = engine else {
+            return Ok(None);
+        };
+        let shard = self.make_shard(name, engine);
+        self.shards
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), Arc::clone(&shard));
+        tracing::debug!(collection = name, "opened embedded collection");
+        Ok(Some(shard))
+    }
+
+    async fn shard_or_missing(&self, name: &str) -> Result<Arc<Shard>> {
+        self.shard(name)
+            .await?
+            .ok_or_else(|| Error::MissingCollection(name.to_owned()))
+    }
+}
+
+/// Collection names become folder names: keep them to a safe alphabet so a name can never
+/// escape the vector directory or collide with the lock file.
+fn validate_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Rejected(format!(
+            "invalid collection name {name:?}: use 1-200 ASCII letters, digits, '_', '-' or '.', not starting with '.'"
+        )))
+    }
+}
+
+fn shard_config(spec: &CollectionSpec, search_threads: usize) -> EdgeConfig {
+    let mut builder = EdgeConfig::builder()
+        .vector(
+            DENSE,
+            EdgeVectorParams::builder(spec.dimensions as usize, Distance::Cosine).build(),
+        )
+        .max_search_threads(search_threads);
+    if spec.sparse {
+        builder = builder.sparse_vector(
+            SPARSE,
+            EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build(),
+        );
+    }
+    builder.build()
+}
+
+/// Why an existing shard does not match `spec`, if it does not.
+fn incompatibility(config: &EdgeConfig, spec: &CollectionSpec) -> Option<String> {
+    match config.vectors.get(DENSE) {
+        None => return Some(format!("it has no dense vector `{DENSE}`")),
+        Some(dense) if dense.size != spec.dimensions as usize => {
+            return Some(format!(
+                "dense vector `{DENSE}` has {} dimensions, wanted {}",
+                dense.size, spec.dimensions
+            ));
+        }
+        Some(dense) if dense.distance != Distance::Cosine => {
+            return Some(format!(
+                "dense vector `{DENSE}` uses {:?} distance, wanted Cosine",
+                dense.distance
+            ));
+        }
+        Some(_) => {}
+    }
+    match (config.sparse_vectors.get(SPARSE), spec.sparse) {
+        (None, true) => Some(format!("it has no sparse vector `{SPARSE}`")),
+        (Some(_), false) => Some(format!("it has a sparse vector `{SPARSE}`, wanted dense only")),
+        (Some(sparse), true) if sparse.modifier != Some(Modifier::Idf) => {
+            Some(format!("sparse vector `{SPARSE}` lacks the IDF modifier"))
+        }
+        (Some(_), true) | (None, false) => None,
+    }
+}
+
+/// The payload indexes every chunk collection carries, created before any data.
+fn payload_indexes() -> [(&'static str, PayloadFieldSchema); 3] {
+    let keyword = |tenant: bool| {
+        let params = if tenant {
+            KeywordIndexParamsBuilder::new().is_tenant(true)
+        } else {
+            KeywordIndexParamsBuilder::new().enable_hnsw(false)
+        };
+        PayloadFieldSchema::FieldParams(PayloadSchemaParams::Keyword(params.build()))
+    };
+    [
+        (WORLD_ID, keyword(true)),
+        (RUN_ID, keyword(false)),
+        (SOURCE_ID, keyword(false)),
+    ]
+}
+
+/// Creates the payload indexes the shard does not have yet (all of them for a new shard; the
+/// missing ones after a crash between creation and indexing).
+fn ensure_indexes(engine: &EdgeShard) -> Result<()> {
+    let existing = engine.info().map_err(engine_error)?.payload_schema;
+    for (field, schema) in payload_indexes() {
+        let field_name = json_path(field)?;
+        if existing.contains_key(&field_name) {
+            continue;
+        }
+        engine
+            .update(UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(
+                CreateIndex {
+                    field_name,
+                    field_schema: Some(schema),
+                },
+            )))
+            .map_err(engine_error)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// conversions
+
+async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Unavailable(format!("embedded vector engine task failed: {e}")))?
+}
+
+fn engine_error(e: OperationError) -> Error {
+    match e {
+        // Storage trouble: the disk, not the request.
+        OperationError::ServiceError { .. }
+        | OperationError::InconsistentStorage { .. }
+        | OperationError::FileNotFound { .. }
+        | OperationError::OutOfMemory { .. } => Error::Io(std::io::Error::other(e.to_string())),
+        OperationError::Cancelled { .. } | OperationError::Timeout { .. } => Error::Unavailable(e.to_string()),
+        other => Error::Rejected(other.to_string()),
+    }
+}
+
+fn json_path(field: &str) -> Result<JsonPath> {
+    JsonPath::try_from(field).map_err(|()| Error::Rejected(format!("invalid payload key {field:?}")))
+}
+
+fn keyword_match(field: &str, value: String) -> Result<Condition> {
+    Ok(Condition::Field(FieldCondition::new_match(
+        json_path(field)?,
+        Match::new_value(ValueVariants::String(value)),
+    )))
+}
+
+fn world_filter(world: WorldId) -> Result<Filter> {
+    to_filter(PointFilter::world(world))
+}
+
+fn to_filter(filter: PointFilter) -> Result<Filter> {
+    let mut must = vec![keyword_match(WORLD_ID, filter.world.to_string())?];
+    if let Some(run) = filter.run {
+        must.push(keyword_match(RUN_ID, run.to_string())?);
+    }
+    if let Some(source) = filter.source {
+        must.push(keyword_match(SOURCE_ID, source.to_string())?);
+    }
+    Ok(Filter {
+        should: None,
+        min_should: None,
+        must: Some(must),
+        must_not: None,
+    })
+}
+
+fn sparse_vector(sparse: SparseVector) -> Result<qdrant_edge::SparseVector> {
+    let mut vector = qdrant_edge::SparseVector::new(sparse.indices, sparse.values)
+        .map_err(|e| Error::Rejected(format!("invalid sparse vector: {e}")))?;
+    vector.sort_by_indices();
+    Ok(vector)
+}
+
+fn to_persisted(point: Point) -> Result<PointStructPersisted> {
+    let payload = match serde_json::to_value(&point.payload) {
+        Ok(serde_json::Value::Object(map)) => Payload(map),
+        Ok(other) => {
+            return Err(Error::Rejected(format!("payload is not a JSON object: {other}")));
+        }
+        Err(e) => return Err(Error::Rejected(format!("payload does not serialise: {e}"))),
+    };
+    let mut vectors = NamedVectors::default().add_vector(DENSE, Vector::new_dense(point.dense));
+    if let Some(sparse) = point.sparse {
+        vectors = vectors.add_vector(SPARSE, Vector::from(VectorInternal::Sparse(sparse_vector(sparse)?)));
+    }
+    Ok(PointStructPersisted {
+        id: PointId::Uuid(point.id),
+        vector: VectorStructPersisted::from(Vectors::from(vectors).0),
+        payload: Some(payload),
+    })
+}
+
+fn uuid_of(id: PointId) -> Option<Uuid> {
+    match id {
+        PointId::Uuid(id) => Some(id),
+        PointId::NumId(n) => {
+            tracing::warn!(
+                point = n,
+                "ignoring a point with a numeric id: quarry only writes UUIDs"
+            );
+            None
+        }
+    }
+}
+
+/// Never fails: a payload that is not a [`PointPayload`] (stale or foreign point) is `None`.
+fn parse_payload(payload: Option<Payload>) -> Option<PointPayload> {
+    serde_json::from_value(serde_json::Value::Object(payload?.0)).ok()
+}
+
+fn scored(hits: Vec<qdrant_edge::ScoredPoint>) -> Vec<ScoredPoint> {
+    hits.into_iter()
+        .filter_map(|hit| {
+            Some(ScoredPoint {
+                id: uuid_of(hit.id)?,
+                score: hit.score,
+                payload: parse_payload(hit.payload),
+            })
+        })
+        .collect()
+}
+
+fn record(record: qdrant_edge::Record) -> Option<PointRecord> {
+    Some(PointRecord {
+        id: uuid_of(record.id)?,
+        payload: parse_payload(record.payload),
+    })
+}
+
+fn nearest(vector: VectorInternal, using: &str) -> ScoringQuery {
+    ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(vector, using)))
+}
+
+fn with_payload() -> WithPayloadInterface {
+    WithPayloadInterface::Bool(true)
+}
+
+// ---------------------------------------------------------------------------------------------
+// the trait
+
+#[async_trait]
+impl VectorRepo for EdgeRepo {
+    fn kind(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn health(&self) -> Result<()> {
+        let root = self.inner.root.clone();
+        let meta = tokio::fs::metadata(&root)
+            .await
+            .map_err(|e| Error::Unavailable(format!("vector directory {} is not accessible: {e}", root.display())))?;
+        if meta.is_dir() {
+            Ok(())
+        } else {
+            Err(Error::Unavailable(format!(
+                "vector directory {} is not a directory",
+                root.display()
+            )))
+        }
+    }
+
+    async fn ensure_collection(&self, spec: &CollectionSpec) -> Result<()> {
+        validate_name(&spec.name)?;
+        if spec.dimensions == 0 {
+            return Err(Error::Rejected(format!(
+                "collection `{}`: dimensions must be positive",
+                spec.name
+            )));
+        }
+        let inner = &self.inner;
+        let _guard = inner.open_lock.lock().await;
+        if let Some(shard) = inner.open_existing(&spec.name).await? {
+            if let Some(reason) = incompatibility(&shard.engine.config(), spec) {
+                return Err(Error::Incompatible {
+                    name: spec.name.clone(),
+                    reason,
+                });
+            }
+            return blocking(move || ensure_indexes(&shard.engine)).await;
+        }
+        let dir = inner.root.join(&spec.name);
+        let config = shard_config(spec, inner.search_threads);
+        let engine = blocking(move || {
+            let engine = EdgeShard::new(&dir, config).map_err(engine_error)?;
+            ensure_indexes(&engine)?;
+            // Persist the empty collection with its indexes right away.
+            engine.flush().map_err(engine_error)?;
+            Ok(engine)
+        })
+        .await?;
+        let shard = inner.make_shard(&spec.name, engine);
+        inner
+            .shards
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(spec.name.clone(), shard);
+        tracing::info!(collection = %spec.name, dimensions = spec.dimensions, sparse = spec.sparse, "created embedded collection");
+        Ok(())
+    }
+
+    async fn upsert(&self, collection: &str, points: Vec<Point>) -> Result<()> {
+        let shard = self.inner.shard_or_missing(collection).await?;
+        if points.is_empty() {
+            return Ok(());
+        }
+        let points = points.into_iter().map(to_persisted).collect::<Result<Vec<_>>>()?;
+        blocking(move || {
+            let mut rest = points;
+            while !rest.is_empty() {
+                let tail = rest.split_off(rest.len().min(UPSERT_BATCH));
+                let batch = std::mem::replace(&mut rest, tail);
+                let count = batch.len() as u64;
+                let result = shard
+                    .engine
+                    .update(UpdateOperation::PointOperation(PointOperations::UpsertPoints(
+                        PointInsertOperations::PointsList(batch),
+                    )));
+                // Even a failed update may have touched the WAL: let maintenance flush it.
+                shard.note_write(count);
+                result.map_err(engine_error)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(Vec::new());
+        };
+        if search.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut request = QueryRequestBuilder::new(search.limit)
+            .query(nearest(VectorInternal::Dense(search.vector), DENSE))
+            .filter(to_filter(search.filter)?)
+            .with_payload(with_payload());
+        if let Some(threshold) = search.score_threshold {
+            request = request.score_threshold(threshold);
+        }
+        let request = request.build();
+        let hits = blocking(move || shard.engine.query(request).map_err(engine_error)).await?;
+        Ok(scored(hits))
+    }
+
+    async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(Vec::new());
+        };
+        if search.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Each prefetch must be able to fill the final page on its own.
+        let prefetch_limit = search.prefetch_limit.max(search.limit);
+        let filter = to_filter(search.filter)?;
+        let dense = PrefetchBuilder::new(prefetch_limit)
+            .query(nearest(VectorInternal::Dense(search.dense), DENSE))
+            .filter(filter.clone())
+            .build();
+        // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
+        let sparse = PrefetchBuilder::new(prefetch_limit)
+            .query(nearest(VectorInternal::Sparse(sparse_vector(search.sparse)?), SPARSE))
+            .filter(filter.clone())
+            .params(SearchParams {
+                idf: Some(IdfParams::Corpus(IdfCorpusParams {
+                    corpus: world_filter(search.filter.world)?,
+                })),
+                ..Default::default()
+            })
+            .build();
+        let request = QueryRequestBuilder::new(search.limit)
+            .add_prefetch(dense)
+            .add_prefetch(sparse)
+            .query(ScoringQuery::Fusion(Fusion::Rrf {
+                k: RRF_K,
+                weights: None,
+            }))
+            .filter(filter)
+            .with_payload(with_payload())
+            .build();
+        let hits = blocking(move || shard.engine.query(request).map_err(engine_error)).await?;
+        Ok(scored(hits))
+    }
+
+    async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(Vec::new());
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = RetrieveRequestBuilder::new(ids.iter().copied().map(PointId::Uuid).collect())
+            .with_payload(with_payload())
+            .with_vector(WithVector::Bool(false))
+            .build();
+        let records = blocking(move || shard.engine.retrieve(request).map_err(engine_error)).await?;
+        // Follow the request's order (and list a repeated id once), as the server backend does.
+        let mut by_id: HashMap<Uuid, PointRecord> = records
+            .into_iter()
+            .filter_map(record)
+            .map(|record| (record.id, record))
+            .collect();
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(());
+        };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<PointId> = ids.iter().copied().map(PointId::Uuid).collect();
+        blocking(move || {
+            let count = ids.len() as u64;
+            let result = shard
+                .engine
+                .update(UpdateOperation::PointOperation(PointOperations::DeletePoints { ids }));
+            shard.note_write(count);
+            result.map_err(engine_error)
+        })
+        .await
+    }
+
+    async fn delete_by_filter(&self, collection: &str, filter: PointFilter) -> Result<()> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(());
+        };
+        let filter = to_filter(filter)?;
+        blocking(move || {
+            let result = shard
+                .engine
+                .update(UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(
+                    filter,
+                )));
+            shard.note_write(1);
+            result.map_err(engine_error)
+        })
+        .await
+    }
+
+    async fn count(&self, collection: &str, filter: PointFilter) -> Result<u64> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(0);
+        };
+        let request = CountRequestBuilder::new()
+            .filter(to_filter(filter)?)
+            .exact(true)
+            .build();
+        let count = blocking(move || shard.engine.count(request).map_err(engine_error)).await?;
+        Ok(count as u64)
+    }
+
+    async fn scroll(
+        &self,
+        collection: &str,
+        filter: PointFilter,
+        offset: Option<Uuid>,
+        limit: usize,
+    ) -> Result<ScrollPage> {
+        let Some(shard) = self.inner.shard(collection).await? else {
+            return Ok(ScrollPage {
+                points: Vec::new(),
+                next: None,
+            });
+        };
+        if limit == 0 {
+            // Nothing asked for; hand the position back so the caller does not mistake it for the end.
+            return Ok(ScrollPage {
+                points: Vec::new(),
+                next: offset,
+            });
+        }
+        let mut request = ScrollRequestBuilder::new()
+            .limit(limit)
+            .filter(to_filter(filter)?)
+            .with_payload(with_payload())
+            .with_vector(WithVector::Bool(false));
+        if let Some(offset) = offset {
+            request = request.offset(PointId::Uuid(offset));
+        }
+        let request = request.build();
+        let (records, next) = blocking(move || shard.engine.scroll(request).map_err(engine_error)).await?;
+        Ok(ScrollPage {
+            points: records.into_iter().filter_map(record).collect(),
+            next: next.and_then(uuid_of),
+        })
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.cancel.cancel();
+        let task = self.maintenance.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(task) = task
+            && let Err(e) = task.await
+        {
+            tracing::warn!(error = %e, "vector maintenance task ended abnormally");
+        }
+        let mut first_error = None;
+        for shard in self.inner.all_shards() {
+            if let Err(e) = flush(shard).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => {
+                tracing::info!(path = %self.inner.root.display(), "embedded vector store closed");
+                Ok(())
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// background maintenance
+
+/// Flushes a shard on the blocking pool. The dirty mark is cleared before the flush, so writes
+/// that land during it mark the shard dirty again; a failed flush restores the mark.
+async fn flush(shard: Arc<Shard>) -> Result<()> {
+    let since = shard.state().dirty_since.take();
+    let name = shard.name.clone();
+    let result = blocking({
+        let shard = Arc::clone(&shard);
+        move || shard.engine.flush().map_err(engine_error)
+    })
+    .await;
+    if let Err(e) = &result {
+        tracing::warn!(collection = %name, error = %e, "flushing embedded collection failed");
+        if let Some(since) = since {
+            let mut state = shard.state();
+            let dirty_since = state.dirty_since.get_or_insert(since);
+            *dirty_since = (*dirty_since).min(since);
+        }
+    }
+    result
+}
+
+fn optimize_due(state: &WriteState, now: Instant) -> bool {
+    if state.unoptimized == 0 {
+        return false;
+    }
+    let settled = now.duration_since(state.last_write) >= OPTIMIZE_SETTLE;
+    let since_optimize = now.duration_since(state.last_optimize);
+    if state.unoptimized >= OPTIMIZE_AFTER_POINTS {
+        settled || since_optimize >= OPTIMIZE_MAX_DELAY
+    } else {
+        settled && since_optimize >= OPTIMIZE_IDLE_INTERVAL
+    }
+}
+
+fn flush_due(state: &WriteState, now: Instant) -> bool {
+    state.dirty_since.is_some_and(|since| {
+        now.duration_since(state.last_write) >= FLUSH_DEBOUNCE || now.duration_since(since) >= FLUSH_MAX_DELAY
+    })
+}
+
+/// The maintenance loop: see the module docs for the policy. It holds the repo only weakly, so
+/// dropping the [`EdgeRepo`] drops (and flushes) the shards right there and ends the loop.
+async fn maintain(inner: Weak<Inner>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(MAINTENANCE_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut optimizing: Option<JoinHandle<()>> = None;
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let Some(shards) = inner.upgrade().map(|inner| inner.all_shards()) else {
+            break;
+        };
+        if optimizing.as_ref().is_some_and(JoinHandle::is_finished) {
+            optimizing = None;
+        }
+        let now = Instant::now();
+        for shard in shards {
+            let (flush_now, optimize_now) = {
+                let state = shard.state();
+                (
+                    flush_due(&state, now),
+                    optimizing.is_none() && optimize_due(&state, now),
+                )
+            };
+            if flush_now {
+                // Errors are logged inside; the shard stays dirty and is retried next tick.
+                let _ = flush(Arc::clone(&shard)).await;
+            }
+            if optimize_now {
+                optimizing = Some(spawn_optimize(shard));
+            }
+        }
+    }
+    // An optimize in flight is not awaited: it can take minutes and cannot be interrupted. Its
+    // shard keeps the directory locked until it finishes (or the process exits; the engine
+    // recovers an interrupted optimize on load).
+}
+
+fn spawn_optimize(shard: Arc<Shard>) -> JoinHandle<()> {
+    {
+        let mut state = shard.state();
+        state.unoptimized = 0;
+        state.last_optimize = Instant::now();
+    }
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let result = shard.engine.optimize();
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        match result {
+            Ok(changed) => {
+                tracing::info!(collection = %shard.name, changed, elapsed_ms, "optimized embedded collection");
+                if changed {
+                    // New segments were written: persist and truncate the WAL soon.
+                    let now = Instant::now();
+                    shard.state().dirty_since.get_or_insert(now);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(collection = %shard.name, error = %e, elapsed_ms, "optimizing embedded collection failed");
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{RunId, SourceId};
+
+    fn state(now: Instant, dirty_for: Option<Duration>, idle_for: Duration, unoptimized: u64) -> WriteState {
+        WriteState {
+            dirty_since: dirty_for.map(|d| now - d),
+            last_write: now - idle_for,
+            unoptimized,
+            last_optimize: now - Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn flush_waits_for_writes_to_settle_but_not_forever() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        assert!(
+            !flush_due(&state(now, None, ms(10_000), 0), now),
+            "clean shards are left alone"
+        );
+        assert!(
+            !flush_due(&state(now, Some(ms(300)), ms(100), 1), now),
+            "writes still arriving"
+        );
+        assert!(
+            flush_due(&state(now, Some(ms(700)), ms(600), 1), now),
+            "settled for the debounce"
+        );
+        assert!(
+            flush_due(&state(now, Some(ms(6_000)), ms(50), 1), now),
+            "continuous writes: flush anyway"
+        );
+    }
+
+    #[test]
+    fn optimize_after_many_points_once_settled_or_overdue() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        assert!(!optimize_due(&state(now, None, s(100), 0), now), "nothing written");
+        assert!(
+            !optimize_due(&state(now, None, s(1), OPTIMIZE_AFTER_POINTS), now),
+            "writes not settled"
+        );
+        assert!(
+            optimize_due(&state(now, None, s(3), OPTIMIZE_AFTER_POINTS), now),
+            "settled after a bulk load"
+        );
+        assert!(
+            !optimize_due(&state(now, None, s(3), 10), now),
+            "a trickle waits for the idle interval"
+        );
+        let mut overdue = state(now, None, Duration::ZERO, OPTIMIZE_AFTER_POINTS);
+        overdue.last_optimize = now - OPTIMIZE_MAX_DELAY;
+        assert!(
+            optimize_due(&overdue, now),
+            "writes that never settle still get optimized"
+        );
+        let mut trickle = state(now, None, s(3), 10);
+        trickle.last_optimize = now - OPTIMIZE_IDLE_INTERVAL;
+        assert!(optimize_due(&trickle, now));
+    }
+
+    async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn maintenance_flushes_and_optimizes_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = EdgeRepo::open(dir.path()).unwrap();
+        repo.ensure_collection(&CollectionSpec {
+            name: "chunks".into(),
+            dimensions: 4,
+            sparse: false,
+        })
+        .await
+        .unwrap();
+        let (world, run, source) = (WorldId::new(), RunId::new(), SourceId::new());
+        let points: Vec<Point> = (0..OPTIMIZE_AFTER_POINTS as u32)
+            .map(|i| Point {
+                id: crate::domain::point_id(world, run, source, i),
+                dense: vec![1.0, (i % 13) as f32, (i % 7) as f32, 0.5],
+                sparse: None,
+                payload: PointPayload {
+                    world_id: world,
+                    run_id: run,
+                    source_id: source,
+                    book_number: 1,
+                    chunk_number: i,
+                    text_sha256: String::new(),
+                    token_count: 1,
+                },
+            })
+            .collect();
+        let written = Instant::now();
+        repo.upsert("chunks", points).await.unwrap();
+        let shard = repo.inner.cached("chunks").unwrap();
+        assert!(shard.state().dirty_since.is_some(), "a write marks the shard dirty");
+        assert_eq!(shard.state().unoptimized, OPTIMIZE_AFTER_POINTS);
+
+        wait_for("the debounced flush", || shard.state().dirty_since.is_none()).await;
+        wait_for("the background optimize", || {
+            let state = shard.state();
+            state.unoptimized == 0 && state.last_optimize > written
+        })
+        .await;
+        assert!(
+            written.elapsed() >= OPTIMIZE_SETTLE,
+            "optimize waited for the writes to settle"
+        );
+        assert_eq!(
+            repo.count("chunks", PointFilter::world(world)).await.unwrap(),
+            OPTIMIZE_AFTER_POINTS
+        );
+        repo.close().await.unwrap();
+        assert!(shard.state().dirty_since.is_none(), "close leaves every shard flushed");
+    }
+}

@@ -1,0 +1,205 @@
+//! The vector repository: Qdrant as an index over the relational store.
+//!
+//! [`VectorRepo`] is the narrow boundary the services use. Two real implementations:
+//! [`edge::EdgeRepo`] runs Qdrant's engine in-process (`qdrant-edge`, the default) and
+//! [`server::ServerRepo`] talks gRPC to a Qdrant server. Both pass one conformance suite
+//! (`tests/api/vector_conformance.rs`).
+//!
+//! Points carry ids and a small payload (world, run, source, slot, text hash) — never chunk
+//! text: text always comes from the store, and a hit is only trusted after it was checked
+//! against it. Every query is filtered by world (a tenant-indexed keyword) and usually by run.
+
+pub mod edge;
+pub mod server;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{RunId, SourceId, WorldId};
+
+/// Name of the dense vector in every chunk collection.
+pub const DENSE: &str = "dense";
+/// Name of the sparse BM25 vector (IDF modifier) in every chunk collection.
+pub const SPARSE: &str = "bm25";
+
+/// Errors from a vector backend. `Unavailable` means "try again later" (503 upstream);
+/// everything else is a bug or a misconfiguration.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("vector store unavailable: {0}")]
+    Unavailable(String),
+    #[error("collection `{0}` does not exist")]
+    MissingCollection(String),
+    #[error("collection `{name}` exists with an incompatible configuration: {reason}")]
+    Incompatible { name: String, reason: String },
+    #[error("vector store rejected the request: {0}")]
+    Rejected(String),
+    #[error("vector store I/O failed")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a chunk collection looks like. Collections are created on demand and never change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectionSpec {
+    pub name: String,
+    /// Size of the named dense vector `dense` (cosine distance).
+    pub dimensions: u32,
+    /// Whether the collection carries the sparse vector `bm25` (IDF modifier).
+    pub sparse: bool,
+}
+
+/// Payload stored with every chunk point. Never chunk text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointPayload {
+    pub world_id: WorldId,
+    pub run_id: RunId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub text_sha256: String,
+    pub token_count: u32,
+}
+
+/// A sparse vector: parallel arrays of term ids and weights.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SparseVector {
+    pub indices: Vec<u32>,
+    pub values: Vec<f32>,
+}
+
+/// A point to upsert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub id: Uuid,
+    pub dense: Vec<f32>,
+    /// Only for collections created with `sparse: true`.
+    pub sparse: Option<SparseVector>,
+    pub payload: PointPayload,
+}
+
+/// A point read back (retrieve or scroll); vectors are not returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointRecord {
+    pub id: Uuid,
+    /// `None` when the stored payload does not parse as [`PointPayload`] (a stale or foreign
+    /// point: repair deletes it).
+    pub payload: Option<PointPayload>,
+}
+
+/// A search hit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoredPoint {
+    pub id: Uuid,
+    pub score: f32,
+    pub payload: Option<PointPayload>,
+}
+
+/// Which points an operation applies to. `world` is always required: no query ever spans
+/// worlds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointFilter {
+    pub world: WorldId,
+    pub run: Option<RunId>,
+    pub source: Option<SourceId>,
+}
+
+impl PointFilter {
+    pub fn world(world: WorldId) -> Self {
+        Self {
+            world,
+            run: None,
+            source: None,
+        }
+    }
+
+    pub fn run(mut self, run: RunId) -> Self {
+        self.run = Some(run);
+        self
+    }
+
+    pub fn source(mut self, source: SourceId) -> Self {
+        self.source = Some(source);
+        self
+    }
+}
+
+/// A dense nearest-neighbour search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseSearch {
+    pub vector: Vec<f32>,
+    pub filter: PointFilter,
+    pub limit: usize,
+    /// Applied inside the query: only hits scoring above it come back.
+    pub score_threshold: Option<f32>,
+}
+
+/// A hybrid search: dense and sparse prefetches fused by reciprocal rank fusion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HybridSearch {
+    pub dense: Vec<f32>,
+    pub sparse: SparseVector,
+    pub filter: PointFilter,
+    pub limit: usize,
+    /// How many candidates each prefetch contributes to the fusion.
+    pub prefetch_limit: usize,
+}
+
+/// One page of a scroll.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScrollPage {
+    pub points: Vec<PointRecord>,
+    /// Pass back as `offset` for the next page; `None` at the end.
+    pub next: Option<Uuid>,
+}
+
+/// The vector store boundary. Every write returns only after the backend confirmed it.
+#[async_trait]
+pub trait VectorRepo: Send + Sync + 'static {
+    /// Which backend this is, for logs and `/readyz` ("embedded" or "qdrant").
+    fn kind(&self) -> &'static str;
+
+    /// Cheap reachability check for `/readyz`.
+    async fn health(&self) -> Result<()>;
+
+    /// Creates the collection if it is missing (with the `world_id` tenant index, and
+    /// `run_id`/`source_id` keyword indexes); checks it against `spec` if it exists.
+    async fn ensure_collection(&self, spec: &CollectionSpec) -> Result<()>;
+
+    /// Upserts points and waits until the backend confirms the write.
+    async fn upsert(&self, collection: &str, points: Vec<Point>) -> Result<()>;
+
+    /// Dense search filtered by `filter`, best first.
+    async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>>;
+
+    /// Hybrid search (dense + sparse prefetch, RRF fusion), best first.
+    async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>>;
+
+    /// Points by id; missing ids are skipped. Order follows `ids`.
+    async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>>;
+
+    /// Deletes points by id (missing ids are fine) and waits for confirmation.
+    async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()>;
+
+    /// Deletes every point matching `filter` and waits for confirmation. A missing collection
+    /// is not an error (there is nothing to delete).
+    async fn delete_by_filter(&self, collection: &str, filter: PointFilter) -> Result<()>;
+
+    /// Exact count of points matching `filter`; 0 when the collection does not exist.
+    async fn count(&self, collection: &str, filter: PointFilter) -> Result<u64>;
+
+    /// One page of points matching `filter`, ordered by id, starting at `offset`.
+    async fn scroll(
+        &self,
+        collection: &str,
+        filter: PointFilter,
+        offset: Option<Uuid>,
+        limit: usize,
+    ) -> Result<ScrollPage>;
+
+    /// Persists everything written so far and stops background maintenance. Called once at
+    /// shutdown after the workers have stopped.
+    async fn close(&self) -> Result<()>;
+}

@@ -1,0 +1,234 @@
+//! `spawn_app()`: the real application on an ephemeral port with its own SQLite file and
+//! vector folder (or its own Postgres database), and a small HTTP client for it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use quarry::app::App;
+use quarry::config::Settings;
+use quarry::state::AppState;
+use reqwest::StatusCode;
+use secrecy::SecretString;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const TOKEN: &str = "test-token";
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub dir: Arc<tempfile::TempDir>,
+    store_url: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+/// Settings for a test app whose files live in `dir`.
+pub fn test_settings(dir: &std::path::Path, store_url: &str) -> Settings {
+    let mut settings = Settings::default();
+    settings.server.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    settings.server.shutdown_timeout_s = 10;
+    settings.auth.tokens = vec![SecretString::from(TOKEN)];
+    settings.store.url = SecretString::from(store_url.to_owned());
+    settings.vectors.path = dir.join("vectors");
+    settings
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+    let url = format!("sqlite://{}", dir.path().join("data").join("quarry.db").display());
+    start(dir, url, tweak).await
+}
+
+/// The real app on a store URL of the caller's choosing (e.g. a fresh Postgres database).
+pub async fn spawn_app_on(store_url: String, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+    start(dir, store_url, tweak).await
+}
+
+async fn start(dir: Arc<tempfile::TempDir>, store_url: String, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let mut settings = test_settings(dir.path(), &store_url);
+    tweak(&mut settings);
+    let app = App::build(settings).await.expect("app builds");
+    let addr = app.local_addr();
+    let state = app.state();
+    let (tx, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(app.run_until(async move {
+        let _ = rx.await;
+    }));
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        state,
+        dir,
+        store_url,
+        shutdown: Some(tx),
+        handle: Some(handle),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Stops the app the way SIGTERM would and waits until it has released its files.
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            handle.await.expect("server task").expect("server ran cleanly");
+        }
+    }
+
+    /// Stops this app and starts a new process-equivalent on the same files.
+    pub async fn restart(mut self) -> TestApp {
+        self.stop().await;
+        let dir = self.dir.clone();
+        let url = self.store_url.clone();
+        // Drop every handle on the old stores (the embedded vector folder stays locked while
+        // any handle lives, as it would until the old process exits).
+        drop(self);
+        start(dir, url, |_| {}).await
+    }
+
+    pub fn vectors_path(&self) -> PathBuf {
+        self.dir.path().join("vectors")
+    }
+
+    pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self.client.request(method, self.url(path)).bearer_auth(TOKEN);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request sent");
+        read(resp).await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::PATCH, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::DELETE, path, None).await
+    }
+
+    /// Creates a world on the local model (needs no key) and returns its JSON.
+    pub async fn create_local_world(&self, name: &str) -> Value {
+        let (status, body) = self
+            .post(
+                "/v1/worlds",
+                serde_json::json!({"name": name, "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Status and JSON body (`Value::Null` when the body is empty, a string when it is not JSON).
+pub async fn read(resp: reqwest::Response) -> (StatusCode, Value) {
+    let status = resp.status();
+    let text = resp.text().await.expect("body read");
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, body)
+}
+
+/// Asserts the contract's error shape and code; returns the error object.
+pub fn assert_error(status: StatusCode, body: &Value, expected_status: StatusCode, code: &str) -> Value {
+    assert_eq!(status, expected_status, "unexpected status; body: {body}");
+    let error = body
+        .get("error")
+        .unwrap_or_else(|| panic!("no `error` object in {body}"));
+    assert_eq!(error["code"], code, "unexpected code in {body}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "empty message in {body}"
+    );
+    error.clone()
+}
+
+/// A fresh Postgres database for one test, dropped afterwards. `None` (with a loud message)
+/// when no server is reachable, unless `QUARRY_TEST_REQUIRE_POSTGRES=1`, which turns that into
+/// a failure (CI sets it: there, Postgres must be tested).
+pub struct PgDatabase {
+    pub url: String,
+    admin_url: String,
+    name: String,
+}
+
+impl PgDatabase {
+    pub async fn create(test: &str) -> Option<PgDatabase> {
+        use sqlx::Connection as _;
+        let admin_url = match std::env::var("QUARRY_TEST_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => return skip(test, "QUARRY_TEST_POSTGRES_URL is not set"),
+        };
+        let mut conn = match sqlx::PgConnection::connect(&admin_url).await {
+            Ok(conn) => conn,
+            Err(err) => return skip(test, &format!("cannot connect to QUARRY_TEST_POSTGRES_URL: {err}")),
+        };
+        let name = format!("quarry_test_{}", uuid::Uuid::new_v4().simple());
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let _ = conn.close().await;
+        let after_scheme = admin_url.find("://").map_or(0, |i| i + 3);
+        let base = match admin_url[after_scheme..].find('/') {
+            Some(i) => &admin_url[..after_scheme + i],
+            None => admin_url.as_str(),
+        };
+        let url = format!("{base}/{name}");
+        Some(PgDatabase { url, admin_url, name })
+    }
+
+    /// Drops the database (call at the end of the test; the app must have been stopped).
+    pub async fn drop_db(self) {
+        use sqlx::Connection as _;
+        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_url).await {
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            )))
+            .execute(&mut conn)
+            .await;
+        }
+    }
+}
+
+fn skip<T>(test: &str, why: &str) -> Option<T> {
+    if std::env::var("QUARRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
+        panic!("{test}: Postgres is required (QUARRY_TEST_REQUIRE_POSTGRES=1) but {why}");
+    }
+    eprintln!("\n*** SKIPPED (Postgres): {test} — {why}. Set QUARRY_TEST_POSTGRES_URL to run it. ***\n");
+    None
+}

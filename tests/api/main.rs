@@ -1,0 +1,10 @@
+//! All integration tests live in this one binary (one link of the heavy dependency tree).
+//! Each test starts the real app on an ephemeral port with its own files or database.
+
+mod helpers;
+
+mod errors;
+mod operations;
+mod store_conformance;
+mod vector_conformance;
+mod worlds;

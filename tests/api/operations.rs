@@ -1,0 +1,243 @@
+//! Health, readiness, authentication, OpenAPI and the interactive docs.
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::{TOKEN, assert_error, read, spawn_app};
+
+#[tokio::test]
+async fn probes_answer_without_a_token() {
+    let app = spawn_app().await;
+    let (status, body) = read(app.client.get(app.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "ok");
+
+    let (status, body) = read(app.client.get(app.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "ready");
+    assert_eq!(body["store"]["kind"], "sqlite");
+    assert_eq!(body["store"]["ok"], true);
+    assert_eq!(body["vectors"]["kind"], "embedded");
+    assert_eq!(body["vectors"]["ok"], true);
+}
+
+#[tokio::test]
+async fn readyz_reports_503_when_the_store_is_gone() {
+    let app = spawn_app().await;
+    app.state.store.close().await;
+    let (status, body) = read(app.client.get(app.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], "unavailable");
+    assert_eq!(body["store"]["ok"], false);
+    assert_eq!(body["vectors"]["ok"], true);
+
+    // And a request that needs the store is a structured 503, not a 500.
+    let (status, body) = app.get("/v1/worlds").await;
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
+}
+
+#[tokio::test]
+async fn v1_requires_a_valid_bearer_token() {
+    let app = spawn_app().await;
+    let resp = app.client.get(app.url("/v1/worlds")).send().await.unwrap();
+    assert_eq!(
+        resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()),
+        Some("Bearer")
+    );
+    let (status, body) = read(resp).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthorized");
+
+    let resp = app
+        .client
+        .get(app.url("/v1/worlds"))
+        .bearer_auth("wrong-token")
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = read(resp).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthorized");
+
+    let resp = app
+        .client
+        .get(app.url("/v1/models"))
+        .header("authorization", format!("Basic {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = read(resp).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthorized");
+
+    // Unauthenticated requests change nothing, even when they would be valid.
+    let resp = app
+        .client
+        .post(app.url("/v1/worlds"))
+        .json(&serde_json::json!({"name": "x", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    let (status, body) = app.get("/v1/worlds").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["worlds"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn auth_can_be_disabled_for_development() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.auth.tokens.clear();
+        s.auth.disabled = true;
+    })
+    .await;
+    let resp = app.client.get(app.url("/v1/worlds")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn startup_refuses_without_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::helpers::test_settings(dir.path(), "sqlite::memory:");
+    settings.auth.tokens.clear();
+    let err = quarry::app::App::build(settings)
+        .await
+        .err()
+        .expect("startup must fail");
+    assert!(err.to_string().contains("auth.tokens"), "{err}");
+}
+
+#[tokio::test]
+async fn responses_carry_a_request_id() {
+    let app = spawn_app().await;
+    let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
+    let id = resp
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "x-request-id {id:?}");
+    let resp = app
+        .client
+        .get(app.url("/healthz"))
+        .header("x-request-id", "client-chosen")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers().get("x-request-id").unwrap(), "client-chosen");
+}
+
+#[tokio::test]
+async fn served_openapi_matches_the_committed_document() {
+    let app = spawn_app().await;
+    let (status, served) = read(app.client.get(app.url("/openapi.json")).send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    if std::env::var("QUARRY_UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(path, quarry::api::openapi::document()).unwrap();
+        return;
+    }
+    let committed: Value = serde_json::from_str(&committed).unwrap_or(Value::Null);
+    assert!(
+        served == committed,
+        "openapi/openapi.json is out of date: regenerate it with `scripts/cargo run -- openapi > openapi/openapi.json` \
+         (or QUARRY_UPDATE_OPENAPI=1 make test)"
+    );
+    // The binary's `quarry openapi` prints the same document.
+    let printed: Value = serde_json::from_str(&quarry::api::openapi::document()).unwrap();
+    assert_eq!(printed, served);
+    // Every route is documented, and so is the error body.
+    for path in [
+        "/v1/worlds",
+        "/v1/worlds/{world_id}",
+        "/v1/models",
+        "/healthz",
+        "/readyz",
+    ] {
+        assert!(
+            served["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    assert!(served["components"]["schemas"].get("ErrorBody").is_some());
+    assert_eq!(served["openapi"].as_str().map(|v| v.starts_with("3.1")), Some(true));
+}
+
+#[tokio::test]
+async fn docs_page_is_served_without_downloads() {
+    let app = spawn_app().await;
+    let resp = app.client.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let html = resp.text().await.unwrap();
+    assert!(html.contains("swagger"), "docs page: {html:.200}");
+    // The page's assets come from this server, not from a CDN.
+    assert!(
+        !html.contains("https://"),
+        "docs page must not load assets from the internet"
+    );
+    let resp = app
+        .client
+        .get(app.url("/docs/swagger-initializer.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.text().await.unwrap().contains("/openapi.json"));
+}
+
+#[tokio::test]
+async fn models_lists_the_registry() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/v1/models").await;
+    assert_eq!(status, StatusCode::OK);
+    let models = body["models"].as_array().unwrap();
+    let find = |p: &str, m: &str| {
+        models
+            .iter()
+            .find(|x| x["provider"] == p && x["model"] == m)
+            .cloned()
+            .unwrap_or_else(|| panic!("{p}/{m} missing"))
+    };
+    let g = find("google", "gemini-embedding-001");
+    assert_eq!(g["max_input_tokens"], 2048);
+    assert_eq!(g["default_dimensions"], 3072);
+    assert_eq!(g["allowed_dimensions"], serde_json::json!({"min": 128, "max": 3072}));
+    assert_eq!(g["query_mode"], "RETRIEVAL_QUERY");
+    assert_eq!(g["document_mode"], "RETRIEVAL_DOCUMENT");
+    assert_eq!(find("openai", "text-embedding-3-small")["default_dimensions"], 1536);
+    assert_eq!(find("openai", "text-embedding-3-large")["max_input_tokens"], 8192);
+    let l = find("local", "all-MiniLM-L6-v2");
+    assert_eq!(
+        (l["default_dimensions"].clone(), l["max_input_tokens"].clone()),
+        (384.into(), 256.into())
+    );
+}
+
+#[tokio::test]
+async fn configured_openai_compatible_models_are_listed_and_usable() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.providers.openai.models.push(quarry::config::ExtraModel {
+            name: "nomic-embed-text".into(),
+            dimensions: 768,
+            max_input_tokens: 2048,
+            dimensions_adjustable: false,
+        });
+        s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+    })
+    .await;
+    let (_, body) = app.get("/v1/models").await;
+    assert!(
+        body["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["model"] == "nomic-embed-text")
+    );
+    let (status, body) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "n", "embedding": {"provider": "openai", "model": "nomic-embed-text"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["embedding"]["dimensions"], 768);
+}
