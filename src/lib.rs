@@ -33,6 +33,7 @@
 
 pub mod api;
 pub mod app;
+pub mod chunking;
 pub mod config;
 pub mod domain;
 pub mod providers;

@@ -277,17 +277,6 @@ impl Inner {
         })
     }
 
-    /// The open shard of `name`, opening it from disk if it exists there; `None` if the
-    /// collection does not exist.
-    async fn shard(&self, name: &str) -> Result<Option<Arc<Shard>>> {
-        validate_name(name)?;
-        if let Some(shard) = self.cached(name) {
-            return Ok(Some(shard));
-        }
-        let _guard = self.open_lock.lock().await;
-        self.open_existing(name).await
-    }
-
     /// Opens an existing collection; the caller holds `open_lock`.
     async fn open_existing(&self, name: &str) -> Result<Option<Arc<Shard>>> {
         if let Some(shard) = self.cached(name) {
@@ -313,12 +302,73 @@ impl Inner {
         tracing::debug!(collection = name, "opened embedded collection");
         Ok(Some(shard))
     }
+}
 
-    async fn shard_or_missing(&self, name: &str) -> Result<Arc<Shard>> {
-        self.shard(name)
-            .await?
-            .ok_or_else(|| Error::MissingCollection(name.to_owned()))
+/// The open shard of `name`, opening it from disk if it exists there; `None` if the collection
+/// does not exist.
+async fn shard(inner: &Arc<Inner>, name: &str) -> Result<Option<Arc<Shard>>> {
+    validate_name(name)?;
+    if let Some(shard) = inner.cached(name) {
+        return Ok(Some(shard));
     }
+    let inner = Arc::clone(inner);
+    let name = name.to_owned();
+    detached(async move {
+        let _guard = inner.open_lock.lock().await;
+        inner.open_existing(&name).await
+    })
+    .await
+}
+
+async fn shard_or_missing(inner: &Arc<Inner>, name: &str) -> Result<Arc<Shard>> {
+    shard(inner, name)
+        .await?
+        .ok_or_else(|| Error::MissingCollection(name.to_owned()))
+}
+
+/// Runs `work` as its own task, to completion even if the caller goes away: opening or creating
+/// a shard must end with the shard registered (or dropped) before the next caller may try, or two
+/// engines would own one folder.
+async fn detached<T, F>(work: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    tokio::spawn(work)
+        .await
+        .map_err(|e| Error::Unavailable(format!("embedded vector store task failed: {e}")))?
+}
+
+/// Creates the collection, or checks the existing one against `spec`.
+async fn ensure(inner: Arc<Inner>, spec: CollectionSpec) -> Result<()> {
+    let _guard = inner.open_lock.lock().await;
+    if let Some(shard) = inner.open_existing(&spec.name).await? {
+        if let Some(reason) = incompatibility(&shard.engine.config(), &spec) {
+            return Err(Error::Incompatible {
+                name: spec.name,
+                reason,
+            });
+        }
+        return blocking(move || ensure_indexes(&shard.engine)).await;
+    }
+    let dir = inner.root.join(&spec.name);
+    let config = shard_config(&spec, inner.search_threads);
+    let engine = blocking(move || {
+        let engine = EdgeShard::new(&dir, config).map_err(engine_error)?;
+        ensure_indexes(&engine)?;
+        // Persist the empty collection with its indexes right away.
+        engine.flush().map_err(engine_error)?;
+        Ok(engine)
+    })
+    .await?;
+    let shard = inner.make_shard(&spec.name, engine);
+    inner
+        .shards
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(spec.name.clone(), shard);
+    tracing::info!(collection = %spec.name, dimensions = spec.dimensions, sparse = spec.sparse, "created embedded collection");
+    Ok(())
 }
 
 /// Collection names become folder names: keep them to a safe alphabet so a name can never
@@ -580,39 +630,11 @@ impl VectorRepo for EdgeRepo {
                 spec.name
             )));
         }
-        let inner = &self.inner;
-        let _guard = inner.open_lock.lock().await;
-        if let Some(shard) = inner.open_existing(&spec.name).await? {
-            if let Some(reason) = incompatibility(&shard.engine.config(), spec) {
-                return Err(Error::Incompatible {
-                    name: spec.name.clone(),
-                    reason,
-                });
-            }
-            return blocking(move || ensure_indexes(&shard.engine)).await;
-        }
-        let dir = inner.root.join(&spec.name);
-        let config = shard_config(spec, inner.search_threads);
-        let engine = blocking(move || {
-            let engine = EdgeShard::new(&dir, config).map_err(engine_error)?;
-            ensure_indexes(&engine)?;
-            // Persist the empty collection with its indexes right away.
-            engine.flush().map_err(engine_error)?;
-            Ok(engine)
-        })
-        .await?;
-        let shard = inner.make_shard(&spec.name, engine);
-        inner
-            .shards
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(spec.name.clone(), shard);
-        tracing::info!(collection = %spec.name, dimensions = spec.dimensions, sparse = spec.sparse, "created embedded collection");
-        Ok(())
+        detached(ensure(Arc::clone(&self.inner), spec.clone())).await
     }
 
     async fn upsert(&self, collection: &str, points: Vec<Point>) -> Result<()> {
-        let shard = self.inner.shard_or_missing(collection).await?;
+        let shard = shard_or_missing(&self.inner, collection).await?;
         if points.is_empty() {
             return Ok(());
         }
@@ -638,7 +660,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(Vec::new());
         };
         if search.limit == 0 {
@@ -657,7 +679,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(Vec::new());
         };
         if search.limit == 0 {
@@ -696,7 +718,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(Vec::new());
         };
         if ids.is_empty() {
@@ -717,7 +739,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(());
         };
         if ids.is_empty() {
@@ -736,7 +758,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn delete_by_filter(&self, collection: &str, filter: PointFilter) -> Result<()> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(());
         };
         let filter = to_filter(filter)?;
@@ -753,7 +775,7 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn count(&self, collection: &str, filter: PointFilter) -> Result<u64> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(0);
         };
         let request = CountRequestBuilder::new()
@@ -771,7 +793,7 @@ impl VectorRepo for EdgeRepo {
         offset: Option<Uuid>,
         limit: usize,
     ) -> Result<ScrollPage> {
-        let Some(shard) = self.inner.shard(collection).await? else {
+        let Some(shard) = shard(&self.inner, collection).await? else {
             return Ok(ScrollPage {
                 points: Vec::new(),
                 next: None,

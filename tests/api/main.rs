@@ -3,7 +3,9 @@
 
 mod helpers;
 
+mod chunking;
 mod errors;
+mod local_model;
 mod operations;
 mod store_conformance;
 mod vector_conformance;

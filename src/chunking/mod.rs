@@ -1,0 +1,1 @@
+//! Sentence-aware, token-limited chunking. Being written.

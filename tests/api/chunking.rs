@@ -1,0 +1,1 @@
+//! Chunker properties (being written).
