@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod binary;
 mod chunking;
 mod errors;
 mod local_model;

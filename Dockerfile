@@ -1,0 +1,31 @@
+# Multi-stage build: compile with a full Rust image, run on a slim Debian as a non-root user.
+# quarry needs Rust >= 1.96 (qdrant-edge 0.9).
+
+FROM rust:1-slim-bookworm AS build
+WORKDIR /src
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends pkg-config build-essential \
+ && rm -rf /var/lib/apt/lists/*
+# Dependencies first, so source edits do not rebuild them.
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir -p src tests/api && echo 'fn main() {}' > src/main.rs && touch src/lib.rs tests/api/main.rs \
+ && cargo build --release --locked \
+ && rm -rf src tests
+COPY . .
+RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin quarry
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /var/lib/quarry --create-home quarry
+COPY --from=build /src/target/release/quarry /usr/local/bin/quarry
+WORKDIR /var/lib/quarry
+USER quarry
+# Embedded defaults write under ./data (SQLite, qdrant-edge); mount a volume there.
+VOLUME ["/var/lib/quarry/data"]
+ENV QUARRY__SERVER__ADDR=0.0.0.0:8080
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+ENTRYPOINT ["quarry"]
+CMD ["serve", "--log-format", "json"]

@@ -1,0 +1,124 @@
+//! The `quarry` binary itself: its subcommands, its refusal of bad configuration, and a clean
+//! stop on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn quarry(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    cmd.current_dir(dir).env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("RUST_LOG", "info");
+    cmd
+}
+
+#[test]
+fn openapi_subcommand_prints_the_committed_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = quarry(dir.path()).arg("openapi").output().unwrap();
+    assert!(out.status.success());
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let committed: Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json")).unwrap())
+            .unwrap();
+    assert_eq!(printed, committed);
+}
+
+#[test]
+fn migrate_creates_the_database_without_needing_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = quarry(dir.path()).arg("migrate").env("QUARRY__STORE__URL", "sqlite://state/q.db").output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.path().join("state/q.db").exists());
+}
+
+#[test]
+fn invalid_configuration_stops_startup_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = quarry(dir.path())
+        .arg("serve")
+        .env("QUARRY__AUTH__TOKENS", "t")
+        .env("QUARRY__EMBEDDING__WORKERS", "many")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("embedding.workers"), "{stderr}");
+
+    let out = quarry(dir.path()).arg("serve").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("auth.tokens"), "{stderr}");
+}
+
+/// Starts `quarry serve` on port 0 and returns the child and the address it logged.
+fn start_server(dir: &std::path::Path) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut child = quarry(dir)
+        .args(["serve", "--log-format", "json"])
+        .env("QUARRY__AUTH__TOKENS", "t")
+        .env("QUARRY__SERVER__ADDR", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else { continue };
+        let Ok(log) = serde_json::from_str::<Value>(&line) else { continue };
+        if log["message"] == "quarry is listening" {
+            return (child, log["addr"].as_str().unwrap().to_owned(), rx);
+        }
+    }
+    let _ = child.kill();
+    panic!("quarry did not report its address in time");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_cleanly_and_releases_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr, rx) = start_server(dir.path());
+    let client = reqwest::Client::new();
+    let resp = client.get(format!("http://{addr}/readyz")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = client
+        .post(format!("http://{addr}/v1/worlds"))
+        .bearer_auth("t")
+        .json(&serde_json::json!({"name": "kept", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "quarry did not stop within 30 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "exit status {exit:?}");
+    let logs: Vec<String> = rx.try_iter().collect();
+    assert!(logs.iter().any(|l| l.contains("quarry stopped")), "no clean-stop log line in {logs:?}");
+
+    // The same folders can be opened again at once (the vector folder lock was released) and
+    // the world is still there.
+    let (mut child, addr, _rx) = start_server(dir.path());
+    let resp = client.get(format!("http://{addr}/v1/worlds")).bearer_auth("t").send().await.unwrap();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["worlds"][0]["name"], "kept");
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+}
