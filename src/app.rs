@@ -14,11 +14,21 @@ use tokio_util::task::TaskTracker;
 
 use crate::api::{self, Auth, Limits};
 use crate::config::{ConfigError, Settings, VectorKind};
+use crate::crypto::SecretCipher;
+use crate::domain::ProviderKind;
 use crate::providers::ModelRegistry;
-use crate::service::worlds::{ConfiguredKeys, WorldService};
+use crate::providers::google::GoogleProvider;
+use crate::providers::local::LocalProvider;
+use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
+use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
+use crate::service::jobs::JobService;
+use crate::service::keys::KeyService;
+use crate::service::sources::SourceService;
+use crate::service::worlds::WorldService;
 use crate::state::AppState;
 use crate::store::{self, Store};
 use crate::vector::{self, VectorRepo, edge::EdgeRepo, server::ServerRepo};
+use crate::workers::embedding::{EmbeddingWorkers, Providers, WorkerConfig};
 
 /// Why the application could not start.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +39,8 @@ pub enum StartupError {
     Store(#[from] store::Error),
     #[error("cannot open the vector store")]
     Vector(#[from] vector::Error),
+    #[error("cannot set up an embedding provider")]
+    Provider(#[from] crate::providers::http::BuildError),
     #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
@@ -53,6 +65,7 @@ impl App {
     pub async fn build(settings: Settings) -> Result<App, StartupError> {
         settings.validate()?;
         settings.check_auth()?;
+        crate::providers::http::install_tls_provider();
         if settings.auth.disabled {
             tracing::warn!(
                 "authentication is DISABLED (auth.disabled = true): anyone who can reach the port can use /v1"
@@ -61,23 +74,47 @@ impl App {
         let store = store::connect(settings.store.url.expose_secret()).await?;
         let vectors = open_vectors(&settings)?;
         let registry = Arc::new(ModelRegistry::new(&settings.providers.openai.models));
-        let configured_keys = ConfiguredKeys {
-            google: settings.providers.google.keys.len(),
-            openai: settings.providers.openai.keys.len(),
-        };
+        let cipher = settings.master_key()?.map(SecretCipher::new);
+        let scheduler = build_scheduler(&settings, store.clone(), cipher.clone()).await?;
         let worlds = Arc::new(WorldService::new(
             store.clone(),
             vectors.clone(),
             registry.clone(),
-            configured_keys,
+            scheduler.clone(),
         ));
+        let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
+        let providers = build_providers(&settings, &registry)?;
+        let workers = EmbeddingWorkers::new(
+            store.clone(),
+            vectors.clone(),
+            providers,
+            registry.clone(),
+            scheduler.clone(),
+            WorkerConfig {
+                workers: settings.embedding.workers,
+                max_attempts: settings.embedding.max_attempts,
+            },
+        );
+        let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));
+        let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let state = AppState {
             store: store.clone(),
             vectors: vectors.clone(),
             registry,
             worlds,
+            keys,
+            sources,
+            jobs,
+            workers: workers.clone(),
+            scheduler: scheduler.clone(),
         };
         let router_state = state.clone();
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        tracker.spawn(refresh_keys(scheduler, cancel.clone()));
+        if settings.embedding.workers > 0 {
+            workers.spawn(&tracker, &cancel);
+        }
         let auth = Auth::new(&settings.auth.tokens, settings.auth.disabled);
         let limits = Limits {
             max_body_bytes: settings.server.max_body_bytes,
@@ -100,8 +137,8 @@ impl App {
             state,
             store,
             vectors,
-            cancel: CancellationToken::new(),
-            tracker: TaskTracker::new(),
+            cancel,
+            tracker,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
         })
     }
@@ -167,6 +204,61 @@ impl App {
         store.close().await;
         tracing::info!("quarry stopped");
         served
+    }
+}
+
+fn build_providers(settings: &Settings, registry: &ModelRegistry) -> Result<Providers, StartupError> {
+    let p = &settings.providers;
+    let google = GoogleProvider::new(&p.google, registry, Default::default())?;
+    let openai = OpenAiProvider::new(&p.openai, registry, OpenAiOptions::default())?;
+    let local = LocalProvider::new(&p.local.model_dir, p.local.max_concurrency);
+    Ok(Providers::default()
+        .with(Arc::new(google))
+        .with(Arc::new(openai))
+        .with(Arc::new(local)))
+}
+
+/// How often the scheduler merges key state written by other replicas.
+const KEY_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+
+async fn build_scheduler(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    cipher: Option<SecretCipher>,
+) -> Result<KeyScheduler, StartupError> {
+    let p = &settings.providers;
+    let mut config_keys = Vec::new();
+    for (provider, keys, group) in [
+        (ProviderKind::Google, &p.google.keys, &p.google.quota_group),
+        (ProviderKind::OpenAi, &p.openai.keys, &p.openai.quota_group),
+    ] {
+        for secret in keys {
+            config_keys.push(ConfigKey {
+                provider,
+                secret: secret.clone(),
+                quota_group: group.clone(),
+            });
+        }
+    }
+    let pools = [
+        (ProviderKind::Google, PoolConfig::from(&p.google.scheduling)),
+        (ProviderKind::OpenAi, PoolConfig::from(&p.openai.scheduling)),
+    ]
+    .into_iter()
+    .collect();
+    Ok(KeyScheduler::new(store, cipher, config_keys, pools, p.local.max_concurrency).await?)
+}
+
+/// Keeps the scheduler in step with keys and cooldowns written by other replicas.
+async fn refresh_keys(scheduler: KeyScheduler, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(KEY_REFRESH_INTERVAL) => {}
+        }
+        if let Err(err) = scheduler.refresh().await {
+            tracing::warn!(error = %err, "refreshing provider keys from the store failed");
+        }
     }
 }
 

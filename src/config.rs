@@ -94,6 +94,37 @@ pub struct RemoteProviderSettings {
     pub base_url: String,
     /// Read-only keys from configuration.
     pub keys: Vec<SecretString>,
+    /// Quota group shared by every configuration key (keys of one Google project share quota).
+    pub quota_group: Option<String>,
+    pub scheduling: SchedulingSettings,
+}
+
+/// How the key scheduler paces one provider.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulingSettings {
+    /// Ingestion requests in flight per key at once (queries may use one more).
+    pub max_in_flight_per_key: usize,
+    /// Client-side request budget per minute, per quota group (or per key without a group).
+    pub requests_per_minute: Option<u32>,
+    /// Client-side token budget per minute, per quota group (or per key without a group).
+    pub tokens_per_minute: Option<u32>,
+    /// How long ingestion waits for a usable key before giving the work back.
+    pub acquire_timeout_s: u64,
+    /// How long a `/retrieve` query waits for a usable key before answering 429.
+    pub query_wait_s: u64,
+}
+
+impl Default for SchedulingSettings {
+    fn default() -> Self {
+        Self {
+            max_in_flight_per_key: 4,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            acquire_timeout_s: 30,
+            query_wait_s: 5,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +132,9 @@ pub struct RemoteProviderSettings {
 pub struct OpenAiSettings {
     pub base_url: String,
     pub keys: Vec<SecretString>,
+    /// Quota group shared by every configuration key.
+    pub quota_group: Option<String>,
+    pub scheduling: SchedulingSettings,
     /// Extra models served by an OpenAI-compatible server (file only: `[[providers.openai.models]]`).
     pub models: Vec<ExtraModel>,
 }
@@ -122,6 +156,8 @@ pub struct ExtraModel {
 #[serde(deny_unknown_fields, default)]
 pub struct LocalSettings {
     pub model_dir: PathBuf,
+    /// Batches of the local model computed at once (each uses the CPU fully).
+    pub max_concurrency: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -138,6 +174,8 @@ pub enum ReuseScope {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingSettings {
+    /// Background embedding workers in this process; 0 runs none (an API-only replica, or
+    /// tests that drive the queue step by step).
     pub workers: usize,
     pub max_attempts: u32,
     pub reuse: ReuseScope,
@@ -185,6 +223,8 @@ impl Default for RemoteProviderSettings {
         Self {
             base_url: "https://generativelanguage.googleapis.com/v1beta".into(),
             keys: Vec::new(),
+            quota_group: None,
+            scheduling: SchedulingSettings::default(),
         }
     }
 }
@@ -194,6 +234,8 @@ impl Default for OpenAiSettings {
         Self {
             base_url: "https://api.openai.com/v1".into(),
             keys: Vec::new(),
+            quota_group: None,
+            scheduling: SchedulingSettings::default(),
             models: Vec::new(),
         }
     }
@@ -203,6 +245,7 @@ impl Default for LocalSettings {
     fn default() -> Self {
         Self {
             model_dir: PathBuf::from("models/all-minilm-l6-v2"),
+            max_concurrency: 1,
         }
     }
 }
@@ -293,8 +336,21 @@ impl Settings {
                 ));
             }
         }
-        if self.embedding.workers == 0 {
-            return fail("embedding.workers must be at least 1".into());
+        for (key, sched) in [
+            ("providers.google.scheduling", &self.providers.google.scheduling),
+            ("providers.openai.scheduling", &self.providers.openai.scheduling),
+        ] {
+            if sched.max_in_flight_per_key == 0 {
+                return fail(format!("{key}.max_in_flight_per_key must be at least 1"));
+            }
+            if sched.requests_per_minute == Some(0) || sched.tokens_per_minute == Some(0) {
+                return fail(format!(
+                    "{key}: a per-minute budget must be at least 1 (leave it unset for none)"
+                ));
+            }
+        }
+        if self.providers.local.max_concurrency == 0 {
+            return fail("providers.local.max_concurrency must be at least 1".into());
         }
         if self.embedding.max_attempts == 0 {
             return fail("embedding.max_attempts must be at least 1".into());

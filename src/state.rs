@@ -3,9 +3,14 @@
 use std::sync::Arc;
 
 use crate::providers::ModelRegistry;
+use crate::providers::scheduler::KeyScheduler;
+use crate::service::jobs::JobService;
+use crate::service::keys::KeyService;
+use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
 use crate::store::Store;
 use crate::vector::VectorRepo;
+use crate::workers::embedding::EmbeddingWorkers;
 
 /// Cheap to clone: everything inside is shared.
 #[derive(Clone)]
@@ -14,4 +19,9 @@ pub struct AppState {
     pub vectors: Arc<dyn VectorRepo>,
     pub registry: Arc<ModelRegistry>,
     pub worlds: Arc<WorldService>,
+    pub keys: Arc<KeyService>,
+    pub sources: Arc<SourceService>,
+    pub jobs: Arc<JobService>,
+    pub workers: EmbeddingWorkers,
+    pub scheduler: KeyScheduler,
 }

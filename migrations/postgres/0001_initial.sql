@@ -107,7 +107,10 @@ CREATE TABLE jobs (
     reused          BIGINT NOT NULL DEFAULT 0,
     created_at      TIMESTAMPTZ NOT NULL,
     started_at      TIMESTAMPTZ,
-    finished_at     TIMESTAMPTZ
+    finished_at     TIMESTAMPTZ,
+    -- Last time a worker claimed entries of this job: claims rotate between jobs (and so
+    -- between worlds) by taking the job claimed least recently.
+    claimed_at      TIMESTAMPTZ
 );
 CREATE INDEX jobs_world ON jobs (world_id, created_at);
 

@@ -107,7 +107,10 @@ CREATE TABLE jobs (
     reused          INTEGER NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL,
     started_at      TEXT,
-    finished_at     TEXT
+    finished_at     TEXT,
+    -- Last time a worker claimed entries of this job: claims rotate between jobs (and so
+    -- between worlds) by taking the job claimed least recently.
+    claimed_at      TEXT
 );
 CREATE INDEX jobs_world ON jobs (world_id, created_at);
 

@@ -130,6 +130,8 @@ impl From<ServiceError> for ApiError {
                     Conflict::JobState => "job_state_conflict",
                     Conflict::ProfileLocked => "profile_locked",
                     Conflict::MasterKeyMissing => "master_key_missing",
+                    Conflict::KeyExists => "provider_key_exists",
+                    Conflict::KeyReadOnly => "provider_key_read_only",
                 };
                 ApiError::new(S::CONFLICT, code, message)
             }
@@ -152,6 +154,12 @@ impl From<ServiceError> for ApiError {
                 err
             }
             ServiceError::Provider { message } => ApiError::new(S::BAD_GATEWAY, "provider_error", message),
+            ServiceError::Internal { message } => ApiError::opaque(
+                S::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "internal error",
+                message.into(),
+            ),
             ServiceError::Store(err) => match err {
                 store::Error::Unavailable(_) => ApiError::opaque(
                     S::SERVICE_UNAVAILABLE,
@@ -159,6 +167,7 @@ impl From<ServiceError> for ApiError {
                     "the database is unavailable",
                     err.into(),
                 ),
+                store::Error::Duplicate(_) => ApiError::new(S::CONFLICT, "conflict", "the record already exists"),
                 store::Error::Corrupt { .. }
                 | store::Error::Query(_)
                 | store::Error::Migrate(_)

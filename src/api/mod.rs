@@ -9,8 +9,11 @@
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod jobs;
+pub mod keys;
 pub mod models;
 pub mod openapi;
+pub mod sources;
 pub mod worlds;
 
 use std::sync::Arc;
@@ -73,11 +76,15 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
     let v1 = Router::new()
         .merge(worlds::router())
         .merge(models::router())
+        .merge(keys::router())
+        .merge(sources::router())
+        .merge(jobs::router())
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()
         .merge(v1)
         .merge(health::router())
+        .merge(keys::metrics_router())
         .with_state(state)
         .merge(openapi::router())
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))

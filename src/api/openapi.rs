@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{error, health, models, worlds};
+use super::{error, health, jobs, keys, models, sources, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -26,6 +26,20 @@ use super::{error, health, models, worlds};
         worlds::update_world,
         worlds::delete_world,
         models::list_models,
+        sources::add_source,
+        sources::list_sources,
+        sources::get_source,
+        jobs::get_job,
+        jobs::list_jobs,
+        jobs::pause_job,
+        jobs::resume_job,
+        jobs::cancel_job,
+        keys::create_key,
+        keys::list_keys,
+        keys::update_key,
+        keys::delete_key,
+        keys::list_providers,
+        keys::metrics,
         health::healthz,
         health::readyz,
     ),
@@ -34,6 +48,9 @@ use super::{error, health, models, worlds};
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
+        (name = "sources", description = "Source documents and their chunks"),
+        (name = "jobs", description = "Background ingestion jobs"),
+        (name = "providers", description = "Provider API keys and the key scheduler's live view"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

@@ -1,1 +1,91 @@
-//! Sentence-aware, token-limited chunking. Being written.
+//! Sentence-aware, token-limited chunking of source text.
+//!
+//! [`prepare_text`] turns an upload into the text quarry stores (HTML becomes readable text, plain
+//! text and markdown are kept byte for byte); [`split`] cuts that text into chunks of whole
+//! sentences that fit the world's [`ChunkingProfile`], with char offsets into the stored text and
+//! a little context carried in from the previous chunk. Tokens are always `cl100k_base` tokens
+//! ([`count_tokens`]), counted on the exact text that is stored.
+//!
+//! # Decisions
+//! - **Boundaries.** Text is first cut into blocks by line: blank lines end a paragraph, and a
+//!   markdown ATX heading (`#`…`######`), a list item (`-`, `*`, `+`, `1.`, `1)`), a thematic
+//!   break and each line inside a code fence (three backticks or `~~~`) start a block of their
+//!   own (so `# comment` lines in code are not headings). Inside a paragraph, sentences come from
+//!   Unicode sentence segmentation (UAX #29), run with single line breaks read as spaces so
+//!   hard-wrapped prose is not cut at every line end.
+//! - **Packing.** Whole sentences are packed greedily. Counts of the parts only guide the search:
+//!   BPE is not additive, so every emitted chunk is counted exactly and shortened (by binary
+//!   search over sentence ends) until it fits. A heading always opens a new chunk, unless the
+//!   chunk so far holds only headings — a section title travels with its first sentences.
+//! - **Overlong sentences** are cut into windows of at most `max_tokens` tokens: the cut is placed
+//!   after the last whole character that the first `max_tokens` tokens cover (BPE tokens may end
+//!   inside a multi-byte character; we never do), moved back to the start of its grapheme cluster
+//!   (so an accent or an emoji sequence is not split when the cluster fits), then to the last
+//!   whitespace in the window when there is one, and re-counted; the window shrinks until its
+//!   exact count fits. A later window does not start a sentence (for overlap purposes).
+//! - **Overlap.** `overlap_text` is the stored text that ends exactly where the chunk starts,
+//!   taken from the previous chunk (and the whitespace after it): the longest tail that starts at
+//!   a sentence start and counts at most `overlap_tokens`; when no sentence start fits, the tail
+//!   starts at the first word start (UAX #29 word boundaries, so CJK text has one per ideograph)
+//!   that fits; when none fits, it is empty. It is never embedded.
+//! - **HTML** goes through `html5gum`, a WHATWG-conformant HTML tokenizer with no dependencies of
+//!   its own (lighter to build than html5ever/scraper, and unlike ad-hoc tag stripping it decodes
+//!   every named and numeric entity and knows that `<script>` and `<style>` hold raw text). A tree
+//!   builder is not needed to read text out of a page. See [`html`] for the rules.
+//! - **Cost.** Every piece of text is tokenized a small, bounded number of times (each sentence
+//!   once, each chunk about once, each overlap about once), and never a string longer than a few
+//!   windows, so splitting is linear in the input and safe on multi-MB uploads. Runs of more than
+//!   64 spaces or punctuation marks are cut before sentence segmentation, which is
+//!   super-quadratic on them in `unicode-segmentation` (10k spaces after a full stop take seconds).
+//! - **Odd profiles.** `max_tokens` below 4 is treated as 4 (one char is at most 4 byte tokens);
+//!   the API never stores a profile below [`ChunkingProfile::MIN_MAX_TOKENS`] anyway.
+
+pub mod html;
+mod segment;
+mod split;
+mod tokens;
+
+pub use split::split;
+
+/// Why an upload cannot become source text. The API maps both variants to 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkError {
+    /// The content type is not one quarry can read.
+    #[error("unsupported content type `{0}` (expected text/plain, text/markdown or text/html)")]
+    UnsupportedContentType(String),
+    /// Nothing but whitespace (or, for HTML, nothing readable) is left.
+    #[error("the source contains no text")]
+    Empty,
+}
+
+/// The text quarry stores for an upload of `content_type`; chunk offsets refer to it.
+///
+/// `text/plain` and `text/markdown` are returned unchanged, `text/html` is converted to readable
+/// text. Media type parameters (`; charset=utf-8`) are ignored: `raw` is already decoded.
+///
+/// # Errors
+/// [`ChunkError::UnsupportedContentType`] for any other content type, [`ChunkError::Empty`] when
+/// only whitespace is left.
+pub fn prepare_text(content_type: &str, raw: &str) -> Result<String, ChunkError> {
+    let media_type = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let text = match media_type.as_str() {
+        "text/plain" | "text/markdown" => raw.to_owned(),
+        "text/html" => html::to_text(raw),
+        _ => return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned())),
+    };
+    if text.trim().is_empty() {
+        return Err(ChunkError::Empty);
+    }
+    Ok(text)
+}
+
+/// Number of `cl100k_base` tokens in `text` (special-token markers count as ordinary text).
+#[must_use]
+pub fn count_tokens(text: &str) -> u32 {
+    u32::try_from(tokens::count(text)).unwrap_or(u32::MAX)
+}

@@ -106,3 +106,20 @@ pub struct Job {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
 }
+
+string_enum!(
+    /// Kinds of job events (the SSE event names).
+    JobEventKind { Progress => "progress", Warning => "warning", Error => "error", Status => "status" }
+);
+
+/// One entry of a job's append-only history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobEvent {
+    /// Increasing per database; the SSE event id.
+    pub id: i64,
+    pub job_id: JobId,
+    pub kind: JobEventKind,
+    /// JSON text.
+    pub data: String,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,1 +1,236 @@
-//! The local embedding model (all-MiniLM-L6-v2 on CPU with candle). Being written.
+//! The built-in local embedding provider: sentence-transformers all-MiniLM-L6-v2 (384
+//! dimensions, 256 tokens per text) run in-process on the CPU with candle, so quarry works
+//! with no API key and no network. Same trait and scheduler path as the remote providers; a
+//! concurrency limit takes the place of keys.
+//!
+//! The recipe matches sentence-transformers: the model's own WordPiece tokenizer with `[CLS]`
+//! and `[SEP]`, the BERT encoder, mean pooling over the attention mask, L2 normalisation.
+//! Token counts are exact, and a text over 256 tokens is refused with
+//! [`ProviderError::InputTooLarge`] before the model runs: the tokenizer's own truncation is
+//! switched off, so nothing is ever silently cut.
+//!
+//! Choices:
+//! - **Laziness.** [`LocalProvider::new`] never fails and does no I/O. The model folder
+//!   (`config.json`, `tokenizer.json`, `model.safetensors`, put there by `scripts/fetch-model`)
+//!   is loaded on the first call, on the blocking pool. Only success is cached: while files
+//!   are missing or broken every call returns [`ProviderError::Unavailable`] naming the folder
+//!   and the script, and fetching the model later works without a restart.
+//! - **Threads.** Tokenizing and inference are CPU-bound, so both run under
+//!   [`tokio::task::spawn_blocking`], never on the async runtime. A semaphore with
+//!   `max_concurrency` permits bounds how many requests run the model at once; the permit
+//!   moves into the blocking task, so a caller that gives up cannot free it while the model
+//!   is still running. Within one forward pass candle spreads the matrix products over all
+//!   cores (its rayon pool), so on a small machine a limit of 1 or 2 is enough to keep it busy.
+//! - **Batching.** A request's texts are grouped by token length into forward passes of at
+//!   most [`MAX_BATCH_SIZE`] texts, each padded only to its own longest text; results come
+//!   back in input order. Padding is masked out, so a text's vector does not depend on what
+//!   it was batched with (up to float rounding).
+//! - **Mode.** The model is symmetric: documents and queries are embedded the same way, and
+//!   [`EmbedRequest::mode`] is ignored. There are no keys either; `key` is ignored.
+
+mod model;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use tokio::sync::{OnceCell, Semaphore};
+
+use self::model::Model;
+use super::{ApiKey, EmbedRequest, EmbeddingProvider, ModelSpec, ProviderError, ProviderLimits};
+use crate::domain::ProviderKind;
+
+/// The one model this provider serves, as named in the model registry.
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// Its output size; no other is offered.
+pub const DIMENSIONS: u32 = 384;
+/// Its per-text limit in its own tokens, `[CLS]` and `[SEP]` included (the length it was
+/// trained at; sentence-transformers truncates there).
+pub const MAX_INPUT_TOKENS: u32 = 256;
+/// Most texts in one forward pass (and in one request, as reported by `limits`).
+pub const MAX_BATCH_SIZE: usize = 32;
+
+/// all-MiniLM-L6-v2 on the CPU. Cheap to construct; see the module docs for loading, threads
+/// and batching.
+pub struct LocalProvider {
+    model_dir: PathBuf,
+    /// Set once the model has loaded; failed loads are not cached (see module docs).
+    model: OnceCell<Arc<Model>>,
+    /// Bounds concurrent forward passes; permits are held by the blocking task.
+    permits: Arc<Semaphore>,
+    /// Forward passes run so far (observability, and tests that check the model was not run).
+    forward_passes: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for LocalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalProvider")
+            .field("model_dir", &self.model_dir)
+            .field("loaded", &self.model.initialized())
+            .field("available_permits", &self.permits.available_permits())
+            .field("forward_passes", &self.forward_passes())
+            .finish()
+    }
+}
+
+impl LocalProvider {
+    /// A provider for the model folder `model_dir`, running at most `max_concurrency` forward
+    /// passes at once (0 is taken as 1). Never fails and touches no file: the model loads on
+    /// first use, and a missing folder shows up then as [`ProviderError::Unavailable`].
+    pub fn new(model_dir: &Path, max_concurrency: usize) -> LocalProvider {
+        LocalProvider {
+            model_dir: model_dir.to_path_buf(),
+            model: OnceCell::new(),
+            permits: Arc::new(Semaphore::new(max_concurrency.max(1))),
+            forward_passes: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The folder the model is (to be) loaded from.
+    pub fn model_dir(&self) -> &Path {
+        &self.model_dir
+    }
+
+    /// Loads the model now if it is not loaded yet, e.g. to warm up or to report a missing
+    /// model at startup. The same error every embedding call would return.
+    pub async fn ready(&self) -> Result<(), ProviderError> {
+        self.model().await.map(|_| ())
+    }
+
+    /// How many forward passes (batches through BERT) this provider has run.
+    pub fn forward_passes(&self) -> u64 {
+        self.forward_passes.load(Ordering::Relaxed)
+    }
+
+    async fn model(&self) -> Result<Arc<Model>, ProviderError> {
+        self.model
+            .get_or_try_init(|| {
+                let dir = self.model_dir.clone();
+                async move { blocking(move || Model::load(&dir)).await?.map(Arc::new) }
+            })
+            .await
+            .cloned()
+    }
+
+    async fn token_ids(&self, model: Arc<Model>, texts: &[String]) -> Result<Vec<Vec<u32>>, ProviderError> {
+        let texts = texts.to_vec();
+        blocking(move || model.token_ids(&texts)).await?
+    }
+}
+
+#[async_trait]
+impl EmbeddingProvider for LocalProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Local
+    }
+
+    fn limits(&self, _model: &ModelSpec) -> ProviderLimits {
+        ProviderLimits {
+            max_input_tokens: MAX_INPUT_TOKENS,
+            max_batch_size: MAX_BATCH_SIZE,
+            max_tokens_per_request: None,
+        }
+    }
+
+    async fn count_tokens(
+        &self,
+        _key: Option<&ApiKey>,
+        model: &str,
+        texts: &[String],
+    ) -> Result<Vec<u32>, ProviderError> {
+        check_model(model)?;
+        let loaded = self.model().await?;
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = self.token_ids(loaded, texts).await?;
+        Ok(ids.iter().map(|ids| token_count(ids)).collect())
+    }
+
+    async fn embed(&self, _key: Option<&ApiKey>, request: EmbedRequest<'_>) -> Result<Vec<Vec<f32>>, ProviderError> {
+        check_model(request.model)?;
+        if request.dimensions != DIMENSIONS {
+            return Err(ProviderError::Permanent {
+                message: format!(
+                    "{MODEL_NAME} only produces {DIMENSIONS} dimensions, not {}",
+                    request.dimensions
+                ),
+            });
+        }
+        let loaded = self.model().await?;
+        if request.texts.is_empty() {
+            return Ok(Vec::new());
+        }
+
+        let ids = self.token_ids(loaded.clone(), request.texts).await?;
+        if let Some(tokens) = ids.iter().map(|ids| token_count(ids)).find(|&n| n > MAX_INPUT_TOKENS) {
+            return Err(ProviderError::InputTooLarge {
+                tokens,
+                limit: MAX_INPUT_TOKENS,
+            });
+        }
+
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ProviderError::Unavailable {
+                message: "local model is shutting down".into(),
+            })?;
+        let passes = self.forward_passes.clone();
+        let vectors = blocking(move || {
+            let _permit = permit;
+            loaded.embed(&ids, &passes)
+        })
+        .await?
+        .map_err(|err| {
+            tracing::error!(error = %err, "local model forward pass failed");
+            ProviderError::Permanent {
+                message: format!("local model failed: {err}"),
+            }
+        })?;
+
+        if vectors.len() != request.texts.len() || vectors.iter().any(|v| v.len() != DIMENSIONS as usize) {
+            return Err(ProviderError::Malformed {
+                message: format!(
+                    "local model returned {} vectors for {} texts, or a vector not {DIMENSIONS} long",
+                    vectors.len(),
+                    request.texts.len()
+                ),
+            });
+        }
+        Ok(vectors)
+    }
+}
+
+fn check_model(model: &str) -> Result<(), ProviderError> {
+    if model == MODEL_NAME {
+        Ok(())
+    } else {
+        Err(ProviderError::Permanent {
+            message: format!("the local provider only serves {MODEL_NAME}, not {model:?}"),
+        })
+    }
+}
+
+fn token_count(ids: &[u32]) -> u32 {
+    u32::try_from(ids.len()).unwrap_or(u32::MAX)
+}
+
+/// Runs CPU-bound or blocking work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ProviderError> {
+    tokio::task::spawn_blocking(work).await.map_err(|err| {
+        if err.is_panic() {
+            tracing::error!(error = %err, "local model task panicked");
+            ProviderError::Permanent {
+                message: "local model task panicked".into(),
+            }
+        } else {
+            ProviderError::Unavailable {
+                message: "local model task was cancelled (shutting down)".into(),
+            }
+        }
+    })
+}

@@ -8,8 +8,13 @@
 //! down, do not spend the chunk's retry budget) from a dead key, a transient fault or a
 //! permanent refusal.
 
+pub mod classify;
+pub mod google;
+pub mod http;
 pub mod local;
+pub mod openai;
 pub mod registry;
+pub mod scheduler;
 
 use std::time::Duration;
 
@@ -49,7 +54,10 @@ pub struct ApiKey {
 
 impl std::fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiKey").field("id", &self.id).field("secret", &"[REDACTED]").finish()
+        f.debug_struct("ApiKey")
+            .field("id", &self.id)
+            .field("secret", &"[REDACTED]")
+            .finish()
     }
 }
 
@@ -77,7 +85,11 @@ pub enum ProviderError {
     /// 429-style: cool the key (or its quota group) down; the work goes back without spending
     /// an attempt.
     #[error("rate limited{}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration>, scope: RateLimitScope, message: String },
+    RateLimited {
+        retry_after: Option<Duration>,
+        scope: RateLimitScope,
+        message: String,
+    },
     /// The account has no quota left (OpenAI `insufficient_quota`): not retryable on this key.
     #[error("quota exhausted: {message}")]
     QuotaExhausted { message: String },
@@ -115,8 +127,12 @@ pub trait EmbeddingProvider: Send + Sync + 'static {
 
     /// Exact token counts, one per text, in the provider's own tokenizer. Remote providers
     /// that count through an API use `key`.
-    async fn count_tokens(&self, key: Option<&ApiKey>, model: &str, texts: &[String])
-    -> Result<Vec<u32>, ProviderError>;
+    async fn count_tokens(
+        &self,
+        key: Option<&ApiKey>,
+        model: &str,
+        texts: &[String],
+    ) -> Result<Vec<u32>, ProviderError>;
 
     /// One vector per text, in input order, each exactly `dimensions` long (L2-normalised
     /// where the provider does not normalise reduced outputs itself).

@@ -33,6 +33,10 @@ pub enum Conflict {
     ProfileLocked,
     /// `POST /v1/provider-keys` without `security.master_key`.
     MasterKeyMissing,
+    /// The same secret is already registered for the provider.
+    KeyExists,
+    /// Configuration keys cannot be changed through the API.
+    KeyReadOnly,
 }
 
 /// Why an input could not be processed although it was well formed.
@@ -60,6 +64,9 @@ pub enum ServiceError {
     RateLimited { retry_after: Duration },
     #[error("provider failed: {message}")]
     Provider { message: String },
+    /// A bug or an impossible state; the message is logged, never sent.
+    #[error("internal error: {message}")]
+    Internal { message: String },
     #[error(transparent)]
     Store(#[from] store::Error),
     #[error(transparent)]

@@ -2,6 +2,9 @@
 //! traits. Handlers call exactly one service method; services never see HTTP types.
 
 pub mod error;
+pub mod jobs;
+pub mod keys;
+pub mod sources;
 pub mod worlds;
 
 pub use error::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};

@@ -9,6 +9,7 @@ use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{
     ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, RunId, World, WorldId, WorldName, WorldStats,
 };
+use crate::providers::scheduler::KeyScheduler;
 use crate::providers::{ModelRegistry, ModelSpec};
 use crate::store::Store;
 use crate::vector::{CollectionSpec, PointFilter, VectorRepo};
@@ -30,23 +31,6 @@ pub struct CreateWorld {
     pub hybrid: bool,
 }
 
-/// How many keys each provider has from configuration (they live outside the store).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ConfiguredKeys {
-    pub google: usize,
-    pub openai: usize,
-}
-
-impl ConfiguredKeys {
-    fn count(self, provider: ProviderKind) -> usize {
-        match provider {
-            ProviderKind::Google => self.google,
-            ProviderKind::OpenAi => self.openai,
-            ProviderKind::Local => 0,
-        }
-    }
-}
-
 /// A world with its counts.
 #[derive(Clone, Debug)]
 pub struct WorldView {
@@ -58,7 +42,7 @@ pub struct WorldService {
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
     registry: Arc<ModelRegistry>,
-    configured_keys: ConfiguredKeys,
+    scheduler: KeyScheduler,
 }
 
 impl WorldService {
@@ -66,13 +50,13 @@ impl WorldService {
         store: Arc<dyn Store>,
         vectors: Arc<dyn VectorRepo>,
         registry: Arc<ModelRegistry>,
-        configured_keys: ConfiguredKeys,
+        scheduler: KeyScheduler,
     ) -> Self {
         Self {
             store,
             vectors,
             registry,
-            configured_keys,
+            scheduler,
         }
     }
 
@@ -205,10 +189,12 @@ impl WorldService {
     }
 
     async fn require_key(&self, provider: ProviderKind) -> ServiceResult<()> {
-        if !provider.needs_key() || self.configured_keys.count(provider) > 0 {
+        if !provider.needs_key() || self.scheduler.has_eligible_key(provider) {
             return Ok(());
         }
-        if self.store.count_eligible_keys(provider).await? > 0 {
+        // Another replica may have added a key since the last periodic refresh.
+        self.scheduler.refresh().await?;
+        if self.scheduler.has_eligible_key(provider) {
             return Ok(());
         }
         Err(ServiceError::conflict(

@@ -16,8 +16,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use chrono::{DateTime, Utc};
+
 use crate::domain::{
-    Job, JobId, NewChunk, NewSource, NewWorld, ProviderKind, Source, SourceCounts, SourceId, World, WorldId, WorldStats,
+    ChunkId, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobStatus, KeyId, NewChunk, NewKey, NewSource,
+    NewWorld, ProviderKind, RunId, Source, SourceCounts, SourceId, StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -29,6 +32,9 @@ pub enum Error {
     /// A row broke an invariant the schema does not enforce (e.g. an unknown enum string).
     #[error("corrupt row in `{table}`: {reason}")]
     Corrupt { table: &'static str, reason: String },
+    /// A unique constraint refused the write (e.g. the same provider key twice).
+    #[error("duplicate row")]
+    Duplicate(#[source] sqlx::Error),
     /// Anything else the database reported.
     #[error("store query failed")]
     Query(#[source] sqlx::Error),
@@ -46,6 +52,7 @@ impl From<sqlx::Error> for Error {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => Error::Unavailable(err),
+            sqlx::Error::Database(ref db) if db.is_unique_violation() => Error::Duplicate(err),
             other => Error::Query(other),
         }
     }
@@ -86,24 +93,120 @@ pub trait SourceStore: Send + Sync {
     async fn source_counts(&self, world: WorldId, id: SourceId) -> Result<SourceCounts>;
 }
 
-/// Jobs.
+/// Jobs and their event history.
 #[async_trait]
 pub trait JobStore: Send + Sync {
     async fn get_job(&self, id: JobId) -> Result<Option<Job>>;
     /// Jobs of a world, newest first.
     async fn list_jobs(&self, world: WorldId) -> Result<Vec<Job>>;
+    /// Moves a job to `to` if its status is one of `from` (setting `finished_at` for terminal
+    /// statuses). Returns the updated job, or `None` when the job is missing or in another
+    /// status (the caller tells the two apart).
+    async fn transition_job(
+        &self,
+        id: JobId,
+        from: &[JobStatus],
+        to: JobStatus,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Job>>;
+    /// Completes (or fails, when entries failed) a running job with no pending entry left.
+    /// Returns the job when this call finished it.
+    async fn finish_job_if_done(&self, id: JobId, now: DateTime<Utc>) -> Result<Option<Job>>;
+    /// Appends an event; returns its id.
+    async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64>;
+    /// Events of a job with id greater than `after`, oldest first.
+    async fn job_events_after(&self, job: JobId, after: i64, limit: u32) -> Result<Vec<JobEvent>>;
 }
 
-/// Provider keys kept in the store (keys from configuration are counted by the caller).
+/// The embedding queue: manifest entries claimed with leases, so several workers and several
+/// processes can share it safely. Expired leases count as pending again.
+#[async_trait]
+pub trait WorkStore: Send + Sync {
+    /// Leases up to `limit` pending entries of one running job (the job claimed least
+    /// recently, so work rotates between jobs and worlds) to `owner` until `lease_until`.
+    async fn claim_work(
+        &self,
+        owner: &str,
+        limit: u32,
+        lease_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<WorkItem>>;
+    /// Marks leased entries embedded with the text hash their vector was made from — only if
+    /// `owner` still holds them and their job is still running under `run`. Adds `embedded`
+    /// (and `reused`) to the job's counters. Returns how many were marked.
+    async fn complete_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        run: RunId,
+        done: &[(ChunkId, String)],
+        reused: u64,
+        now: DateTime<Utc>,
+    ) -> Result<u64>;
+    /// Gives leased entries back without spending an attempt (rate limits, shutdown); they may
+    /// be claimed again from `not_before`. Counts `rate_limited` on the job when asked.
+    async fn release_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        chunks: &[ChunkId],
+        not_before: Option<DateTime<Utc>>,
+        rate_limited: bool,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Records a failed attempt. With `max_attempts` reached (or `permanent`), the entry is
+    /// `failed` and counted on the job; otherwise it returns to pending from `retry_at`.
+    /// Returns whether the entry is now failed.
+    #[allow(clippy::too_many_arguments)]
+    async fn fail_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        chunk: ChunkId,
+        code: &str,
+        message: &str,
+        max_attempts: u32,
+        permanent: bool,
+        retry_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+}
+
+/// Provider keys: API keys (secret sealed) and mirrors of configuration keys, with the state
+/// the key scheduler persists so restarts and other replicas respect it.
 #[async_trait]
 pub trait KeyStore: Send + Sync {
     /// Keys of `provider` that are enabled and not retired.
     async fn count_eligible_keys(&self, provider: ProviderKind) -> Result<u64>;
+    /// Inserts an API key; [`Error::Duplicate`] when the provider already has this secret.
+    async fn insert_key(&self, key: NewKey) -> Result<StoredKey>;
+    /// Inserts or refreshes the mirror of a configuration key (matched by provider and
+    /// fingerprint), keeping its persisted state.
+    async fn upsert_config_key(&self, key: NewKey) -> Result<StoredKey>;
+    async fn get_key(&self, id: KeyId) -> Result<Option<StoredKey>>;
+    /// Every key, oldest first.
+    async fn list_keys(&self) -> Result<Vec<StoredKey>>;
+    /// Enables or disables a key; enabling also lifts a retirement. `None` if missing.
+    async fn set_key_enabled(&self, id: KeyId, enabled: bool, now: DateTime<Utc>) -> Result<Option<StoredKey>>;
+    async fn delete_key(&self, id: KeyId) -> Result<bool>;
+    /// Persists a key's cooldown and failure streak.
+    async fn set_key_cooldown(
+        &self,
+        id: KeyId,
+        until: Option<DateTime<Utc>>,
+        consecutive_failures: u32,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Retires a key (invalid, leaked, no quota) until it is re-enabled.
+    async fn retire_key(&self, id: KeyId, reason: &str, now: DateTime<Utc>) -> Result<()>;
+    /// Extends a quota group's cooldown to `until` (never shortens it).
+    async fn extend_group_cooldown(&self, provider: ProviderKind, group: &str, until: DateTime<Utc>) -> Result<()>;
+    async fn list_group_cooldowns(&self) -> Result<Vec<GroupCooldown>>;
 }
 
 /// Everything the services need from the relational store.
 #[async_trait]
-pub trait Store: WorldStore + SourceStore + JobStore + KeyStore + Send + Sync + 'static {
+pub trait Store: WorldStore + SourceStore + JobStore + WorkStore + KeyStore + Send + Sync + 'static {
     /// Which backend this is ("sqlite" or "postgres").
     fn kind(&self) -> &'static str;
     /// A trivial round trip, for `/readyz`.

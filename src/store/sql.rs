@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use super::{Error, Result};
 use crate::domain::{
-    ChunkingProfile, EmbeddingProfile, Job, JobCounts, JobError, JobId, RunId, Source, SourceId, World, WorldId,
+    ChunkId, ChunkingProfile, EmbeddingProfile, GroupCooldown, Job, JobCounts, JobError, JobEvent, JobId, KeyId,
+    KeyOrigin, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 pub(super) const INSERT_WORLD: &str = "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, \
@@ -86,8 +87,201 @@ pub(super) const JOB_ERRORS: &str = "SELECT c.book_number, c.chunk_number, m.las
      m.last_error_message FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
      WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number";
 
+pub(super) const INSERT_KEY: &str = "INSERT INTO provider_keys (id, provider, label, origin, quota_group, \
+     secret_ciphertext, secret_nonce, fingerprint, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) \
+     RETURNING id, provider, label, origin, quota_group, secret_ciphertext, secret_nonce, fingerprint, \
+     enabled, retired, retired_reason, cooldown_until, consecutive_failures, created_at, updated_at";
+
+pub(super) const UPSERT_CONFIG_KEY: &str = "INSERT INTO provider_keys (id, provider, label, origin, quota_group, \
+     secret_ciphertext, secret_nonce, fingerprint, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) \
+     ON CONFLICT (provider, fingerprint) DO UPDATE SET label = excluded.label, \
+     quota_group = excluded.quota_group, origin = excluded.origin, updated_at = excluded.updated_at \
+     RETURNING id, provider, label, origin, quota_group, secret_ciphertext, secret_nonce, fingerprint, \
+     enabled, retired, retired_reason, cooldown_until, consecutive_failures, created_at, updated_at";
+
+pub(super) const SELECT_KEY: &str = "SELECT id, provider, label, origin, quota_group, secret_ciphertext, \
+     secret_nonce, fingerprint, enabled, retired, retired_reason, cooldown_until, consecutive_failures, \
+     created_at, updated_at FROM provider_keys WHERE id = $1";
+
+pub(super) const LIST_KEYS: &str = "SELECT id, provider, label, origin, quota_group, secret_ciphertext, \
+     secret_nonce, fingerprint, enabled, retired, retired_reason, cooldown_until, consecutive_failures, \
+     created_at, updated_at FROM provider_keys ORDER BY created_at, id";
+
+/// Enabling a key also lifts its retirement and cooldown: re-enabling is how an operator says
+/// "try this key again".
+pub(super) const SET_KEY_ENABLED: &str = "UPDATE provider_keys SET enabled = $2, \
+     retired = CASE WHEN $2 THEN FALSE ELSE retired END, \
+     retired_reason = CASE WHEN $2 THEN NULL ELSE retired_reason END, \
+     cooldown_until = CASE WHEN $2 THEN NULL ELSE cooldown_until END, \
+     consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures END, \
+     updated_at = $3 WHERE id = $1 \
+     RETURNING id, provider, label, origin, quota_group, secret_ciphertext, secret_nonce, fingerprint, \
+     enabled, retired, retired_reason, cooldown_until, consecutive_failures, created_at, updated_at";
+
+pub(super) const DELETE_KEY: &str = "DELETE FROM provider_keys WHERE id = $1";
+
+pub(super) const SET_KEY_COOLDOWN: &str =
+    "UPDATE provider_keys SET cooldown_until = $2, consecutive_failures = $3, updated_at = $4 WHERE id = $1";
+
+pub(super) const RETIRE_KEY: &str =
+    "UPDATE provider_keys SET retired = TRUE, retired_reason = $2, updated_at = $3 WHERE id = $1";
+
+pub(super) const EXTEND_GROUP_COOLDOWN: &str = "INSERT INTO quota_group_cooldowns (provider, quota_group, \
+     cooldown_until) VALUES ($1, $2, $3) ON CONFLICT (provider, quota_group) DO UPDATE SET cooldown_until = \
+     CASE WHEN excluded.cooldown_until > quota_group_cooldowns.cooldown_until \
+     THEN excluded.cooldown_until ELSE quota_group_cooldowns.cooldown_until END";
+
+pub(super) const LIST_GROUP_COOLDOWNS: &str =
+    "SELECT provider, quota_group, cooldown_until FROM quota_group_cooldowns ORDER BY provider, quota_group";
+
 pub(super) const COUNT_ELIGIBLE_KEYS: &str =
     "SELECT COUNT(*) FROM provider_keys WHERE provider = $1 AND enabled AND NOT retired";
+
+/// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3`
+/// lease end, `$4` now. The Postgres form locks the chosen rows with `SKIP LOCKED`, so
+/// concurrent claimers take disjoint entries; SQLite runs the single statement under its
+/// database write lock, which gives the same guarantee.
+macro_rules! claim_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 ",
+            "WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id ",
+            "WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (",
+            "SELECT 1 FROM manifest_entries p WHERE p.job_id = j.id AND p.state = 'pending' ",
+            "AND (p.lease_expires_at IS NULL OR p.lease_expires_at < $4)) ",
+            "ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) ",
+            "AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) ",
+            "ORDER BY c.book_number, c.chunk_number LIMIT $2 ",
+            $lock,
+            ")"
+        )
+    };
+}
+
+pub(super) const CLAIM_SQLITE: &str = claim_sql!("");
+pub(super) const CLAIM_POSTGRES: &str = claim_sql!("FOR UPDATE OF m SKIP LOCKED");
+
+pub(super) const CLAIMED_ITEMS: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, \
+     m.source_id, c.book_number, c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
+     r.provider, r.model, r.dimensions, r.collection, w.hybrid \
+     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
+     JOIN worlds w ON w.id = m.world_id \
+     WHERE m.lease_owner = $1 AND m.lease_expires_at = $2 AND m.state = 'pending' \
+     ORDER BY c.book_number, c.chunk_number";
+
+pub(super) const BUMP_CLAIMED_JOB: &str = "UPDATE jobs SET claimed_at = $2 WHERE id = $1";
+
+pub(super) const COMPLETE_ENTRY: &str = "UPDATE manifest_entries SET state = 'embedded', \
+     embedded_text_sha256 = $3, lease_owner = NULL, lease_expires_at = NULL, last_error_code = NULL, \
+     last_error_message = NULL, updated_at = $4 \
+     WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
+     AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)";
+
+pub(super) const COUNT_EMBEDDED: &str = "UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1";
+
+pub(super) const RELEASE_ENTRY: &str = "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = $3, \
+     updated_at = $4 WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending'";
+
+pub(super) const COUNT_RATE_LIMITED: &str = "UPDATE jobs SET rate_limited = rate_limited + $2 WHERE id = $1";
+
+pub(super) const FAIL_ENTRY: &str = "UPDATE manifest_entries SET attempts = attempts + 1, \
+     last_error_code = $3, last_error_message = $4, \
+     state = CASE WHEN $5 OR attempts + 1 >= $6 THEN 'failed' ELSE 'pending' END, \
+     lease_owner = NULL, \
+     lease_expires_at = CASE WHEN $5 OR attempts + 1 >= $6 THEN NULL ELSE $7 END, updated_at = $8 \
+     WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' RETURNING state";
+
+pub(super) const COUNT_FAILED: &str = "UPDATE jobs SET failed = failed + 1 WHERE id = $1";
+pub(super) const COUNT_RETRY: &str = "UPDATE jobs SET retries = retries + 1 WHERE id = $1";
+
+pub(super) const FINISH_JOB_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
+     SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
+     finished_at = $2 WHERE id = $1 AND status = 'running' \
+     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id";
+
+pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1";
+
+pub(super) const SET_JOB_STATUS: &str = "UPDATE jobs SET status = $3, finished_at = $4 WHERE id = $1 AND status = $2";
+
+pub(super) const INSERT_EVENT: &str =
+    "INSERT INTO job_events (job_id, kind, data, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
+
+pub(super) const EVENTS_AFTER: &str = "SELECT id, job_id, kind, data, created_at FROM job_events \
+     WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+
+#[derive(sqlx::FromRow)]
+pub(super) struct WorkRow {
+    chunk_id: Uuid,
+    point_id: Uuid,
+    job_id: Uuid,
+    run_id: Uuid,
+    world_id: Uuid,
+    source_id: Uuid,
+    book_number: i64,
+    chunk_number: i64,
+    token_count: i64,
+    chunk_text: String,
+    text_sha256: String,
+    attempts: i64,
+    provider: String,
+    model: String,
+    dimensions: i64,
+    collection: String,
+    hybrid: bool,
+}
+
+impl TryFrom<WorkRow> for WorkItem {
+    type Error = Error;
+
+    fn try_from(r: WorkRow) -> Result<WorkItem> {
+        Ok(WorkItem {
+            chunk_id: ChunkId(r.chunk_id),
+            point_id: r.point_id,
+            job_id: JobId(r.job_id),
+            run_id: RunId(r.run_id),
+            world_id: WorldId(r.world_id),
+            source_id: SourceId(r.source_id),
+            book_number: narrow("chunks", r.book_number)?,
+            chunk_number: narrow("chunks", r.chunk_number)?,
+            token_count: narrow("chunks", r.token_count)?,
+            chunk_text: r.chunk_text,
+            text_sha256: r.text_sha256,
+            attempts: narrow("manifest_entries", r.attempts)?,
+            profile: EmbeddingProfile {
+                provider: r.provider.parse().map_err(|reason| corrupt("runs", reason))?,
+                model: r.model,
+                dimensions: narrow("runs", r.dimensions)?,
+            },
+            collection: r.collection,
+            hybrid: r.hybrid,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct EventRow {
+    id: i64,
+    job_id: Uuid,
+    kind: String,
+    data: String,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<EventRow> for JobEvent {
+    type Error = Error;
+
+    fn try_from(r: EventRow) -> Result<JobEvent> {
+        Ok(JobEvent {
+            id: r.id,
+            job_id: JobId(r.job_id),
+            kind: r.kind.parse().map_err(|reason| corrupt("job_events", reason))?,
+            data: r.data,
+            created_at: r.created_at,
+        })
+    }
+}
 
 #[derive(sqlx::FromRow)]
 pub(super) struct WorldRow {
@@ -126,6 +320,78 @@ impl TryFrom<WorldRow> for World {
             collection: row.collection,
             created_at: row.created_at,
             updated_at: row.updated_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct KeyRow {
+    id: Uuid,
+    provider: String,
+    label: String,
+    origin: String,
+    quota_group: Option<String>,
+    secret_ciphertext: Option<Vec<u8>>,
+    secret_nonce: Option<Vec<u8>>,
+    fingerprint: String,
+    enabled: bool,
+    retired: bool,
+    retired_reason: Option<String>,
+    cooldown_until: Option<DateTime<Utc>>,
+    consecutive_failures: i64,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<KeyRow> for StoredKey {
+    type Error = Error;
+
+    fn try_from(row: KeyRow) -> Result<StoredKey> {
+        let sealed = match (row.secret_ciphertext, row.secret_nonce) {
+            (Some(ciphertext), Some(nonce)) => Some(SealedSecret { ciphertext, nonce }),
+            _ => None,
+        };
+        Ok(StoredKey {
+            id: KeyId(row.id),
+            provider: row
+                .provider
+                .parse()
+                .map_err(|reason| corrupt("provider_keys", reason))?,
+            label: row.label,
+            origin: KeyOrigin::parse(&row.origin)
+                .ok_or_else(|| corrupt("provider_keys", format!("unknown origin `{}`", row.origin)))?,
+            quota_group: row.quota_group,
+            sealed,
+            fingerprint: row.fingerprint,
+            enabled: row.enabled,
+            retired: row.retired,
+            retired_reason: row.retired_reason,
+            cooldown_until: row.cooldown_until,
+            consecutive_failures: narrow("provider_keys", row.consecutive_failures)?,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct GroupCooldownRow {
+    provider: String,
+    quota_group: String,
+    cooldown_until: DateTime<Utc>,
+}
+
+impl TryFrom<GroupCooldownRow> for GroupCooldown {
+    type Error = Error;
+
+    fn try_from(row: GroupCooldownRow) -> Result<GroupCooldown> {
+        Ok(GroupCooldown {
+            provider: row
+                .provider
+                .parse()
+                .map_err(|reason| corrupt("quota_group_cooldowns", reason))?,
+            quota_group: row.quota_group,
+            until: row.cooldown_until,
         })
     }
 }
@@ -257,7 +523,7 @@ pub(super) fn wide<T: Into<u64>>(value: T) -> i64 {
 
 /// Expands the store traits for a backend struct with a `pool` field.
 macro_rules! impl_store {
-    ($store:ty, $kind:literal) => {
+    ($store:ty, $kind:literal, $claim:expr) => {
         #[async_trait::async_trait]
         impl $crate::store::WorldStore for $store {
             async fn create_world(&self, w: $crate::domain::NewWorld) -> $crate::store::Result<$crate::domain::World> {
@@ -531,6 +797,237 @@ macro_rules! impl_store {
                 }
                 Ok(jobs)
             }
+
+            async fn transition_job(
+                &self,
+                id: $crate::domain::JobId,
+                from: &[$crate::domain::JobStatus],
+                to: $crate::domain::JobStatus,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Option<$crate::domain::Job>> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                let status: Option<String> = sqlx::query_scalar(JOB_STATUS)
+                    .bind(id.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(status) = status else { return Ok(None) };
+                let current: $crate::domain::JobStatus = status.parse().map_err(|r| corrupt("jobs", r))?;
+                if !from.contains(&current) {
+                    return Ok(None);
+                }
+                let finished = if to.is_terminal() { Some(now) } else { None };
+                let done = sqlx::query(SET_JOB_STATUS)
+                    .bind(id.0)
+                    .bind(current.as_str())
+                    .bind(to.as_str())
+                    .bind(finished)
+                    .execute(&mut *tx)
+                    .await?;
+                if done.rows_affected() == 0 {
+                    return Ok(None);
+                }
+                tx.commit().await?;
+                $crate::store::JobStore::get_job(self, id).await
+            }
+
+            async fn finish_job_if_done(
+                &self,
+                id: $crate::domain::JobId,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Option<$crate::domain::Job>> {
+                use $crate::store::sql::*;
+                let finished: Option<uuid::Uuid> = sqlx::query_scalar(FINISH_JOB_IF_DONE)
+                    .bind(id.0)
+                    .bind(now)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                match finished {
+                    Some(_) => $crate::store::JobStore::get_job(self, id).await,
+                    None => Ok(None),
+                }
+            }
+
+            async fn append_job_event(
+                &self,
+                job: $crate::domain::JobId,
+                kind: $crate::domain::JobEventKind,
+                data: &str,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<i64> {
+                use $crate::store::sql::*;
+                Ok(sqlx::query_scalar(INSERT_EVENT)
+                    .bind(job.0)
+                    .bind(kind.as_str())
+                    .bind(data)
+                    .bind(now)
+                    .fetch_one(&self.pool)
+                    .await?)
+            }
+
+            async fn job_events_after(
+                &self,
+                job: $crate::domain::JobId,
+                after: i64,
+                limit: u32,
+            ) -> $crate::store::Result<Vec<$crate::domain::JobEvent>> {
+                use $crate::store::sql::*;
+                let rows: Vec<EventRow> = sqlx::query_as(EVENTS_AFTER)
+                    .bind(job.0)
+                    .bind(after)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter().map(TryInto::try_into).collect()
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::WorkStore for $store {
+            async fn claim_work(
+                &self,
+                owner: &str,
+                limit: u32,
+                lease_until: chrono::DateTime<chrono::Utc>,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Vec<$crate::domain::WorkItem>> {
+                use $crate::store::sql::*;
+                let claimed = sqlx::query($claim)
+                    .bind(owner)
+                    .bind(i64::from(limit))
+                    .bind(lease_until)
+                    .bind(now)
+                    .execute(&self.pool)
+                    .await?;
+                if claimed.rows_affected() == 0 {
+                    return Ok(Vec::new());
+                }
+                let rows: Vec<WorkRow> = sqlx::query_as(CLAIMED_ITEMS)
+                    .bind(owner)
+                    .bind(lease_until)
+                    .fetch_all(&self.pool)
+                    .await?;
+                let items: Vec<$crate::domain::WorkItem> = rows
+                    .into_iter()
+                    .map(TryInto::try_into)
+                    .collect::<$crate::store::Result<_>>()?;
+                if let Some(first) = items.first() {
+                    sqlx::query(BUMP_CLAIMED_JOB)
+                        .bind(first.job_id.0)
+                        .bind(now)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                Ok(items)
+            }
+
+            async fn complete_work(
+                &self,
+                owner: &str,
+                job: $crate::domain::JobId,
+                run: $crate::domain::RunId,
+                done: &[($crate::domain::ChunkId, String)],
+                reused: u64,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<u64> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                let mut marked = 0u64;
+                for (chunk, hash) in done {
+                    let result = sqlx::query(COMPLETE_ENTRY)
+                        .bind(chunk.0)
+                        .bind(owner)
+                        .bind(hash)
+                        .bind(now)
+                        .bind(job.0)
+                        .bind(run.0)
+                        .execute(&mut *tx)
+                        .await?;
+                    marked += result.rows_affected();
+                }
+                if marked > 0 {
+                    sqlx::query(COUNT_EMBEDDED)
+                        .bind(job.0)
+                        .bind(wide(marked))
+                        .bind(wide(reused.min(marked)))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(marked)
+            }
+
+            async fn release_work(
+                &self,
+                owner: &str,
+                job: $crate::domain::JobId,
+                chunks: &[$crate::domain::ChunkId],
+                not_before: Option<chrono::DateTime<chrono::Utc>>,
+                rate_limited: bool,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                let mut released = 0u64;
+                for chunk in chunks {
+                    let result = sqlx::query(RELEASE_ENTRY)
+                        .bind(chunk.0)
+                        .bind(owner)
+                        .bind(not_before)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    released += result.rows_affected();
+                }
+                if rate_limited && released > 0 {
+                    sqlx::query(COUNT_RATE_LIMITED)
+                        .bind(job.0)
+                        .bind(wide(released))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn fail_work(
+                &self,
+                owner: &str,
+                job: $crate::domain::JobId,
+                chunk: $crate::domain::ChunkId,
+                code: &str,
+                message: &str,
+                max_attempts: u32,
+                permanent: bool,
+                retry_at: chrono::DateTime<chrono::Utc>,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<bool> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                let state: Option<String> = sqlx::query_scalar(FAIL_ENTRY)
+                    .bind(chunk.0)
+                    .bind(owner)
+                    .bind(code)
+                    .bind(message)
+                    .bind(permanent)
+                    .bind(i64::from(max_attempts))
+                    .bind(retry_at)
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let failed = state.as_deref() == Some("failed");
+                match state {
+                    None => {}
+                    Some(_) if failed => {
+                        sqlx::query(COUNT_FAILED).bind(job.0).execute(&mut *tx).await?;
+                    }
+                    Some(_) => {
+                        sqlx::query(COUNT_RETRY).bind(job.0).execute(&mut *tx).await?;
+                    }
+                }
+                tx.commit().await?;
+                Ok(failed)
+            }
         }
 
         #[async_trait::async_trait]
@@ -542,6 +1039,147 @@ macro_rules! impl_store {
                     .fetch_one(&self.pool)
                     .await?;
                 narrow("provider_keys", n)
+            }
+
+            async fn insert_key(
+                &self,
+                key: $crate::domain::NewKey,
+            ) -> $crate::store::Result<$crate::domain::StoredKey> {
+                self.write_key($crate::store::sql::INSERT_KEY, key).await
+            }
+
+            async fn upsert_config_key(
+                &self,
+                key: $crate::domain::NewKey,
+            ) -> $crate::store::Result<$crate::domain::StoredKey> {
+                self.write_key($crate::store::sql::UPSERT_CONFIG_KEY, key).await
+            }
+
+            async fn get_key(
+                &self,
+                id: $crate::domain::KeyId,
+            ) -> $crate::store::Result<Option<$crate::domain::StoredKey>> {
+                use $crate::store::sql::*;
+                let row: Option<KeyRow> = sqlx::query_as(SELECT_KEY)
+                    .bind(id.0)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(TryInto::try_into).transpose()
+            }
+
+            async fn list_keys(&self) -> $crate::store::Result<Vec<$crate::domain::StoredKey>> {
+                use $crate::store::sql::*;
+                let rows: Vec<KeyRow> = sqlx::query_as(LIST_KEYS).fetch_all(&self.pool).await?;
+                rows.into_iter().map(TryInto::try_into).collect()
+            }
+
+            async fn set_key_enabled(
+                &self,
+                id: $crate::domain::KeyId,
+                enabled: bool,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Option<$crate::domain::StoredKey>> {
+                use $crate::store::sql::*;
+                let row: Option<KeyRow> = sqlx::query_as(SET_KEY_ENABLED)
+                    .bind(id.0)
+                    .bind(enabled)
+                    .bind(now)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(TryInto::try_into).transpose()
+            }
+
+            async fn delete_key(&self, id: $crate::domain::KeyId) -> $crate::store::Result<bool> {
+                use $crate::store::sql::*;
+                Ok(sqlx::query(DELETE_KEY)
+                    .bind(id.0)
+                    .execute(&self.pool)
+                    .await?
+                    .rows_affected()
+                    > 0)
+            }
+
+            async fn set_key_cooldown(
+                &self,
+                id: $crate::domain::KeyId,
+                until: Option<chrono::DateTime<chrono::Utc>>,
+                consecutive_failures: u32,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                sqlx::query(SET_KEY_COOLDOWN)
+                    .bind(id.0)
+                    .bind(until)
+                    .bind(i64::from(consecutive_failures))
+                    .bind(now)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn retire_key(
+                &self,
+                id: $crate::domain::KeyId,
+                reason: &str,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                sqlx::query(RETIRE_KEY)
+                    .bind(id.0)
+                    .bind(reason)
+                    .bind(now)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn extend_group_cooldown(
+                &self,
+                provider: $crate::domain::ProviderKind,
+                group: &str,
+                until: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                sqlx::query(EXTEND_GROUP_COOLDOWN)
+                    .bind(provider.as_str())
+                    .bind(group)
+                    .bind(until)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn list_group_cooldowns(&self) -> $crate::store::Result<Vec<$crate::domain::GroupCooldown>> {
+                use $crate::store::sql::*;
+                let rows: Vec<GroupCooldownRow> = sqlx::query_as(LIST_GROUP_COOLDOWNS).fetch_all(&self.pool).await?;
+                rows.into_iter().map(TryInto::try_into).collect()
+            }
+        }
+
+        impl $store {
+            async fn write_key(
+                &self,
+                sql: &'static str,
+                key: $crate::domain::NewKey,
+            ) -> $crate::store::Result<$crate::domain::StoredKey> {
+                use $crate::store::sql::*;
+                let (ciphertext, nonce) = match key.sealed {
+                    Some(s) => (Some(s.ciphertext), Some(s.nonce)),
+                    None => (None, None),
+                };
+                let row: KeyRow = sqlx::query_as(sql)
+                    .bind(key.id.0)
+                    .bind(key.provider.as_str())
+                    .bind(&key.label)
+                    .bind(key.origin.as_str())
+                    .bind(&key.quota_group)
+                    .bind(ciphertext)
+                    .bind(nonce)
+                    .bind(&key.fingerprint)
+                    .bind(key.now)
+                    .fetch_one(&self.pool)
+                    .await?;
+                row.try_into()
             }
         }
 

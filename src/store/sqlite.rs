@@ -38,9 +38,14 @@ impl SqliteStore {
                 ))
             })?;
         }
+        // A local file has no connection to go stale: no pings before use and no reaper, which
+        // also keeps the pool free of timers (tests drive the clock with tokio::time::pause()).
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
+            .idle_timeout(None)
+            .max_lifetime(None)
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
@@ -48,4 +53,4 @@ impl SqliteStore {
     }
 }
 
-impl_store!(SqliteStore, "sqlite");
+impl_store!(SqliteStore, "sqlite", super::sql::CLAIM_SQLITE);

@@ -9,7 +9,9 @@
 //! [`EdgeRepo::open`] takes an exclusive `flock` (`File::try_lock`) on `.quarry-vectors.lock`
 //! in the directory; a second open — from this process or another — fails with the path in the
 //! message. Every open shard holds a reference to the lock, so it is only released once the last
-//! shard has been dropped (and flushed), never while an engine thread might still write.
+//! shard has been dropped (and flushed), never while an engine thread might still write. Opening
+//! and creating shards run as their own tasks under one mutex, so a caller that gives up halfway
+//! cannot leave a second engine on the same folder.
 //!
 //! **Maintenance.** The engine never flushes or builds HNSW by itself: without `flush()` its WAL
 //! only grows (≈205 MiB per 100k×384-d points) and restarts replay all of it; without
@@ -23,7 +25,8 @@
 //! (10 min). At most one optimize runs at a time (it is CPU-heavy: HNSW on ~all cores); flushes
 //! keep running beside it. Both run on the blocking pool, never on a request path. Writes are
 //! durable against a process crash as soon as they return (WAL replay on load); the flush adds
-//! power-loss durability and bounds replay time.
+//! power-loss durability and bounds replay time. `close()` stops the task and flushes every shard;
+//! dropping the repo without it still flushes (the engine's `Drop`), on the dropping thread.
 //!
 //! Index choices: `world_id` is a tenant keyword index (points grouped per world at optimize,
 //! per-world HNSW links); `run_id` and `source_id` are keyword indexes with `enable_hnsw=false`

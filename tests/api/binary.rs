@@ -9,7 +9,10 @@ use serde_json::Value;
 
 fn quarry(dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_quarry"));
-    cmd.current_dir(dir).env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("RUST_LOG", "info");
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "info");
     cmd
 }
 
@@ -19,16 +22,21 @@ fn openapi_subcommand_prints_the_committed_document() {
     let out = quarry(dir.path()).arg("openapi").output().unwrap();
     assert!(out.status.success());
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let committed: Value =
-        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json")).unwrap())
-            .unwrap();
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(printed, committed);
 }
 
 #[test]
 fn migrate_creates_the_database_without_needing_tokens() {
     let dir = tempfile::tempdir().unwrap();
-    let out = quarry(dir.path()).arg("migrate").env("QUARRY__STORE__URL", "sqlite://state/q.db").output().unwrap();
+    let out = quarry(dir.path())
+        .arg("migrate")
+        .env("QUARRY__STORE__URL", "sqlite://state/q.db")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(dir.path().join("state/q.db").exists());
 }
@@ -73,8 +81,12 @@ fn start_server(dir: &std::path::Path) -> (Child, String, std::sync::mpsc::Recei
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else { continue };
-        let Ok(log) = serde_json::from_str::<Value>(&line) else { continue };
+        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let Ok(log) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
         if log["message"] == "quarry is listening" {
             return (child, log["addr"].as_str().unwrap().to_owned(), rx);
         }
@@ -87,7 +99,7 @@ fn start_server(dir: &std::path::Path) -> (Child, String, std::sync::mpsc::Recei
 async fn sigterm_stops_the_server_cleanly_and_releases_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr, rx) = start_server(dir.path());
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     let resp = client.get(format!("http://{addr}/readyz")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let resp = client
@@ -99,7 +111,10 @@ async fn sigterm_stops_the_server_cleanly_and_releases_its_files() {
         .unwrap();
     assert_eq!(resp.status(), 201);
 
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(30);
     let exit = loop {
@@ -111,12 +126,20 @@ async fn sigterm_stops_the_server_cleanly_and_releases_its_files() {
     };
     assert!(exit.success(), "exit status {exit:?}");
     let logs: Vec<String> = rx.try_iter().collect();
-    assert!(logs.iter().any(|l| l.contains("quarry stopped")), "no clean-stop log line in {logs:?}");
+    assert!(
+        logs.iter().any(|l| l.contains("quarry stopped")),
+        "no clean-stop log line in {logs:?}"
+    );
 
     // The same folders can be opened again at once (the vector folder lock was released) and
     // the world is still there.
     let (mut child, addr, _rx) = start_server(dir.path());
-    let resp = client.get(format!("http://{addr}/v1/worlds")).bearer_auth("t").send().await.unwrap();
+    let resp = client
+        .get(format!("http://{addr}/v1/worlds"))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["worlds"][0]["name"], "kept");
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();

@@ -65,7 +65,7 @@ async fn start(dir: Arc<tempfile::TempDir>, store_url: String, tweak: impl FnOnc
     }));
     TestApp {
         addr,
-        client: reqwest::Client::new(),
+        client: http_client(),
         state,
         dir,
         store_url,
@@ -231,4 +231,11 @@ fn skip<T>(test: &str, why: &str) -> Option<T> {
     }
     eprintln!("\n*** SKIPPED (Postgres): {test} — {why}. Set QUARRY_TEST_POSTGRES_URL to run it. ***\n");
     None
+}
+
+/// An HTTP client for talking to the app (quarry's TLS backend needs its crypto provider
+/// installed before any reqwest client is built).
+pub fn http_client() -> reqwest::Client {
+    quarry::providers::http::install_tls_provider();
+    reqwest::Client::new()
 }

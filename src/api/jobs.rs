@@ -1,0 +1,167 @@
+//! `/v1/jobs/{job_id}` and `/v1/worlds/{world_id}/jobs`: read jobs, pause, resume, cancel.
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiPath;
+use crate::domain::{Job, JobId, WorldId};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/jobs/{job_id}", get(get_job))
+        .route("/v1/jobs/{job_id}/pause", post(pause_job))
+        .route("/v1/jobs/{job_id}/resume", post(resume_job))
+        .route("/v1/jobs/{job_id}/cancel", post(cancel_job))
+        .route("/v1/worlds/{world_id}/jobs", get(list_jobs))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobCountsDto {
+    pub total: u64,
+    pub embedded: u64,
+    pub pending: u64,
+    pub failed: u64,
+    /// Failed attempts that were retried.
+    pub retries: u64,
+    /// Times entries were given back because a key was rate limited (no attempt spent).
+    pub rate_limited: u64,
+    /// Entries embedded by reusing an existing vector of identical text.
+    pub reused: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobErrorDto {
+    pub chunk_number: u32,
+    pub book_number: u32,
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobDto {
+    pub id: Uuid,
+    pub world_id: Uuid,
+    /// `ingest`, `reingest` or `repair`.
+    pub kind: String,
+    /// `queued`, `running`, `paused`, `cancelled`, `completed` or `failed`.
+    pub status: String,
+    pub run_id: Uuid,
+    pub counts: JobCountsDto,
+    pub errors: Vec<JobErrorDto>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<Job> for JobDto {
+    fn from(j: Job) -> Self {
+        JobDto {
+            id: j.id.0,
+            world_id: j.world_id.0,
+            kind: j.kind.as_str().to_owned(),
+            status: j.status.as_str().to_owned(),
+            run_id: j.run_id.0,
+            counts: JobCountsDto {
+                total: j.counts.total,
+                embedded: j.counts.embedded,
+                pending: j.counts.pending,
+                failed: j.counts.failed,
+                retries: j.counts.retries,
+                rate_limited: j.counts.rate_limited,
+                reused: j.counts.reused,
+            },
+            errors: j
+                .errors
+                .into_iter()
+                .map(|e| JobErrorDto {
+                    chunk_number: e.chunk_number,
+                    book_number: e.book_number,
+                    code: e.code,
+                    message: e.message,
+                })
+                .collect(),
+            created_at: j.created_at,
+            started_at: j.started_at,
+            finished_at: j.finished_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobList {
+    pub jobs: Vec<JobDto>,
+}
+
+/// One job with its counts and per-chunk errors.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "jobs", params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "job_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    Ok(axum::Json(state.jobs.get(JobId(id)).await?.into()))
+}
+
+/// Jobs of a world, newest first.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/jobs", tag = "jobs", params(("world_id" = Uuid, Path)),
+    responses((status = 200, body = JobList), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<JobList>, ApiError> {
+    let jobs = state.jobs.list(WorldId(id)).await?;
+    Ok(axum::Json(JobList {
+        jobs: jobs.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Pause a queued or running job (workers stop taking its entries).
+#[utoipa::path(post, path = "/v1/jobs/{job_id}/pause", tag = "jobs", params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "job_not_found", body = ErrorBody),
+        (status = 409, description = "job_state_conflict", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn pause_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    Ok(axum::Json(state.jobs.pause(JobId(id)).await?.into()))
+}
+
+/// Resume a paused job.
+#[utoipa::path(post, path = "/v1/jobs/{job_id}/resume", tag = "jobs", params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "job_not_found", body = ErrorBody),
+        (status = 409, description = "job_state_conflict", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn resume_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    Ok(axum::Json(state.jobs.resume(JobId(id)).await?.into()))
+}
+
+/// Cancel a job that has not finished. Its remaining entries stay pending; responses still in
+/// flight are dropped.
+#[utoipa::path(post, path = "/v1/jobs/{job_id}/cancel", tag = "jobs", params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "job_not_found", body = ErrorBody),
+        (status = 409, description = "job_state_conflict", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn cancel_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    Ok(axum::Json(state.jobs.cancel(JobId(id)).await?.into()))
+}

@@ -1,0 +1,288 @@
+//! `/v1/provider-keys` (manage keys), `/v1/providers` (live scheduler view) and `/metrics`.
+
+use std::fmt::Write as _;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath};
+use crate::domain::{KeyId, ProviderKind, StoredKey};
+use crate::providers::scheduler::KeyStatus;
+use crate::service::keys::CreateKey;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/provider-keys", get(list_keys).post(create_key))
+        .route(
+            "/v1/provider-keys/{key_id}",
+            axum::routing::patch(update_key).delete(delete_key),
+        )
+        .route("/v1/providers", get(list_providers))
+}
+
+/// Unauthenticated operations routes.
+pub fn metrics_router() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    /// `google` or `openai`.
+    #[schema(example = "google")]
+    pub provider: String,
+    /// The API key. Stored encrypted; never returned.
+    #[schema(value_type = String, example = "AIza...")]
+    pub secret: SecretString,
+    #[schema(example = "team-a")]
+    pub label: Option<String>,
+    /// Keys of one quota group (e.g. one Google Cloud project) share one quota: a rate limit on
+    /// one cools them all down.
+    #[schema(example = "project-1")]
+    pub quota_group: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateKeyRequest {
+    /// Disable, or enable (which also lifts a retirement and a cooldown).
+    pub enabled: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyDto {
+    pub key_id: Uuid,
+    pub provider: String,
+    pub label: String,
+    /// Last four characters and a sha256 prefix, e.g. `…a1b2:0f3c9a1e`.
+    pub fingerprint: String,
+    /// `api` (added here) or `config` (from configuration; read-only but can be disabled).
+    pub source: String,
+    pub quota_group: Option<String>,
+    pub enabled: bool,
+    pub retired: bool,
+    pub retired_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<StoredKey> for KeyDto {
+    fn from(k: StoredKey) -> Self {
+        KeyDto {
+            key_id: k.id.0,
+            provider: k.provider.as_str().to_owned(),
+            label: k.label,
+            fingerprint: k.fingerprint,
+            source: k.origin.as_str().to_owned(),
+            quota_group: k.quota_group,
+            enabled: k.enabled,
+            retired: k.retired,
+            retired_reason: k.retired_reason,
+            created_at: k.created_at,
+            updated_at: k.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeyDto>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyStatusDto {
+    pub key_id: Uuid,
+    pub label: String,
+    pub fingerprint: String,
+    pub source: String,
+    pub enabled: bool,
+    pub retired: bool,
+    pub retired_reason: Option<String>,
+    pub quota_group: Option<String>,
+    /// When the key (or its quota group) may be used again; `null` when it is not cooling down.
+    pub cooling_down_until: Option<DateTime<Utc>>,
+    pub in_flight: usize,
+    /// Requests and outcomes since this process started.
+    pub requests: u64,
+    pub rate_limited: u64,
+    pub failures: u64,
+}
+
+impl From<KeyStatus> for KeyStatusDto {
+    fn from(k: KeyStatus) -> Self {
+        KeyStatusDto {
+            key_id: k.key_id.0,
+            label: k.label,
+            fingerprint: k.fingerprint,
+            source: k.origin.as_str().to_owned(),
+            enabled: k.enabled,
+            retired: k.retired,
+            retired_reason: k.retired_reason,
+            quota_group: k.quota_group,
+            cooling_down_until: k.cooling_down_until,
+            in_flight: k.in_flight,
+            requests: k.requests,
+            rate_limited: k.rate_limited,
+            failures: k.failures,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderDto {
+    pub provider: String,
+    pub keys: Vec<KeyStatusDto>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderList {
+    pub providers: Vec<ProviderDto>,
+}
+
+/// Register a provider API key (encrypted at rest under `security.master_key`).
+#[utoipa::path(post, path = "/v1/provider-keys", tag = "providers", request_body = CreateKeyRequest,
+    responses((status = 201, body = KeyDto),
+        (status = 400, description = "invalid_request", body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 409, description = "master_key_missing or provider_key_exists", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_key(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<CreateKeyRequest>,
+) -> Result<(StatusCode, axum::Json<KeyDto>), ApiError> {
+    let key = state
+        .keys
+        .create(CreateKey {
+            provider: req.provider,
+            secret: req.secret,
+            label: req.label,
+            quota_group: req.quota_group,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(key.into())))
+}
+
+/// Every key: API keys and (read-only) configuration keys. Secrets are never returned.
+#[utoipa::path(get, path = "/v1/provider-keys", tag = "providers",
+    responses((status = 200, body = KeyList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn list_keys(State(state): State<AppState>) -> Result<axum::Json<KeyList>, ApiError> {
+    let keys = state.keys.list().await?;
+    Ok(axum::Json(KeyList {
+        keys: keys.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Enable or disable a key. Enabling lifts a retirement and a cooldown.
+#[utoipa::path(patch, path = "/v1/provider-keys/{key_id}", tag = "providers",
+    params(("key_id" = Uuid, Path)), request_body = UpdateKeyRequest,
+    responses((status = 200, body = KeyDto), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "key_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn update_key(
+    State(state): State<AppState>,
+    ApiPath(key_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<UpdateKeyRequest>,
+) -> Result<axum::Json<KeyDto>, ApiError> {
+    Ok(axum::Json(
+        state.keys.set_enabled(KeyId(key_id), req.enabled).await?.into(),
+    ))
+}
+
+/// Delete an API key (configuration keys: 409 `provider_key_read_only`).
+#[utoipa::path(delete, path = "/v1/provider-keys/{key_id}", tag = "providers",
+    params(("key_id" = Uuid, Path)),
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "key_not_found", body = ErrorBody),
+        (status = 409, description = "provider_key_read_only", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_key(State(state): State<AppState>, ApiPath(key_id): ApiPath<Uuid>) -> Result<StatusCode, ApiError> {
+    state.keys.delete(KeyId(key_id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The scheduler's live view: per key, whether it is usable, cooling down, in flight, and its
+/// counters since this process started.
+#[utoipa::path(get, path = "/v1/providers", tag = "providers",
+    responses((status = 200, body = ProviderList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn list_providers(State(state): State<AppState>) -> axum::Json<ProviderList> {
+    let status = state.keys.status();
+    let providers = [ProviderKind::Google, ProviderKind::OpenAi]
+        .into_iter()
+        .map(|provider| ProviderDto {
+            provider: provider.as_str().to_owned(),
+            keys: status
+                .iter()
+                .filter(|k| k.provider == provider)
+                .cloned()
+                .map(Into::into)
+                .collect(),
+        })
+        .collect();
+    axum::Json(ProviderList { providers })
+}
+
+/// A metric: name, type, help, and how to read it off a key.
+type Series = (&'static str, &'static str, &'static str, fn(&KeyStatus) -> f64);
+
+/// Prometheus text exposition of the provider key counters.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let status = state.keys.status();
+    let mut out = String::new();
+    let series: [Series; 5] = [
+        (
+            "quarry_provider_key_requests_total",
+            "counter",
+            "Requests sent with the key",
+            |k| k.requests as f64,
+        ),
+        (
+            "quarry_provider_key_rate_limited_total",
+            "counter",
+            "Rate-limited responses",
+            |k| k.rate_limited as f64,
+        ),
+        (
+            "quarry_provider_key_failures_total",
+            "counter",
+            "Failed requests",
+            |k| k.failures as f64,
+        ),
+        ("quarry_provider_key_in_flight", "gauge", "Requests in flight", |k| {
+            k.in_flight as f64
+        }),
+        (
+            "quarry_provider_key_usable",
+            "gauge",
+            "1 when enabled, not retired and not cooling down",
+            |k| f64::from(u8::from(k.enabled && !k.retired && k.cooling_down_until.is_none())),
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for k in &status {
+            let _ = writeln!(
+                out,
+                "{name}{{provider=\"{}\",key_id=\"{}\",source=\"{}\"}} {}",
+                k.provider,
+                k.key_id,
+                k.origin.as_str(),
+                value(k)
+            );
+        }
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        out,
+    )
+}

@@ -1,0 +1,194 @@
+//! `/v1/worlds/{world_id}/sources`: add (JSON or multipart upload), list, get.
+
+use axum::Router;
+use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::http::{StatusCode, header};
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath};
+use super::jobs::JobDto;
+use crate::domain::{SourceId, WorldId};
+use crate::service::sources::{AddSource, SourceView};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/worlds/{world_id}/sources", get(list_sources).post(add_source))
+        .route("/v1/worlds/{world_id}/sources/{source_id}", get(get_source))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddSourceRequest {
+    #[schema(example = "ch1.md")]
+    pub filename: String,
+    /// UTF-8 text.
+    pub text: String,
+    /// `text/plain`, `text/markdown` or `text/html` (converted to text); guessed from the
+    /// filename when absent.
+    #[schema(example = "text/markdown")]
+    pub content_type: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceDto {
+    pub id: Uuid,
+    pub world_id: Uuid,
+    pub book_number: u32,
+    pub filename: String,
+    pub content_type: String,
+    pub sha256: String,
+    /// Length of the stored text in chars (Unicode scalar values).
+    pub chars: u64,
+    pub chunks: u64,
+    pub embedded: u64,
+    pub pending: u64,
+    pub failed: u64,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<SourceView> for SourceDto {
+    fn from(v: SourceView) -> Self {
+        SourceDto {
+            id: v.source.id.0,
+            world_id: v.source.world_id.0,
+            book_number: v.source.book_number,
+            filename: v.source.filename,
+            content_type: v.source.content_type,
+            sha256: v.source.sha256,
+            chars: v.source.chars,
+            chunks: v.counts.chunks,
+            embedded: v.counts.embedded,
+            pending: v.counts.pending,
+            failed: v.counts.failed,
+            created_at: v.source.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceAccepted {
+    pub source: SourceDto,
+    pub job: JobDto,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceList {
+    pub sources: Vec<SourceDto>,
+}
+
+/// Add a source: a JSON body, or a `multipart/form-data` upload with the file in field `file`.
+/// The text is stored, split into chunks and queued for embedding; the answer comes at once
+/// with the ingest job (202).
+#[utoipa::path(post, path = "/v1/worlds/{world_id}/sources", tag = "sources",
+    params(("world_id" = Uuid, Path)),
+    request_body(content((AddSourceRequest = "application/json"), (Object = "multipart/form-data"))),
+    responses((status = 202, body = SourceAccepted),
+        (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn add_source(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+    req: Request,
+) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
+    let is_multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let add = if is_multipart {
+        let multipart = Multipart::from_request(req, &state)
+            .await
+            .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
+        read_upload(multipart).await?
+    } else {
+        let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, &state).await?;
+        AddSource {
+            filename: body.filename,
+            content_type: body.content_type,
+            text: body.text,
+        }
+    };
+    let (source, job) = state.sources.add(WorldId(world_id), add).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(SourceAccepted {
+            source: source.into(),
+            job: job.into(),
+        }),
+    ))
+}
+
+async fn read_upload(mut multipart: Multipart) -> Result<AddSource, ApiError> {
+    let too_large = |err: axum::extract::multipart::MultipartError| {
+        if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "request body is too large",
+            )
+        } else {
+            ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text()))
+        }
+    };
+    while let Some(field) = multipart.next_field().await.map_err(too_large)? {
+        if field.name() != Some("file") {
+            continue;
+        }
+        let filename = field.file_name().unwrap_or("upload.txt").to_owned();
+        let content_type = field
+            .content_type()
+            .map(str::to_owned)
+            .filter(|ct| ct != "application/octet-stream");
+        let bytes = field.bytes().await.map_err(too_large)?;
+        let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
+            ApiError::invalid_request("the uploaded file is not valid UTF-8 text")
+                .with_details(serde_json::json!({"field": "file"}))
+        })?;
+        return Ok(AddSource {
+            filename,
+            content_type,
+            text,
+        });
+    }
+    Err(ApiError::invalid_request("multipart upload has no `file` field")
+        .with_details(serde_json::json!({"field": "file"})))
+}
+
+/// Sources of a world, by book number, with chunk state counts.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/sources", tag = "sources",
+    params(("world_id" = Uuid, Path)),
+    responses((status = 200, body = SourceList), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_sources(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+) -> Result<axum::Json<SourceList>, ApiError> {
+    let sources = state.sources.list(WorldId(world_id)).await?;
+    Ok(axum::Json(SourceList {
+        sources: sources.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// One source with chunk state counts.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path)),
+    responses((status = 200, body = SourceDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_source(
+    State(state): State<AppState>,
+    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+) -> Result<axum::Json<SourceDto>, ApiError> {
+    Ok(axum::Json(
+        state.sources.get(WorldId(world_id), SourceId(source_id)).await?.into(),
+    ))
+}

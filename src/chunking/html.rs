@@ -1,0 +1,342 @@
+//! HTML to readable text, read off `html5gum`'s WHATWG tokenizer.
+//!
+//! Rules: the content of `<head>` (including a `<head>` the page never opened, such as a bare
+//! `<title>`), `<script>`, `<style>`, `<noscript>`, `<template>`, `<iframe>` and the like is
+//! dropped; block elements (`<p>`, `<div>`, `<section>`, tables, …) become paragraphs, `<br>`,
+//! list items and table rows become line breaks, table cells are separated by spaces. Headings
+//! become markdown ATX headings (`## Title`) and list items `- item` / `1. item`, so the splitter
+//! treats them as it treats markdown. Entities are decoded by the tokenizer (character references
+//! as the spec defines them, with or without the `;`); `&nbsp;` becomes an ordinary space.
+//! Whitespace collapses as a browser collapses it, except inside `<pre>`, and runs of blank lines
+//! collapse to one. Tags are not balanced (no tree is built): stray or unclosed tags only affect
+//! where line breaks go.
+
+use std::convert::Infallible;
+
+use html5gum::{DefaultEmitter, Token, Tokenizer};
+
+/// Readable text of an HTML document or fragment. Never fails: the tokenizer recovers from any
+/// markup error the way browsers do.
+#[must_use]
+pub fn to_text(html: &str) -> String {
+    let mut emitter = DefaultEmitter::default();
+    // script/style/title/textarea… switch the tokenizer to raw text, so `<` inside them is text.
+    emitter.naively_switch_states(true);
+    let mut reader = Reader::default();
+    for token in Tokenizer::new_with_emitter(html, emitter) {
+        let token: Result<Token, Infallible> = token;
+        let Ok(token) = token;
+        reader.token(token);
+    }
+    reader.writer.finish()
+}
+
+/// What a tag does to the text flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Its content is not text for people (scripts, styles, head-only elements…).
+    Dropped,
+    /// Starts and ends a paragraph.
+    Block,
+    /// Starts and ends a line.
+    Line,
+    /// A table cell: separated from its neighbours by a space.
+    Cell,
+    /// `<h1>`…`<h6>`.
+    Heading(usize),
+    List {
+        ordered: bool,
+    },
+    Item,
+    Pre,
+    Break,
+    /// Elements that may appear inside `<head>` without ending it.
+    HeadOnly,
+    Inline,
+}
+
+fn kind(name: &[u8]) -> Kind {
+    match name {
+        b"script" | b"style" | b"title" | b"noscript" | b"template" | b"iframe" | b"noembed" | b"noframes" => {
+            Kind::Dropped
+        }
+        b"address" | b"article" | b"aside" | b"blockquote" | b"body" | b"caption" | b"center" | b"details"
+        | b"dialog" | b"div" | b"dl" | b"fieldset" | b"figcaption" | b"figure" | b"footer" | b"form" | b"header"
+        | b"hgroup" | b"hr" | b"html" | b"legend" | b"main" | b"menu" | b"nav" | b"p" | b"search" | b"section"
+        | b"summary" | b"table" => Kind::Block,
+        b"dd" | b"dt" | b"tr" | b"thead" | b"tbody" | b"tfoot" | b"option" => Kind::Line,
+        b"td" | b"th" => Kind::Cell,
+        b"h1" => Kind::Heading(1),
+        b"h2" => Kind::Heading(2),
+        b"h3" => Kind::Heading(3),
+        b"h4" => Kind::Heading(4),
+        b"h5" => Kind::Heading(5),
+        b"h6" => Kind::Heading(6),
+        b"ul" => Kind::List { ordered: false },
+        b"ol" => Kind::List { ordered: true },
+        b"li" => Kind::Item,
+        b"pre" | b"listing" | b"xmp" => Kind::Pre,
+        b"br" => Kind::Break,
+        b"meta" | b"link" | b"base" | b"basefont" | b"bgsound" => Kind::HeadOnly,
+        _ => Kind::Inline,
+    }
+}
+
+#[derive(Default)]
+struct Reader {
+    writer: Writer,
+    /// Dropping content until the end tag of this element.
+    skip_until: Option<Vec<u8>>,
+    in_head: bool,
+    /// Open lists: `None` for `<ul>`, the next number for `<ol>`.
+    lists: Vec<Option<u64>>,
+}
+
+impl Reader {
+    fn token(&mut self, token: Token) {
+        if let Some(name) = &self.skip_until {
+            if let Token::EndTag(tag) = &token
+                && tag.name.as_slice() == name.as_slice()
+            {
+                self.skip_until = None;
+            }
+            return;
+        }
+        match token {
+            Token::StartTag(tag) => {
+                let name = tag.name.as_slice();
+                let kind = kind(name);
+                if self.in_head {
+                    match kind {
+                        Kind::Dropped | Kind::HeadOnly => {}
+                        // Anything else ends the head, as it does in a browser.
+                        _ => self.in_head = false,
+                    }
+                }
+                match kind {
+                    Kind::Dropped => {
+                        if !tag.self_closing {
+                            self.skip_until = Some(name.to_vec());
+                        }
+                    }
+                    Kind::Inline if name == b"head" => self.in_head = true,
+                    Kind::Inline | Kind::HeadOnly => {}
+                    Kind::Block => self.writer.brk(Break::Paragraph),
+                    Kind::Line => self.writer.brk(Break::Line),
+                    Kind::Cell => self.writer.brk(Break::Space),
+                    Kind::Heading(level) => {
+                        self.writer.brk(Break::Paragraph);
+                        self.writer.prefix = Some(format!("{} ", "#".repeat(level)));
+                    }
+                    Kind::List { ordered } => {
+                        // A nested list continues its item's line block; a top-level one is a block.
+                        self.writer.brk(if self.lists.is_empty() {
+                            Break::Paragraph
+                        } else {
+                            Break::Line
+                        });
+                        let start = tag
+                            .attributes
+                            .get(b"start".as_slice())
+                            .and_then(|v| std::str::from_utf8(v.value.as_slice()).ok()?.trim().parse().ok());
+                        self.lists.push(ordered.then(|| start.unwrap_or(1)));
+                    }
+                    Kind::Item => {
+                        self.writer.brk(Break::Line);
+                        let indent = "  ".repeat(self.lists.len().saturating_sub(1));
+                        let marker = match self.lists.last_mut() {
+                            Some(Some(number)) => {
+                                let marker = format!("{number}. ");
+                                *number = number.saturating_add(1);
+                                marker
+                            }
+                            _ => "- ".to_owned(),
+                        };
+                        self.writer.prefix = Some(indent + &marker);
+                    }
+                    Kind::Pre => {
+                        self.writer.brk(Break::Paragraph);
+                        self.writer.pre += 1;
+                        self.writer.pre_start = true;
+                    }
+                    Kind::Break => self.writer.line_break(),
+                }
+            }
+            Token::EndTag(tag) => {
+                let name = tag.name.as_slice();
+                match kind(name) {
+                    Kind::Inline if name == b"head" => self.in_head = false,
+                    Kind::Block | Kind::Heading(_) => self.writer.brk(Break::Paragraph),
+                    Kind::Line | Kind::Item => self.writer.brk(Break::Line),
+                    Kind::List { .. } => {
+                        self.lists.pop();
+                        self.writer.brk(if self.lists.is_empty() {
+                            Break::Paragraph
+                        } else {
+                            Break::Line
+                        });
+                    }
+                    Kind::Pre => {
+                        self.writer.pre = self.writer.pre.saturating_sub(1);
+                        self.writer.brk(Break::Paragraph);
+                    }
+                    // `</br>` is read as `<br>` by browsers.
+                    Kind::Break => self.writer.line_break(),
+                    Kind::Dropped | Kind::Cell | Kind::HeadOnly | Kind::Inline => {}
+                }
+            }
+            Token::String(text) => {
+                let text = String::from_utf8_lossy(text.value.as_slice());
+                if self.in_head {
+                    if text.chars().all(is_collapsible) {
+                        return;
+                    }
+                    self.in_head = false;
+                }
+                self.writer.text(&text);
+            }
+            Token::Comment(_) | Token::Doctype(_) | Token::Error(_) => {}
+        }
+    }
+}
+
+/// A pending separator; a stronger one wins.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum Break {
+    #[default]
+    None,
+    Space,
+    Line,
+    Paragraph,
+}
+
+#[derive(Default)]
+struct Writer {
+    out: String,
+    pending: Break,
+    /// Written before the next text (a heading's `## ` or a list marker).
+    prefix: Option<String>,
+    /// Depth of `<pre>` elements: whitespace is kept inside.
+    pre: usize,
+    /// Right after `<pre>`, whose first newline is not content.
+    pre_start: bool,
+}
+
+fn is_collapsible(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{c}' | '\u{a0}')
+}
+
+impl Writer {
+    fn brk(&mut self, brk: Break) {
+        self.pending = self.pending.max(brk);
+    }
+
+    /// `<br>`: a line break even when one is already pending (`a<br><br>b` keeps a blank line).
+    fn line_break(&mut self) {
+        if self.pending == Break::Line {
+            self.pending = Break::Paragraph;
+        } else {
+            self.brk(Break::Line);
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.pre > 0 {
+            let text = if self.pre_start {
+                text.strip_prefix('\n').unwrap_or(text)
+            } else {
+                text
+            };
+            self.pre_start = false;
+            if text.is_empty() {
+                return;
+            }
+            self.flush();
+            self.out.push_str(text);
+            return;
+        }
+        for c in text.chars() {
+            if is_collapsible(c) {
+                self.brk(Break::Space);
+            } else {
+                self.flush();
+                self.out.push(c);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.out.is_empty() {
+            match self.pending {
+                Break::None => {}
+                Break::Space => {
+                    if !self.out.ends_with(char::is_whitespace) {
+                        self.out.push(' ');
+                    }
+                }
+                Break::Line | Break::Paragraph => {
+                    let kept = self.out.trim_end_matches(is_collapsible).len();
+                    self.out.truncate(kept);
+                    self.out
+                        .push_str(if self.pending == Break::Line { "\n" } else { "\n\n" });
+                }
+            }
+        }
+        self.pending = Break::None;
+        if let Some(prefix) = self.prefix.take() {
+            self.out.push_str(&prefix);
+        }
+    }
+
+    /// The text with trailing whitespace cut from every line and at most one blank line in a row.
+    fn finish(self) -> String {
+        let mut text = String::with_capacity(self.out.len());
+        let mut blank_run = true;
+        for line in self.out.lines() {
+            let line = line.trim_end();
+            if line.is_empty() {
+                if !blank_run {
+                    text.push('\n');
+                }
+                blank_run = true;
+                continue;
+            }
+            blank_run = false;
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.truncate(text.trim_end().len());
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_lists_and_headings() {
+        let html = "<html><head><title>T</title><meta charset=utf-8><style>p{}</style></head>\
+            <body><h1>Hello &amp; <em>welcome</em></h1><p>One\n   two.<br>Three</p>\
+            <ol start=3><li>a</li><li>b<ul><li>c</li></ul></li></ol><pre>\n  x\n\n\n  y</pre>\
+            <table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table></body></html>";
+        assert_eq!(
+            to_text(html),
+            "# Hello & welcome\n\nOne two.\nThree\n\n3. a\n4. b\n  - c\n\n  x\n\n  y\n\n1 2\n3"
+        );
+    }
+
+    #[test]
+    fn head_without_tags_and_scripts_are_dropped() {
+        let html = "<title>Gone</title><script>if (a < b) { document.write('<p>x</p>') }</script>\
+            Kept&nbsp;text &eacute;&#233;&#x1F389; &lt;tag&gt;<noscript><p>no</p></noscript>";
+        assert_eq!(to_text(html), "Kept text éé🎉 <tag>");
+    }
+
+    #[test]
+    fn junk_is_survivable() {
+        assert_eq!(to_text("<<<>>></p></div><p"), "<<<>>>");
+        assert_eq!(to_text(""), "");
+        assert_eq!(to_text("<script>never closed"), "");
+    }
+}

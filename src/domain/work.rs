@@ -1,0 +1,25 @@
+//! A unit of embedding work as a worker sees it.
+
+use super::ids::{ChunkId, JobId, RunId, SourceId, WorldId};
+use super::world::EmbeddingProfile;
+
+/// One claimed manifest entry with everything needed to embed and index its chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkItem {
+    pub chunk_id: ChunkId,
+    pub point_id: uuid::Uuid,
+    pub job_id: JobId,
+    pub run_id: RunId,
+    pub world_id: WorldId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub token_count: u32,
+    pub chunk_text: String,
+    pub text_sha256: String,
+    pub attempts: u32,
+    /// The profile of the entry's run (a re-ingest may embed into a new profile).
+    pub profile: EmbeddingProfile,
+    pub collection: String,
+    pub hybrid: bool,
+}

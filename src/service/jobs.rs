@@ -1,0 +1,89 @@
+//! Jobs: read, and the pause / resume / cancel transitions (409 for illegal ones).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{Conflict, Missing, ServiceError, ServiceResult};
+use crate::domain::{Job, JobEventKind, JobId, JobStatus, WorldId};
+use crate::store::Store;
+use crate::workers::embedding::EmbeddingWorkers;
+
+pub struct JobService {
+    store: Arc<dyn Store>,
+    workers: EmbeddingWorkers,
+}
+
+impl JobService {
+    pub fn new(store: Arc<dyn Store>, workers: EmbeddingWorkers) -> Self {
+        Self { store, workers }
+    }
+
+    pub async fn get(&self, id: JobId) -> ServiceResult<Job> {
+        self.store
+            .get_job(id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Job))
+    }
+
+    pub async fn list(&self, world: WorldId) -> ServiceResult<Vec<Job>> {
+        if self.store.get_world(world).await?.is_none() {
+            return Err(ServiceError::NotFound(Missing::World));
+        }
+        Ok(self.store.list_jobs(world).await?)
+    }
+
+    pub async fn pause(&self, id: JobId) -> ServiceResult<Job> {
+        self.transition(id, &[JobStatus::Queued, JobStatus::Running], JobStatus::Paused)
+            .await
+    }
+
+    pub async fn resume(&self, id: JobId) -> ServiceResult<Job> {
+        let job = self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
+        self.workers.wake();
+        // A job paused after its last entry was embedded finishes now.
+        if let Some(done) = self.store.finish_job_if_done(id, super::worlds::now()).await? {
+            self.event(id, JobEventKind::Status, json!({"status": done.status.as_str()}))
+                .await?;
+            return Ok(done);
+        }
+        Ok(job)
+    }
+
+    pub async fn cancel(&self, id: JobId) -> ServiceResult<Job> {
+        self.transition(
+            id,
+            &[JobStatus::Queued, JobStatus::Running, JobStatus::Paused],
+            JobStatus::Cancelled,
+        )
+        .await
+    }
+
+    async fn transition(&self, id: JobId, from: &[JobStatus], to: JobStatus) -> ServiceResult<Job> {
+        match self.store.transition_job(id, from, to, super::worlds::now()).await? {
+            Some(job) => {
+                self.event(id, JobEventKind::Status, json!({"status": to.as_str()}))
+                    .await?;
+                Ok(job)
+            }
+            None => {
+                let job = self
+                    .store
+                    .get_job(id)
+                    .await?
+                    .ok_or(ServiceError::NotFound(Missing::Job))?;
+                Err(ServiceError::conflict(
+                    Conflict::JobState,
+                    format!("a {} job cannot become {}", job.status, to),
+                ))
+            }
+        }
+    }
+
+    async fn event(&self, id: JobId, kind: JobEventKind, data: serde_json::Value) -> ServiceResult<()> {
+        self.store
+            .append_job_event(id, kind, &data.to_string(), super::worlds::now())
+            .await?;
+        Ok(())
+    }
+}

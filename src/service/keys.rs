@@ -1,0 +1,160 @@
+//! Provider keys through the API: add (sealed with the master key), list, enable/disable,
+//! delete; and the live per-key view of the scheduler. Configuration keys are listed too but
+//! are read-only here, except that they can be disabled and re-enabled (re-enabling is how an
+//! operator lifts a retirement).
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use secrecy::{ExposeSecret, SecretString};
+
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
+use crate::crypto::{self, SecretCipher};
+use crate::domain::{KeyId, KeyOrigin, NewKey, ProviderKind, SealedSecret, StoredKey};
+use crate::providers::scheduler::{KeyScheduler, KeyStatus};
+use crate::store::{self, Store};
+
+/// A key creation request as received.
+pub struct CreateKey {
+    pub provider: String,
+    pub secret: SecretString,
+    pub label: Option<String>,
+    pub quota_group: Option<String>,
+}
+
+pub struct KeyService {
+    store: Arc<dyn Store>,
+    scheduler: KeyScheduler,
+    cipher: Option<SecretCipher>,
+}
+
+impl KeyService {
+    pub fn new(store: Arc<dyn Store>, scheduler: KeyScheduler, cipher: Option<SecretCipher>) -> Self {
+        Self {
+            store,
+            scheduler,
+            cipher,
+        }
+    }
+
+    pub async fn create(&self, req: CreateKey) -> ServiceResult<StoredKey> {
+        let provider: ProviderKind = req
+            .provider
+            .parse()
+            .map_err(|m: String| ServiceError::invalid(Invalid::Request, "provider", m))?;
+        if !provider.needs_key() {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "provider",
+                "the local provider uses no keys",
+            ));
+        }
+        let secret = req.secret.expose_secret().trim();
+        if secret.is_empty() || secret.chars().any(char::is_whitespace) {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "secret",
+                "secret must be non-empty and contain no whitespace",
+            ));
+        }
+        let secret = SecretString::from(secret.to_owned());
+        let label = match req.label.as_deref().map(str::trim) {
+            Some("") | None => None,
+            Some(l) if l.chars().count() > 200 => {
+                return Err(ServiceError::invalid(
+                    Invalid::Request,
+                    "label",
+                    "label must be at most 200 characters",
+                ));
+            }
+            Some(l) => Some(l.to_owned()),
+        };
+        let quota_group = match req.quota_group.as_deref().map(str::trim) {
+            Some("") | None => None,
+            Some(g) if g.chars().count() > 200 => {
+                return Err(ServiceError::invalid(
+                    Invalid::Request,
+                    "quota_group",
+                    "quota_group must be at most 200 characters",
+                ));
+            }
+            Some(g) => Some(g.to_owned()),
+        };
+        let Some(cipher) = &self.cipher else {
+            return Err(ServiceError::conflict(
+                Conflict::MasterKeyMissing,
+                "security.master_key is not configured, so secrets cannot be stored encrypted; \
+                 set it (32 bytes, base64) or configure keys through providers.<name>.keys",
+            ));
+        };
+        let id = KeyId::new();
+        let fingerprint = crypto::fingerprint(&secret);
+        let sealed = cipher.seal(id, &secret).map_err(|err| ServiceError::Internal {
+            message: err.to_string(),
+        })?;
+        let label = label.unwrap_or_else(|| format!("{provider} key {fingerprint}"));
+        let stored = self
+            .store
+            .insert_key(NewKey {
+                id,
+                provider,
+                label,
+                origin: KeyOrigin::Api,
+                quota_group,
+                sealed: Some(SealedSecret {
+                    ciphertext: sealed.ciphertext,
+                    nonce: sealed.nonce,
+                }),
+                fingerprint,
+                now: Utc::now(),
+            })
+            .await
+            .map_err(|err| match err {
+                store::Error::Duplicate(_) => ServiceError::conflict(
+                    Conflict::KeyExists,
+                    format!("this {provider} key is already registered"),
+                ),
+                other => other.into(),
+            })?;
+        self.scheduler.refresh().await?;
+        Ok(stored)
+    }
+
+    pub async fn list(&self) -> ServiceResult<Vec<StoredKey>> {
+        Ok(self.store.list_keys().await?)
+    }
+
+    pub async fn set_enabled(&self, id: KeyId, enabled: bool) -> ServiceResult<StoredKey> {
+        let key = self
+            .store
+            .set_key_enabled(id, enabled, Utc::now())
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Key))?;
+        self.scheduler.refresh().await?;
+        Ok(key)
+    }
+
+    pub async fn delete(&self, id: KeyId) -> ServiceResult<()> {
+        let key = self
+            .store
+            .get_key(id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Key))?;
+        if key.origin == KeyOrigin::Config {
+            return Err(ServiceError::conflict(
+                Conflict::KeyReadOnly,
+                "configuration keys are removed from the configuration, not through the API (they can be disabled)",
+            ));
+        }
+        if !self.store.delete_key(id).await? {
+            return Err(ServiceError::NotFound(Missing::Key));
+        }
+        self.scheduler.refresh().await?;
+        Ok(())
+    }
+
+    /// The scheduler's live view of every key.
+    pub fn status(&self) -> Vec<KeyStatus> {
+        self.scheduler.status()
+    }
+}

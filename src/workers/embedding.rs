@@ -1,0 +1,512 @@
+//! Embedding workers: drain the queue of pending manifest entries.
+//!
+//! `embedding.workers` tokio tasks run [`EmbeddingWorkers::run`] on the app's task tracker
+//! until the shutdown token fires. Each loop claims a few entries of one running job with a
+//! lease (safe across processes, see `store::WorkStore`), then per batch: takes a key from the
+//! scheduler (ingestion lane, fair between worlds) → counts tokens exactly and fails oversize or
+//! uncountable chunks locally → embeds only `chunk_text` in document mode → upserts the points
+//! and waits for the vector store's confirmation → marks the entries embedded, which the store
+//! only does while the job is still running under the same run (so paused or cancelled jobs,
+//! and responses that arrive after a cancel, never advance state).
+//!
+//! Failures: a rate limit cools the key down (scheduler) and gives the entries back without
+//! spending an attempt, halving the batch size (Google counts every item of a batch against
+//! the quota); a key rejection retires the key and gives the entries back; a transient or
+//! malformed answer spends one attempt and retries later with backoff; a permanent refusal of
+//! a multi-item batch is retried item by item to find the culprit, and a single item refused
+//! permanently fails at once. Past `embedding.max_attempts` an entry is `failed` and the job
+//! lists a structured error for it.
+//!
+//! Workers wake when work arrives ([`EmbeddingWorkers::wake`]) and also poll, so work written
+//! by another process is picked up too. [`EmbeddingWorkers::run_once`] and
+//! [`EmbeddingWorkers::drain`] run the same steps deterministically for tests.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::domain::{ChunkId, JobEventKind, JobId, JobStatus, ProviderKind, WorkItem};
+use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
+use crate::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
+use crate::store::Store;
+use crate::vector::{Point, PointPayload, VectorRepo};
+
+/// How long a claim is held before another worker may take the entries over.
+const LEASE: Duration = Duration::from_secs(300);
+/// How often idle workers look for work written by other processes.
+const POLL: Duration = Duration::from_secs(2);
+/// Most entries claimed at once.
+const CLAIM_LIMIT: u32 = 32;
+/// Pause before entries given back for an infrastructure problem are tried again.
+const INFRA_RETRY: Duration = Duration::from_secs(5);
+
+/// The embedding providers by kind.
+#[derive(Clone, Default)]
+pub struct Providers {
+    map: HashMap<ProviderKind, Arc<dyn EmbeddingProvider>>,
+}
+
+impl Providers {
+    pub fn with(mut self, provider: Arc<dyn EmbeddingProvider>) -> Self {
+        self.map.insert(provider.kind(), provider);
+        self
+    }
+
+    pub fn get(&self, kind: ProviderKind) -> Option<Arc<dyn EmbeddingProvider>> {
+        self.map.get(&kind).cloned()
+    }
+}
+
+/// Settings the workers need.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerConfig {
+    pub workers: usize,
+    pub max_attempts: u32,
+}
+
+struct Shared {
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    providers: Providers,
+    registry: Arc<ModelRegistry>,
+    scheduler: KeyScheduler,
+    config: WorkerConfig,
+    wake: Notify,
+    sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
+}
+
+/// The worker pool (cheap to clone).
+#[derive(Clone)]
+pub struct EmbeddingWorkers {
+    shared: Arc<Shared>,
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Entries claimed.
+    pub claimed: usize,
+    /// Entries marked embedded.
+    pub embedded: u64,
+}
+
+impl EmbeddingWorkers {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        providers: Providers,
+        registry: Arc<ModelRegistry>,
+        scheduler: KeyScheduler,
+        config: WorkerConfig,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                store,
+                vectors,
+                providers,
+                registry,
+                scheduler,
+                config,
+                wake: Notify::new(),
+                sizers: std::sync::Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Wakes idle workers (new work was written).
+    pub fn wake(&self) {
+        self.shared.wake.notify_waiters();
+    }
+
+    /// Spawns the configured number of workers on `tracker`; they stop when `cancel` fires.
+    pub fn spawn(&self, tracker: &TaskTracker, cancel: &CancellationToken) {
+        let process = uuid::Uuid::new_v4().simple().to_string();
+        for n in 0..self.shared.config.workers {
+            let workers = self.clone();
+            let owner = format!("{}-{n}", &process[..12]);
+            tracker.spawn(workers.run(owner, cancel.clone()));
+        }
+    }
+
+    /// One worker's loop.
+    pub async fn run(self, owner: String, cancel: CancellationToken) {
+        loop {
+            if cancel.is_cancelled() {
+                return;
+            }
+            let notified = self.shared.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let step = tokio::select! {
+                () = cancel.cancelled() => return,
+                step = self.run_once(&owner) => step,
+            };
+            match step {
+                Ok(step) if step.claimed > 0 => continue,
+                Ok(_) => {}
+                Err(err) => tracing::warn!(error = %err, "embedding worker step failed; retrying"),
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = &mut notified => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+
+    /// Runs steps until no work is left that can be done now (for tests).
+    pub async fn drain(&self) -> crate::store::Result<u64> {
+        let mut embedded = 0;
+        loop {
+            let step = self.run_once("drain").await?;
+            embedded += step.embedded;
+            if step.claimed == 0 {
+                return Ok(embedded);
+            }
+        }
+    }
+
+    /// Claims one set of entries and processes it.
+    pub async fn run_once(&self, owner: &str) -> crate::store::Result<Step> {
+        let now = now();
+        let lease_until = now + chrono::Duration::from_std(LEASE).unwrap_or_else(|_| chrono::Duration::minutes(5));
+        let items = self
+            .shared
+            .store
+            .claim_work(owner, CLAIM_LIMIT, lease_until, now)
+            .await?;
+        if items.is_empty() {
+            return Ok(Step::default());
+        }
+        let claimed = items.len();
+        let job = items[0].job_id;
+        let embedded = self.process(owner, items).await?;
+        self.after_batch(job).await?;
+        Ok(Step { claimed, embedded })
+    }
+
+    fn sizer(&self, provider: ProviderKind, max: usize) -> Arc<BatchSizer> {
+        let mut sizers = self
+            .shared
+            .sizers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sizers
+            .entry(provider)
+            .or_insert_with(|| Arc::new(BatchSizer::new(max)))
+            .clone()
+    }
+
+    async fn process(&self, owner: &str, items: Vec<WorkItem>) -> crate::store::Result<u64> {
+        let store = &self.shared.store;
+        let job = items[0].job_id;
+        let profile = items[0].profile.clone();
+        let Some(provider) = self.shared.providers.get(profile.provider) else {
+            for item in &items {
+                self.fail(
+                    owner,
+                    item,
+                    "provider_unavailable",
+                    "no adapter is configured for this provider",
+                    true,
+                )
+                .await?;
+            }
+            return Ok(0);
+        };
+        let Some(spec) = self.shared.registry.find(profile.provider, &profile.model).cloned() else {
+            for item in &items {
+                self.fail(
+                    owner,
+                    item,
+                    "invalid_embedding_profile",
+                    "the world's model is no longer configured",
+                    true,
+                )
+                .await?;
+            }
+            return Ok(0);
+        };
+        let limits = provider.limits(&spec);
+        let sizer = self.sizer(profile.provider, limits.max_batch_size);
+        let mut embedded = 0;
+        let mut queue: std::collections::VecDeque<WorkItem> = items.into();
+        while !queue.is_empty() {
+            let take = sizer.size().min(limits.max_batch_size).max(1).min(queue.len());
+            let batch: Vec<WorkItem> = queue.drain(..take).collect();
+            let tokens: u32 = batch.iter().map(|i| i.token_count).sum();
+            let lease = match self
+                .shared
+                .scheduler
+                .acquire(profile.provider, Lane::Ingest(batch[0].world_id), tokens)
+                .await
+            {
+                Ok(lease) => lease,
+                Err(err) => {
+                    let retry = match err {
+                        AcquireError::RateLimited { retry_after } => retry_after,
+                        AcquireError::NoEligibleKey(_) => Duration::from_secs(30),
+                    };
+                    let rest: Vec<ChunkId> = batch.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
+                    store
+                        .release_work(owner, job, &rest, Some(now() + to_chrono(retry)), false, now())
+                        .await?;
+                    tracing::info!(%job, error = %err, "no provider key available; entries given back");
+                    return Ok(embedded);
+                }
+            };
+            let texts: Vec<String> = batch.iter().map(|i| i.chunk_text.clone()).collect();
+
+            // Exact token check before dispatch.
+            let counts = provider.count_tokens(lease.key(), &profile.model, &texts).await;
+            let counts = match counts {
+                Ok(counts) if counts.len() == batch.len() => counts,
+                Ok(_) => {
+                    lease.finish(Outcome::Failed).await;
+                    for item in &batch {
+                        self.fail(
+                            owner,
+                            item,
+                            "token_count_failed",
+                            "the provider returned the wrong number of counts",
+                            false,
+                        )
+                        .await?;
+                    }
+                    continue;
+                }
+                Err(err) => {
+                    let outcome = Outcome::of::<()>(&Err(err.clone()));
+                    lease.finish(outcome).await;
+                    self.handle_batch_error(owner, job, &batch, err, &sizer).await?;
+                    continue;
+                }
+            };
+            let mut sendable = Vec::with_capacity(batch.len());
+            for (item, count) in batch.into_iter().zip(counts) {
+                if count > limits.max_input_tokens {
+                    let message = format!(
+                        "chunk has {count} tokens, over the model's limit of {}; it was not sent",
+                        limits.max_input_tokens
+                    );
+                    self.fail(owner, &item, "input_too_large", &message, true).await?;
+                } else {
+                    sendable.push(item);
+                }
+            }
+            if sendable.is_empty() {
+                lease.finish(Outcome::Unused).await;
+                continue;
+            }
+            let texts: Vec<String> = sendable.iter().map(|i| i.chunk_text.clone()).collect();
+            let request = EmbedRequest {
+                model: &profile.model,
+                dimensions: profile.dimensions,
+                mode: EmbedMode::Document,
+                texts: &texts,
+            };
+            let result = provider.embed(lease.key(), request).await;
+            let outcome = Outcome::of(&result);
+            lease.finish(outcome).await;
+            let vectors = match result {
+                Ok(vectors)
+                    if vectors.len() == sendable.len()
+                        && vectors.iter().all(|v| v.len() == profile.dimensions as usize) =>
+                {
+                    vectors
+                }
+                Ok(_) => {
+                    for item in &sendable {
+                        self.fail(
+                            owner,
+                            item,
+                            "provider_error",
+                            "the provider returned vectors of the wrong shape",
+                            false,
+                        )
+                        .await?;
+                    }
+                    continue;
+                }
+                Err(err) => {
+                    self.handle_batch_error(owner, job, &sendable, err, &sizer).await?;
+                    continue;
+                }
+            };
+            sizer.grow();
+            let points: Vec<Point> = sendable
+                .iter()
+                .zip(vectors)
+                .map(|(item, dense)| Point {
+                    id: item.point_id,
+                    dense,
+                    sparse: item.hybrid.then(|| crate::sparse::document(&item.chunk_text)),
+                    payload: PointPayload {
+                        world_id: item.world_id,
+                        run_id: item.run_id,
+                        source_id: item.source_id,
+                        book_number: item.book_number,
+                        chunk_number: item.chunk_number,
+                        text_sha256: item.text_sha256.clone(),
+                        token_count: item.token_count,
+                    },
+                })
+                .collect();
+            if let Err(err) = self.shared.vectors.upsert(&sendable[0].collection, points).await {
+                tracing::warn!(%job, error = %err, "vector store write failed; entries given back");
+                let ids: Vec<ChunkId> = sendable.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
+                store
+                    .release_work(owner, job, &ids, Some(now() + to_chrono(INFRA_RETRY)), false, now())
+                    .await?;
+                return Ok(embedded);
+            }
+            // Confirmed by the vector store: now, and only now, the entries are embedded.
+            let done: Vec<(ChunkId, String)> = sendable.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+            let marked = store
+                .complete_work(owner, job, sendable[0].run_id, &done, 0, now())
+                .await?;
+            embedded += marked;
+            if marked < done.len() as u64 {
+                // The job was paused or cancelled meanwhile: stop and give the rest back.
+                let ids: Vec<ChunkId> = queue.iter().map(|i| i.chunk_id).collect();
+                store.release_work(owner, job, &ids, None, false, now()).await?;
+                return Ok(embedded);
+            }
+        }
+        Ok(embedded)
+    }
+
+    async fn handle_batch_error(
+        &self,
+        owner: &str,
+        job: JobId,
+        batch: &[WorkItem],
+        err: ProviderError,
+        sizer: &BatchSizer,
+    ) -> crate::store::Result<()> {
+        let store = &self.shared.store;
+        let ids: Vec<ChunkId> = batch.iter().map(|i| i.chunk_id).collect();
+        match err {
+            ProviderError::RateLimited { .. } => {
+                // Not the chunks' fault: no attempt spent. Smaller batches next time.
+                sizer.shrink(batch.len());
+                store.release_work(owner, job, &ids, None, true, now()).await
+            }
+            ProviderError::KeyRejected { .. } | ProviderError::QuotaExhausted { .. } => {
+                // The key is retired by the scheduler; another key takes the work.
+                store.release_work(owner, job, &ids, None, false, now()).await
+            }
+            ProviderError::Permanent { message } if batch.len() > 1 => {
+                // One item may be the cause: retry one by one to find it.
+                sizer.shrink(2);
+                tracing::info!(%job, %message, "batch refused; retrying its items one by one");
+                store.release_work(owner, job, &ids, None, false, now()).await
+            }
+            ProviderError::Permanent { message } => self.fail(owner, &batch[0], "provider_error", &message, true).await,
+            ProviderError::InputTooLarge { tokens, limit } => {
+                let message = format!("input of {tokens} tokens exceeds the limit of {limit}");
+                for item in batch {
+                    self.fail(owner, item, "input_too_large", &message, true).await?;
+                }
+                Ok(())
+            }
+            ProviderError::TokenCountFailed { message } => {
+                for item in batch {
+                    self.fail(owner, item, "token_count_failed", &message, true).await?;
+                }
+                Ok(())
+            }
+            ProviderError::Unavailable { message } => {
+                for item in batch {
+                    self.fail(owner, item, "provider_unavailable", &message, true).await?;
+                }
+                Ok(())
+            }
+            ProviderError::Transient { message } | ProviderError::Malformed { message } => {
+                for item in batch {
+                    self.fail(owner, item, "provider_error", &message, false).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Spends an attempt (or fails at once when `permanent`) and records an error event when
+    /// the entry is now failed.
+    async fn fail(
+        &self,
+        owner: &str,
+        item: &WorkItem,
+        code: &str,
+        message: &str,
+        permanent: bool,
+    ) -> crate::store::Result<()> {
+        let retry_at = now() + to_chrono(retry_backoff(item.attempts + 1));
+        let failed = self
+            .shared
+            .store
+            .fail_work(
+                owner,
+                item.job_id,
+                item.chunk_id,
+                code,
+                message,
+                self.shared.config.max_attempts,
+                permanent,
+                retry_at,
+                now(),
+            )
+            .await?;
+        if failed {
+            let data = json!({
+                "book_number": item.book_number, "chunk_number": item.chunk_number, "code": code, "message": message,
+            });
+            self.shared
+                .store
+                .append_job_event(item.job_id, JobEventKind::Error, &data.to_string(), now())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Records progress and finishes the job when nothing is pending.
+    async fn after_batch(&self, job: JobId) -> crate::store::Result<()> {
+        let store = &self.shared.store;
+        if let Some(current) = store.get_job(job).await? {
+            let c = current.counts;
+            let data = json!({"total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
+                "retries": c.retries, "rate_limited": c.rate_limited});
+            store
+                .append_job_event(job, JobEventKind::Progress, &data.to_string(), now())
+                .await?;
+        }
+        if let Some(finished) = store.finish_job_if_done(job, now()).await? {
+            let data = json!({"status": finished.status.as_str()});
+            store
+                .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
+                .await?;
+            tracing::info!(%job, status = %finished.status, "job finished");
+            debug_assert!(matches!(finished.status, JobStatus::Completed | JobStatus::Failed));
+        }
+        Ok(())
+    }
+}
+
+/// 2 s, 4 s, 8 s … (capped at 5 min) before a failed entry is tried again.
+fn retry_backoff(attempt: u32) -> Duration {
+    Duration::from_secs(2u64.saturating_pow(attempt.min(8))).min(Duration::from_secs(300))
+}
+
+fn to_chrono(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or_else(|_| chrono::Duration::minutes(5))
+}
+
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}

@@ -1,0 +1,3 @@
+//! Background workers. `embedding` drains the embedding queue.
+
+pub mod embedding;

@@ -1,0 +1,387 @@
+//! Ingestion: sources in, chunks and pending entries stored in one transaction, workers embed
+//! through the scheduler and a fake Google server, points are written before entries are
+//! marked embedded, and jobs report it all.
+
+use std::time::Duration;
+
+use quarry::domain::WorldId;
+use quarry::vector::PointFilter;
+use reqwest::StatusCode;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use crate::fake_providers::{Failure, FakeGoogle};
+use crate::helpers::{TOKEN, TestApp, assert_error, read, spawn_app_with};
+
+const TEXT: &str = "# The Northern Isles\n\nQueen Maren rules the northern isles from a tower of salt. \
+    Her fleet guards the straits.\n\nIn the south, the river cities trade amber and wool. \
+    Their councils elect a speaker every spring.\n\nThe dragons of the east sleep under the glacier.";
+
+/// An app whose Google provider is `fake` (one key), with no background workers unless asked.
+async fn app_with_google(fake: &FakeGoogle, workers: usize) -> TestApp {
+    let base = fake.base_url();
+    spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.providers.google.scheduling.acquire_timeout_s = 1;
+        s.embedding.workers = workers;
+        s.embedding.max_attempts = 2;
+    })
+    .await
+}
+
+async fn google_world(app: &TestApp, max_tokens: u32) -> Value {
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": max_tokens, "overlap_tokens": 0}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    world
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_source_is_chunked_embedded_and_its_job_completes() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 24).await;
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "isles.md", "text": TEXT}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let source = &accepted["source"];
+    let job = &accepted["job"];
+    assert_eq!(source["book_number"], 1);
+    assert_eq!(source["content_type"], "text/markdown");
+    assert_eq!(source["chars"], TEXT.chars().count());
+    let chunks = source["chunks"].as_u64().unwrap();
+    assert!(chunks >= 3, "small max_tokens gives several chunks: {source}");
+    assert_eq!(source["pending"], chunks);
+    assert_eq!(job["kind"], "ingest");
+    assert_eq!(job["status"], "running");
+    assert_eq!(job["counts"]["total"], chunks);
+    assert_eq!(
+        fake.stats().embed_requests(),
+        0,
+        "nothing is embedded before a worker runs"
+    );
+
+    let embedded = app.state.workers.drain().await.unwrap();
+    assert_eq!(embedded, chunks);
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(job))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(job["counts"]["embedded"], chunks);
+    assert_eq!(job["counts"]["pending"], 0);
+    assert!(job["finished_at"].is_string());
+    let (_, world_now) = app.get(&format!("/v1/worlds/{}", id(&world))).await;
+    assert_eq!(world_now["stats"]["embedded"], chunks);
+    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
+    let collection = world["collection"].as_str().unwrap();
+    assert_eq!(
+        app.state
+            .vectors
+            .count(collection, PointFilter::world(wid))
+            .await
+            .unwrap(),
+        chunks
+    );
+
+    // Only chunk text was sent, in document mode, at the profile's size, after exact counting.
+    let stats = fake.stats();
+    let sent: Vec<String> = stats.embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
+    assert_eq!(sent.len() as u64, chunks);
+    assert!(
+        stats
+            .embed_calls
+            .iter()
+            .all(|c| c.task_types.iter().all(|t| t.as_deref() == Some("RETRIEVAL_DOCUMENT")))
+    );
+    assert!(
+        stats
+            .embed_calls
+            .iter()
+            .all(|c| c.dimensions.iter().all(|d| *d == Some(768)))
+    );
+    assert!(
+        stats.counted.len() as u64 >= chunks,
+        "every chunk is counted before dispatch"
+    );
+    let (_, list) = app.get(&format!("/v1/worlds/{}/jobs", id(&world))).await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn rate_limits_give_work_back_without_spending_attempts() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "a.txt", "text": "One short text."}),
+        )
+        .await;
+    fake.fail_next(Failure::RateLimited(Duration::from_millis(300)));
+    // The entry goes back, the key cools down for the hint, and the same drain picks the
+    // entry up again once the key is usable.
+    let started = std::time::Instant::now();
+    assert_eq!(app.state.workers.drain().await.unwrap(), 1);
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "the retry hint was honoured"
+    );
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(job["counts"]["rate_limited"], 1, "{job}");
+    assert_eq!(job["counts"]["retries"], 0, "a rate limit is not an attempt: {job}");
+    assert_eq!(fake.stats().embed_requests(), 2);
+    let (_, providers) = app.get("/v1/providers").await;
+    let google = providers["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "google")
+        .unwrap()
+        .clone();
+    assert_eq!(google["keys"][0]["rate_limited"], 1);
+}
+
+#[tokio::test]
+async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "a.txt", "text": "One short text."}),
+        )
+        .await;
+    fake.fail_next(Failure::WrongLength);
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["counts"]["retries"], 1, "{job}");
+    assert_eq!(job["status"], "running");
+    // Nothing was stored for the malformed answer.
+    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
+    assert_eq!(
+        app.state
+            .vectors
+            .count(world["collection"].as_str().unwrap(), PointFilter::world(wid))
+            .await
+            .unwrap(),
+        0
+    );
+
+    // The retry waits for its backoff; make it due, then fail again: max_attempts = 2.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    fake.fail_next(Failure::Status(500));
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["counts"]["failed"], 1);
+    let error = &job["errors"][0];
+    assert_eq!(error["book_number"], 1);
+    assert_eq!(error["chunk_number"], 0);
+    assert_eq!(error["code"], "provider_error");
+    assert!(
+        !error["message"].as_str().unwrap().contains("key-a"),
+        "no key in errors: {error}"
+    );
+}
+
+#[tokio::test]
+async fn oversize_and_uncountable_chunks_fail_locally_without_calling_the_provider() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let path = format!("/v1/worlds/{}/sources", id(&world));
+    // The provider's exact count is over the model's 2,048-token limit.
+    let (_, first) = app
+        .post(
+            &path,
+            json!({"filename": "a.txt", "text": "Too long by the provider's count."}),
+        )
+        .await;
+    fake.fail_next_count(Failure::Raw {
+        status: 200,
+        headers: vec![],
+        body: "{\"totalTokens\": 5000}".into(),
+    });
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&first["job"]))).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["errors"][0]["code"], "input_too_large");
+
+    // Counting fails: fail closed.
+    let (_, second) = app
+        .post(&path, json!({"filename": "b.txt", "text": "Cannot be counted today."}))
+        .await;
+    fake.fail_next_count(Failure::MalformedBody);
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&second["job"]))).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["errors"][0]["code"], "token_count_failed");
+    assert_eq!(fake.stats().embed_requests(), 0, "the embed endpoint was never called");
+}
+
+#[tokio::test]
+async fn pause_resume_and_cancel_follow_the_rules() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "a.txt", "text": "One short text."}),
+        )
+        .await;
+    let job = format!("/v1/jobs/{}", id(&accepted["job"]));
+    let (status, paused) = app.post(&format!("{job}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    assert_eq!(paused["status"], "paused");
+    assert_eq!(
+        app.state.workers.drain().await.unwrap(),
+        0,
+        "paused jobs are not worked on"
+    );
+    let (status, body) = app.post(&format!("{job}/pause"), json!({})).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "job_state_conflict");
+    let (status, resumed) = app.post(&format!("{job}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resumed["status"], "running");
+    let (status, cancelled) = app.post(&format!("{job}/cancel"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(cancelled["finished_at"].is_string());
+    assert_eq!(
+        app.state.workers.drain().await.unwrap(),
+        0,
+        "cancelled jobs are not worked on"
+    );
+    for action in ["pause", "resume", "cancel"] {
+        let (status, body) = app.post(&format!("{job}/{action}"), json!({})).await;
+        assert_error(status, &body, StatusCode::CONFLICT, "job_state_conflict");
+    }
+    let missing = format!("/v1/jobs/{}", uuid::Uuid::new_v4());
+    let (status, body) = app.get(&missing).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
+    let (status, body) = app.post(&format!("{missing}/cancel"), json!({})).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
+    assert_eq!(fake.stats().embed_requests(), 0);
+}
+
+#[tokio::test]
+async fn bad_sources_are_rejected_and_store_nothing() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let path = format!("/v1/worlds/{}/sources", id(&world));
+    for (body, field) in [
+        (json!({"filename": "a.txt", "text": "   \n "}), "text"),
+        (json!({"filename": "  ", "text": "Hello."}), "filename"),
+        (
+            json!({"filename": "a.pdf", "text": "Hello.", "content_type": "application/pdf"}),
+            "content_type",
+        ),
+    ] {
+        let (status, resp) = app.post(&path, body).await;
+        let err = assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(err["details"]["field"], field);
+    }
+    let (status, resp) = app.post(&path, json!({"filename": "a.txt"})).await;
+    assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
+    let (status, resp) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", uuid::Uuid::new_v4()),
+            json!({"filename": "a", "text": "b"}),
+        )
+        .await;
+    assert_error(status, &resp, StatusCode::NOT_FOUND, "world_not_found");
+
+    // Multipart: non-UTF-8 bytes are refused.
+    let bad = reqwest::multipart::Part::bytes(vec![0xff, 0xfe, 0x00]).file_name("bin.txt");
+    let resp = app
+        .client
+        .post(app.url(&path))
+        .bearer_auth(TOKEN)
+        .multipart(reqwest::multipart::Form::new().part("file", bad))
+        .send()
+        .await
+        .unwrap();
+    let (status, resp) = read(resp).await;
+    assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
+
+    let (_, sources) = app.get(&path).await;
+    assert_eq!(sources["sources"], json!([]));
+    let (_, jobs) = app.get(&format!("/v1/worlds/{}/jobs", id(&world))).await;
+    assert_eq!(jobs["jobs"], json!([]));
+}
+
+#[tokio::test]
+async fn multipart_uploads_and_html_are_accepted() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 512).await;
+    let path = format!("/v1/worlds/{}/sources", id(&world));
+    let html = "<html><head><style>p{}</style></head><body><h1>Isles</h1><p>Salt &amp; amber.</p></body></html>";
+    let part = reqwest::multipart::Part::bytes(html.as_bytes().to_vec()).file_name("isles.html");
+    let resp = app
+        .client
+        .post(app.url(&path))
+        .bearer_auth(TOKEN)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    let (status, accepted) = read(resp).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    assert_eq!(accepted["source"]["filename"], "isles.html");
+    assert_eq!(accepted["source"]["content_type"], "text/html");
+    let (status, got) = app.get(&format!("{path}/{}", id(&accepted["source"]))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(got["chunks"], accepted["source"]["chunks"]);
+    app.state.workers.drain().await.unwrap();
+    let sent: Vec<String> = fake.stats().embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
+    assert!(
+        sent.iter().all(|t| !t.contains('<') && !t.contains("p{}")),
+        "HTML was converted: {sent:?}"
+    );
+    assert!(sent.iter().any(|t| t.contains("Salt & amber.")));
+}
+
+#[tokio::test]
+async fn background_workers_finish_a_job_end_to_end() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 2).await;
+    let world = google_world(&app, 24).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "isles.md", "text": TEXT}),
+        )
+        .await;
+    let job = format!("/v1/jobs/{}", id(&accepted["job"]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, current) = app.get(&job).await;
+        if current["status"] == "completed" {
+            assert_eq!(current["counts"]["embedded"], accepted["source"]["chunks"]);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job did not complete in time: {current}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,199 @@
+//! Provider keys through the API: sealed at rest, never returned, enable/disable/delete,
+//! configuration keys read-only, and the scheduler's live view.
+
+use reqwest::StatusCode;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with};
+
+const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="; // 32 bytes
+const SECRET: &str = "AIzaSyDUMMY-secret-value-9f8e7d";
+
+fn with_master_key(s: &mut quarry::config::Settings) {
+    s.security.master_key = Some(SecretString::from(MASTER_KEY));
+}
+
+#[tokio::test]
+async fn adding_a_key_needs_the_master_key() {
+    let app = spawn_app().await;
+    let (status, body) = app
+        .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
+        .await;
+    assert_error(status, &body, StatusCode::CONFLICT, "master_key_missing");
+    let (_, list) = app.get("/v1/provider-keys").await;
+    assert_eq!(list["keys"], json!([]));
+}
+
+#[tokio::test]
+async fn keys_are_sealed_never_returned_and_make_remote_worlds_possible() {
+    let app = spawn_app_with(with_master_key).await;
+    let world =
+        json!({"name": "g", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768}});
+    let (status, body) = app.post("/v1/worlds", world.clone()).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "no_eligible_provider_key");
+
+    let (status, key) = app
+        .post(
+            "/v1/provider-keys",
+            json!({"provider": "google", "secret": SECRET, "label": "team-a", "quota_group": "p1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{key}");
+    assert_eq!(key["provider"], "google");
+    assert_eq!(key["label"], "team-a");
+    assert_eq!(key["source"], "api");
+    assert_eq!(key["quota_group"], "p1");
+    assert_eq!(key["enabled"], true);
+    assert!(key["fingerprint"].as_str().unwrap().starts_with("…8e7d:"), "{key}");
+    assert!(!key.to_string().contains(SECRET));
+
+    // The secret is stored encrypted.
+    let db = app.dir.path().join("data").join("quarry.db");
+    let raw = std::fs::read(&db).unwrap();
+    let wal = std::fs::read(db.with_extension("db-wal")).unwrap_or_default();
+    for bytes in [&raw, &wal] {
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "secret found in plaintext on disk"
+        );
+    }
+
+    let (status, body) = app.post("/v1/worlds", world.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // Same secret twice is a conflict.
+    let (status, body) = app
+        .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
+        .await;
+    assert_error(status, &body, StatusCode::CONFLICT, "provider_key_exists");
+
+    let (_, list) = app.get("/v1/provider-keys").await;
+    assert_eq!(list["keys"].as_array().unwrap().len(), 1);
+    let (_, providers) = app.get("/v1/providers").await;
+    let google = providers["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "google")
+        .unwrap()
+        .clone();
+    let live = &google["keys"][0];
+    assert_eq!(live["key_id"], key["key_id"]);
+    assert_eq!(live["in_flight"], 0);
+    assert_eq!(live["cooling_down_until"], Value::Null);
+    assert_eq!(live["quota_group"], "p1");
+    for body in [list.to_string(), providers.to_string()] {
+        assert!(!body.contains(SECRET));
+    }
+
+    // Disable → no eligible key; enable → eligible again.
+    let path = format!("/v1/provider-keys/{}", key["key_id"].as_str().unwrap());
+    let (status, updated) = app.patch(&path, json!({"enabled": false})).await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_eq!(updated["enabled"], false);
+    let (status, body) = app.post("/v1/worlds", world.clone()).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "no_eligible_provider_key");
+    let (_, updated) = app.patch(&path, json!({"enabled": true})).await;
+    assert_eq!(updated["enabled"], true);
+
+    let (status, body) = app.delete(&path).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, body) = app.delete(&path).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "key_not_found");
+    let (status, body) = app.patch(&path, json!({"enabled": true})).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "key_not_found");
+    let (status, body) = app.post("/v1/worlds", world).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "no_eligible_provider_key");
+}
+
+#[tokio::test]
+async fn bad_key_requests_are_rejected_and_store_nothing() {
+    let app = spawn_app_with(with_master_key).await;
+    for (body, field) in [
+        (json!({"provider": "cohere", "secret": SECRET}), Some("provider")),
+        (json!({"provider": "local", "secret": SECRET}), Some("provider")),
+        (json!({"provider": "google", "secret": "  "}), Some("secret")),
+        (json!({"provider": "google", "secret": "two words"}), Some("secret")),
+        (json!({"provider": "google"}), None),
+        (json!({"provider": "google", "secret": SECRET, "extra": 1}), None),
+    ] {
+        let (status, resp) = app.post("/v1/provider-keys", body.clone()).await;
+        let err = assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
+        if let Some(field) = field {
+            assert_eq!(err["details"]["field"], field, "{body}");
+        }
+        assert!(!resp.to_string().contains(SECRET), "error echoes the secret: {resp}");
+    }
+    let (status, body) = app
+        .patch(
+            &format!("/v1/provider-keys/{}", uuid::Uuid::new_v4()),
+            json!({"enabled": "yes"}),
+        )
+        .await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let (status, body) = app.delete("/v1/provider-keys/nope").await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let (_, list) = app.get("/v1/provider-keys").await;
+    assert_eq!(list["keys"], json!([]));
+}
+
+#[tokio::test]
+async fn configuration_keys_are_listed_read_only_and_survive_restarts_as_one_row() {
+    let app = spawn_app_with(|s| {
+        s.providers.openai.keys = vec![SecretString::from("sk-config-key-0123456789")];
+        s.providers.openai.quota_group = Some("org-1".into());
+    })
+    .await;
+    let (_, list) = app.get("/v1/provider-keys").await;
+    let keys = list["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0]["source"], "config");
+    assert_eq!(keys[0]["provider"], "openai");
+    assert_eq!(keys[0]["quota_group"], "org-1");
+    assert!(!list.to_string().contains("sk-config-key-0123456789"));
+    let path = format!("/v1/provider-keys/{}", keys[0]["key_id"].as_str().unwrap());
+    let (status, body) = app.delete(&path).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "provider_key_read_only");
+    // They can be disabled (and re-enabled).
+    let (status, body) = app.patch(&path, json!({"enabled": false})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let dir = app.dir.clone();
+    let mut app = app;
+    app.stop().await;
+    drop(app);
+    let url = format!("sqlite://{}", dir.path().join("data").join("quarry.db").display());
+    let app = crate::helpers::spawn_app_on(url, |s| {
+        s.vectors.path = dir.path().join("vectors2");
+        s.providers.openai.keys = vec![SecretString::from("sk-config-key-0123456789")];
+    })
+    .await;
+    let (_, list) = app.get("/v1/provider-keys").await;
+    let keys = list["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1, "the configuration key is mirrored once: {list}");
+    assert_eq!(keys[0]["enabled"], false, "its persisted state is kept");
+}
+
+#[tokio::test]
+async fn metrics_export_key_counters_without_secrets() {
+    let app = spawn_app_with(|s| s.providers.google.keys = vec![SecretString::from("AIza-metrics-secret-123")]).await;
+    let resp = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = resp.text().await.unwrap();
+    assert!(
+        text.contains("# TYPE quarry_provider_key_requests_total counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quarry_provider_key_usable{provider=\"google\""),
+        "{text}"
+    );
+    assert!(!text.contains("AIza-metrics-secret-123"));
+}
