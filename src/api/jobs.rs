@@ -19,6 +19,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/jobs/{job_id}/pause", post(pause_job))
         .route("/v1/jobs/{job_id}/resume", post(resume_job))
         .route("/v1/jobs/{job_id}/cancel", post(cancel_job))
+        .route("/v1/jobs/{job_id}/events", get(job_events))
         .route("/v1/worlds/{world_id}/jobs", get(list_jobs))
 }
 
@@ -164,4 +165,85 @@ pub async fn cancel_job(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
     Ok(axum::Json(state.jobs.cancel(JobId(id)).await?.into()))
+}
+
+/// How often the event stream looks for new events.
+const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(300);
+
+struct EventCursor {
+    state: AppState,
+    job: JobId,
+    last: i64,
+    pending: std::collections::VecDeque<crate::domain::JobEvent>,
+    done: bool,
+}
+
+/// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
+/// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}/events", tag = "jobs",
+    params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, description = "resume after this event id")),
+    responses((status = 200, description = "text/event-stream of job events", content_type = "text/event-stream"),
+        (status = 401, body = ErrorBody), (status = 404, description = "job_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn job_events(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    headers: axum::http::HeaderMap,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let job = state.jobs.get(JobId(id)).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    let cursor = EventCursor {
+        state,
+        job: job.id,
+        last,
+        pending: Default::default(),
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some(event) = c.pending.pop_front() {
+                c.last = event.id;
+                let terminal = event.kind == crate::domain::JobEventKind::Status
+                    && serde_json::from_str::<serde_json::Value>(&event.data)
+                        .ok()
+                        .and_then(|v| v.get("status").and_then(|s| s.as_str()).map(str::to_owned))
+                        .and_then(|s| s.parse::<crate::domain::JobStatus>().ok())
+                        .is_some_and(|s| s.is_terminal());
+                if terminal {
+                    c.done = true;
+                    c.pending.clear();
+                }
+                let sse = Event::default()
+                    .id(event.id.to_string())
+                    .event(event.kind.as_str())
+                    .data(event.data);
+                return Some((Ok::<_, std::convert::Infallible>(sse), c));
+            }
+            if c.done {
+                return None;
+            }
+            match c.state.store.job_events_after(c.job, c.last, 100).await {
+                Ok(events) if !events.is_empty() => c.pending.extend(events),
+                Ok(_) => {
+                    // Nothing new: stop if the job is over (its status event was replayed or
+                    // predates Last-Event-ID), else wait.
+                    match c.state.store.get_job(c.job).await {
+                        Ok(Some(job)) if job.status.is_terminal() => return None,
+                        Ok(Some(_)) => tokio::time::sleep(EVENT_POLL).await,
+                        Ok(None) | Err(_) => return None,
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "reading job events failed; ending the stream");
+                    return None;
+                }
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

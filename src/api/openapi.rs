@@ -34,6 +34,7 @@ use super::{error, health, jobs, keys, models, sources, worlds};
         jobs::pause_job,
         jobs::resume_job,
         jobs::cancel_job,
+        jobs::job_events,
         keys::create_key,
         keys::list_keys,
         keys::update_key,

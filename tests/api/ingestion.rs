@@ -385,3 +385,89 @@ async fn background_workers_finish_a_job_end_to_end() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn job_events_stream_replays_from_last_event_id_and_end_after_the_status() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, 24).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "isles.md", "text": TEXT}),
+        )
+        .await;
+    app.state.workers.drain().await.unwrap();
+    let url = app.url(&format!("/v1/jobs/{}/events", id(&accepted["job"])));
+    let resp = app.client.get(&url).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
+        .await
+        .expect("stream ends")
+        .unwrap();
+    let events: Vec<(i64, String, Value)> = parse_sse(&body);
+    assert!(!events.is_empty(), "no events parsed from {body:?}");
+    assert!(events.iter().any(|(_, kind, _)| kind == "progress"), "{body}");
+    let (last_id, kind, data) = events.last().unwrap().clone();
+    assert_eq!(kind, "status");
+    assert_eq!(data["status"], "completed");
+    assert!(events.windows(2).all(|w| w[0].0 < w[1].0), "ids increase");
+
+    // Resuming from the first event replays only what came after it.
+    assert!(events.len() >= 2, "{events:?}");
+    let first_id = events[0].0;
+    let resp = app
+        .client
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .header("last-event-id", first_id.to_string())
+        .send()
+        .await
+        .unwrap();
+    let replay = parse_sse(
+        &tokio::time::timeout(Duration::from_secs(10), resp.text())
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    let replayed: Vec<i64> = replay.iter().map(|e| e.0).collect();
+    let expected: Vec<i64> = events[1..].iter().map(|e| e.0).collect();
+    assert_eq!(replayed, expected);
+    assert_eq!(replay.last().unwrap().0, last_id);
+
+    let resp = app
+        .client
+        .get(app.url(&format!("/v1/jobs/{}/events", uuid::Uuid::new_v4())))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = read(resp).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
+}
+
+fn parse_sse(body: &str) -> Vec<(i64, String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut kind = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    kind = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data = serde_json::from_str(v.trim()).ok();
+                }
+            }
+            Some((id?, kind?, data?))
+        })
+        .collect()
+}
