@@ -13,10 +13,16 @@ QUARRY__AUTH__TOKENS ?= dev-token
 
 .PHONY: run test lint fmt openapi
 
-## Run quarry on its embedded defaults (SQLite in data/, qdrant-edge in data/vectors).
-run:
+MODEL := models/all-minilm-l6-v2/model.safetensors
+
+## Run quarry on its embedded defaults (SQLite in data/, qdrant-edge in data/vectors, the local
+## model, fetched on first use).
+run: $(MODEL)
 	@echo "quarry: bearer token is '$(QUARRY__AUTH__TOKENS)' (set QUARRY__AUTH__TOKENS to change it)"
 	QUARRY__AUTH__TOKENS='$(QUARRY__AUTH__TOKENS)' $(CARGO) run --release -- serve
+
+$(MODEL):
+	./scripts/fetch-model
 
 ## Run every test (unit, store and vector conformance, HTTP integration).
 test:

@@ -92,6 +92,7 @@ fn start_server(dir: &std::path::Path) -> (Child, String, std::sync::mpsc::Recei
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("quarry did not report its address in time");
 }
 
