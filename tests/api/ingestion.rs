@@ -42,15 +42,33 @@ async fn google_world(app: &TestApp, max_tokens: u32) -> Value {
     world
 }
 
+/// A fake Google server, an app using it without background workers, and a world on it.
+async fn setup(max_tokens: u32) -> (FakeGoogle, TestApp, Value) {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = app_with_google(&fake, 0).await;
+    let world = google_world(&app, max_tokens).await;
+    (fake, app, world)
+}
+
+/// Adds a plain-text source and returns the 202 body.
+async fn add(app: &TestApp, world: &Value, text: &str) -> Value {
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(world)),
+            json!({"filename": "a.txt", "text": text}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    accepted
+}
+
 fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
 async fn a_source_is_chunked_embedded_and_its_job_completes() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 24).await;
+    let (fake, app, world) = setup(24).await;
     let (status, accepted) = app
         .post(
             &format!("/v1/worlds/{}/sources", id(&world)),
@@ -121,15 +139,8 @@ async fn a_source_is_chunked_embedded_and_its_job_completes() {
 
 #[tokio::test]
 async fn rate_limits_give_work_back_without_spending_attempts() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
-    let (_, accepted) = app
-        .post(
-            &format!("/v1/worlds/{}/sources", id(&world)),
-            json!({"filename": "a.txt", "text": "One short text."}),
-        )
-        .await;
+    let (fake, app, world) = setup(512).await;
+    let accepted = add(&app, &world, "One short text.").await;
     fake.fail_next(Failure::RateLimited(Duration::from_millis(300)));
     // The entry goes back, the key cools down for the hint, and the same drain picks the
     // entry up again once the key is usable.
@@ -157,15 +168,8 @@ async fn rate_limits_give_work_back_without_spending_attempts() {
 
 #[tokio::test]
 async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
-    let (_, accepted) = app
-        .post(
-            &format!("/v1/worlds/{}/sources", id(&world)),
-            json!({"filename": "a.txt", "text": "One short text."}),
-        )
-        .await;
+    let (fake, app, world) = setup(512).await;
+    let accepted = add(&app, &world, "One short text.").await;
     fake.fail_next(Failure::WrongLength);
     app.state.workers.drain().await.unwrap();
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
@@ -201,9 +205,7 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
 
 #[tokio::test]
 async fn oversize_and_uncountable_chunks_fail_locally_without_calling_the_provider() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
+    let (fake, app, world) = setup(512).await;
     let path = format!("/v1/worlds/{}/sources", id(&world));
     // The provider's exact count is over the model's 2,048-token limit.
     let (_, first) = app
@@ -236,15 +238,8 @@ async fn oversize_and_uncountable_chunks_fail_locally_without_calling_the_provid
 
 #[tokio::test]
 async fn pause_resume_and_cancel_follow_the_rules() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
-    let (_, accepted) = app
-        .post(
-            &format!("/v1/worlds/{}/sources", id(&world)),
-            json!({"filename": "a.txt", "text": "One short text."}),
-        )
-        .await;
+    let (fake, app, world) = setup(512).await;
+    let accepted = add(&app, &world, "One short text.").await;
     let job = format!("/v1/jobs/{}", id(&accepted["job"]));
     let (status, paused) = app.post(&format!("{job}/pause"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{paused}");
@@ -282,9 +277,7 @@ async fn pause_resume_and_cancel_follow_the_rules() {
 
 #[tokio::test]
 async fn bad_sources_are_rejected_and_store_nothing() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
+    let (fake, app, world) = setup(512).await;
     let path = format!("/v1/worlds/{}/sources", id(&world));
     for (body, field) in [
         (json!({"filename": "a.txt", "text": "   \n "}), "text"),
@@ -329,9 +322,7 @@ async fn bad_sources_are_rejected_and_store_nothing() {
 
 #[tokio::test]
 async fn multipart_uploads_and_html_are_accepted() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 512).await;
+    let (fake, app, world) = setup(512).await;
     let path = format!("/v1/worlds/{}/sources", id(&world));
     let html = "<html><head><style>p{}</style></head><body><h1>Isles</h1><p>Salt &amp; amber.</p></body></html>";
     let part = reqwest::multipart::Part::bytes(html.as_bytes().to_vec()).file_name("isles.html");
@@ -388,9 +379,7 @@ async fn background_workers_finish_a_job_end_to_end() {
 
 #[tokio::test]
 async fn job_events_stream_replays_from_last_event_id_and_end_after_the_status() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = app_with_google(&fake, 0).await;
-    let world = google_world(&app, 24).await;
+    let (fake, app, world) = setup(24).await;
     let (_, accepted) = app
         .post(
             &format!("/v1/worlds/{}/sources", id(&world)),

@@ -8,8 +8,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use quarry::domain::ProviderKind;
@@ -28,15 +28,15 @@ fn model_dir() -> PathBuf {
     }
 }
 
-/// A provider on the real model, or `None` after a loud skip notice when the files are absent
-/// (a panic instead when `QUARRY_TEST_REQUIRE_MODEL=1`).
-fn provider_or_skip(test: &str) -> Option<LocalProvider> {
+/// Whether the model files are there; if not, a loud skip notice (a panic instead when
+/// `QUARRY_TEST_REQUIRE_MODEL=1`).
+fn model_present(test: &str) -> bool {
     let dir = model_dir();
     let complete = ["config.json", "tokenizer.json", "model.safetensors"]
         .iter()
         .all(|file| dir.join(file).is_file());
     if complete {
-        return Some(LocalProvider::new(&dir, 2));
+        return true;
     }
     if std::env::var("QUARRY_TEST_REQUIRE_MODEL").is_ok_and(|v| v == "1") {
         panic!(
@@ -52,7 +52,27 @@ fn provider_or_skip(test: &str) -> Option<LocalProvider> {
          (or set QUARRY_TEST_MODEL_DIR) ***\n",
         dir.display()
     );
-    None
+    false
+}
+
+/// A fresh provider on the real model (for tests that count its forward passes or set its
+/// concurrency), or `None` after the skip notice.
+fn provider_or_skip(test: &str, max_concurrency: usize) -> Option<LocalProvider> {
+    model_present(test).then(|| LocalProvider::new(&model_dir(), max_concurrency))
+}
+
+/// One provider shared by the tests that only look at its outputs, so the model loads once.
+fn shared_provider_or_skip(test: &str) -> Option<&'static LocalProvider> {
+    static SHARED: OnceLock<LocalProvider> = OnceLock::new();
+    model_present(test).then(|| SHARED.get_or_init(|| LocalProvider::new(&model_dir(), 2)))
+}
+
+/// quarry's vectors for the reference sentences (one batch), computed once.
+async fn reference_vectors(provider: &'static LocalProvider) -> &'static [Vec<f32>] {
+    static VECTORS: tokio::sync::OnceCell<Vec<Vec<f32>>> = tokio::sync::OnceCell::const_new();
+    VECTORS
+        .get_or_init(|| async { embed(provider, &texts(&reference())).await.unwrap() })
+        .await
 }
 
 #[derive(Deserialize)]
@@ -114,13 +134,13 @@ async fn text_of_tokens(provider: &LocalProvider, tokens: u32) -> String {
 
 #[tokio::test]
 async fn vectors_match_the_independent_reference() {
-    let Some(provider) = provider_or_skip("vectors_match_the_independent_reference") else {
+    let Some(provider) = shared_provider_or_skip("vectors_match_the_independent_reference") else {
         return;
     };
     let reference = reference();
-    let vectors = embed(&provider, &texts(&reference)).await.unwrap();
+    let vectors = reference_vectors(provider).await;
     assert_eq!(vectors.len(), reference.sentences.len());
-    for (sentence, vector) in reference.sentences.iter().zip(&vectors) {
+    for (sentence, vector) in reference.sentences.iter().zip(vectors) {
         assert_eq!(vector.len(), reference.dimensions);
         assert!(
             (dot(vector, vector).sqrt() - 1.0).abs() < 1e-4,
@@ -138,11 +158,11 @@ async fn vectors_match_the_independent_reference() {
 
 #[tokio::test]
 async fn paraphrases_score_higher_than_unrelated_text() {
-    let Some(provider) = provider_or_skip("paraphrases_score_higher_than_unrelated_text") else {
+    let Some(provider) = shared_provider_or_skip("paraphrases_score_higher_than_unrelated_text") else {
         return;
     };
     let reference = reference();
-    let vectors = embed(&provider, &texts(&reference)).await.unwrap();
+    let vectors = reference_vectors(provider).await;
     let unrelated = &vectors[reference.unrelated];
     for [a, b] in &reference.paraphrases {
         let together = cosine(&vectors[*a], &vectors[*b]);
@@ -158,7 +178,7 @@ async fn paraphrases_score_higher_than_unrelated_text() {
 
 #[tokio::test]
 async fn token_counts_match_the_reference_tokenizer() {
-    let Some(provider) = provider_or_skip("token_counts_match_the_reference_tokenizer") else {
+    let Some(provider) = shared_provider_or_skip("token_counts_match_the_reference_tokenizer") else {
         return;
     };
     let reference = reference();
@@ -172,12 +192,13 @@ async fn token_counts_match_the_reference_tokenizer() {
     let empty = provider.count_tokens(None, MODEL_NAME, &[String::new()]).await.unwrap();
     assert_eq!(empty, vec![2]);
     // Longer than the shipped tokenizer's own truncation length (128): counted in full.
-    assert_eq!(text_of_tokens(&provider, 300).await.split(' ').count(), 298);
+    assert_eq!(text_of_tokens(provider, 300).await.split(' ').count(), 298);
 }
 
 #[tokio::test]
 async fn text_over_256_tokens_is_input_too_large_and_the_model_does_not_run() {
-    let Some(provider) = provider_or_skip("text_over_256_tokens_is_input_too_large_and_the_model_does_not_run") else {
+    let Some(provider) = provider_or_skip("text_over_256_tokens_is_input_too_large_and_the_model_does_not_run", 1)
+    else {
         return;
     };
     let at_limit = text_of_tokens(&provider, MAX_INPUT_TOKENS).await;
@@ -201,28 +222,32 @@ async fn text_over_256_tokens_is_input_too_large_and_the_model_does_not_run() {
 
 #[tokio::test]
 async fn batch_results_equal_single_results_in_input_order() {
-    let Some(provider) = provider_or_skip("batch_results_equal_single_results_in_input_order") else {
+    let Some(provider) = provider_or_skip("batch_results_equal_single_results_in_input_order", 2) else {
         return;
     };
     // More texts than one forward pass takes, of mixed lengths and in no length order, so the
     // provider's grouping by length and its splitting into passes both have to restore order.
     let base = texts(&reference());
-    let batch: Vec<String> = (0..MAX_BATCH_SIZE + 9)
-        .map(|i| format!("{} (variant {i})", base[(i * 5) % base.len()]))
+    let batch: Vec<String> = (0..MAX_BATCH_SIZE + 1)
+        .map(|i| base[(i * 5) % base.len()].clone())
         .collect();
     let together = embed(&provider, &batch).await.unwrap();
     assert_eq!(provider.forward_passes(), 2);
     assert_eq!(together.len(), batch.len());
-    for (text, vector) in batch.iter().zip(&together) {
-        let alone = embed(&provider, std::slice::from_ref(text)).await.unwrap();
-        let worst = alone[0]
+    let mut alone = Vec::new();
+    for text in &base {
+        alone.push(embed(&provider, std::slice::from_ref(text)).await.unwrap().remove(0));
+    }
+    for (i, vector) in together.iter().enumerate() {
+        let single = &alone[(i * 5) % base.len()];
+        let worst = single
             .iter()
             .zip(vector)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f32::max);
         assert!(
             worst <= 1e-5,
-            "batched and single vectors differ by {worst} for {text:?}"
+            "batched and single vectors differ by {worst} at position {i}"
         );
     }
 }
@@ -295,7 +320,7 @@ async fn wrong_dimensions_or_model_are_permanent_and_limits_are_fixed() {
 
 #[tokio::test]
 async fn query_and_document_modes_give_the_same_vector() {
-    let Some(provider) = provider_or_skip("query_and_document_modes_give_the_same_vector") else {
+    let Some(provider) = shared_provider_or_skip("query_and_document_modes_give_the_same_vector") else {
         return;
     };
     let texts = ["Where is the nearest train station?".to_owned()];
@@ -312,18 +337,17 @@ async fn query_and_document_modes_give_the_same_vector() {
     assert_eq!(vectors[0], vectors[1]);
 }
 
-/// On a single-threaded runtime, a ticker keeps running while a full batch of 256-token texts
-/// is embedded: inference happens off the runtime. Concurrent requests through one permit all
+/// On a single-threaded runtime, a ticker keeps running while batches of 128-token texts are
+/// embedded: inference happens off the runtime. Concurrent requests through one permit all
 /// come back complete.
 #[tokio::test]
 async fn inference_does_not_block_the_runtime() {
-    let Some(provider) = provider_or_skip("inference_does_not_block_the_runtime") else {
+    let Some(provider) = provider_or_skip("inference_does_not_block_the_runtime", 1) else {
         return;
     };
-    let provider = Arc::new(LocalProvider::new(provider.model_dir(), 1));
+    let provider = Arc::new(provider);
     provider.ready().await.unwrap();
-    let text = text_of_tokens(&provider, MAX_INPUT_TOKENS).await;
-    let batch = vec![text; MAX_BATCH_SIZE];
+    let batch = vec![text_of_tokens(&provider, 128).await; 4];
 
     let ticks = Arc::new(AtomicU64::new(0));
     let ticker = tokio::spawn({
@@ -336,14 +360,14 @@ async fn inference_does_not_block_the_runtime() {
         }
     });
     let started = std::time::Instant::now();
-    let requests: Vec<_> = (0..3)
+    let requests: Vec<_> = (0..2)
         .map(|_| {
             let (provider, batch) = (provider.clone(), batch.clone());
             tokio::spawn(async move { embed(&provider, &batch).await })
         })
         .collect();
     for request in requests {
-        assert_eq!(request.await.unwrap().unwrap().len(), MAX_BATCH_SIZE);
+        assert_eq!(request.await.unwrap().unwrap().len(), batch.len());
     }
     let elapsed = started.elapsed();
     ticker.abort();
@@ -354,5 +378,5 @@ async fn inference_does_not_block_the_runtime() {
         ticks * 4 >= expected,
         "{ticks} ticks in {elapsed:?}: the runtime was blocked"
     );
-    assert_eq!(provider.forward_passes(), 3);
+    assert_eq!(provider.forward_passes(), 2);
 }
