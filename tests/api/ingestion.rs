@@ -460,3 +460,32 @@ fn parse_sse(body: &str) -> Vec<(i64, String, Value)> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn a_local_world_is_embedded_by_the_built_in_model() {
+    if !crate::local_model::model_present("a_local_world_is_embedded_by_the_built_in_model") {
+        return;
+    }
+    let dir = crate::local_model::model_dir();
+    let app = spawn_app_with(move |s| {
+        s.providers.local.model_dir = dir;
+        s.embedding.workers = 0;
+    })
+    .await;
+    let world = app.create_local_world("local").await;
+    let accepted = add(&app, &world, TEXT).await;
+    let chunks = accepted["source"]["chunks"].as_u64().unwrap();
+    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
+    let collection = world["collection"].as_str().unwrap();
+    assert_eq!(
+        app.state
+            .vectors
+            .count(collection, PointFilter::world(wid))
+            .await
+            .unwrap(),
+        chunks
+    );
+}

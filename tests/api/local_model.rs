@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 /// The model folder the tests use: `QUARRY_TEST_MODEL_DIR`, else `<repo>/models/all-minilm-l6-v2`
 /// (where `scripts/fetch-model` puts it).
-fn model_dir() -> PathBuf {
+pub fn model_dir() -> PathBuf {
     match std::env::var_os("QUARRY_TEST_MODEL_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -30,7 +30,7 @@ fn model_dir() -> PathBuf {
 
 /// Whether the model files are there; if not, a loud skip notice (a panic instead when
 /// `QUARRY_TEST_REQUIRE_MODEL=1`).
-fn model_present(test: &str) -> bool {
+pub fn model_present(test: &str) -> bool {
     let dir = model_dir();
     let complete = ["config.json", "tokenizer.json", "model.safetensors"]
         .iter()
