@@ -489,3 +489,37 @@ async fn a_local_world_is_embedded_by_the_built_in_model() {
         chunks
     );
 }
+
+#[tokio::test]
+async fn shutdown_is_bounded_even_with_a_stream_open() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let mut app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.embedding.workers = 0;
+        s.server.shutdown_timeout_s = 1;
+    })
+    .await;
+    let world = google_world(&app, 512).await;
+    let accepted = add(&app, &world, "One short text.").await;
+    // A running job's event stream stays open until the job ends, which it never does here.
+    let mut stream = app
+        .client
+        .get(app.url(&format!("/v1/jobs/{}/events", id(&accepted["job"]))))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let _first = tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await;
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), app.stop())
+        .await
+        .expect("shutdown finishes");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "bounded by shutdown_timeout_s: {:?}",
+        started.elapsed()
+    );
+}
