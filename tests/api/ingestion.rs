@@ -277,7 +277,7 @@ async fn pause_resume_and_cancel_follow_the_rules() {
 
 #[tokio::test]
 async fn bad_sources_are_rejected_and_store_nothing() {
-    let (fake, app, world) = setup(512).await;
+    let (_fake, app, world) = setup(512).await;
     let path = format!("/v1/worlds/{}/sources", id(&world));
     for (body, field) in [
         (json!({"filename": "a.txt", "text": "   \n "}), "text"),
@@ -379,7 +379,7 @@ async fn background_workers_finish_a_job_end_to_end() {
 
 #[tokio::test]
 async fn job_events_stream_replays_from_last_event_id_and_end_after_the_status() {
-    let (fake, app, world) = setup(24).await;
+    let (_fake, app, world) = setup(24).await;
     let (_, accepted) = app
         .post(
             &format!("/v1/worlds/{}/sources", id(&world)),
