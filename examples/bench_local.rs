@@ -1,0 +1,203 @@
+//! Throughput of the local embedding provider (all-MiniLM-L6-v2 on candle, CPU): chunks per
+//! second for 128- and 256-token chunks at batch sizes 1, 8 and 32, through the provider's
+//! public `embed` (so tokenizing, the blocking-pool hop and pooling are all included).
+//!
+//! ```text
+//! scripts/fetch-model
+//! cargo +nightly run --release --example bench_local [MODEL_DIR]
+//! ```
+//!
+//! MODEL_DIR defaults to `$QUARRY_MODEL_DIR`, else `models/all-minilm-l6-v2`. Chunks are cut
+//! from real English prose to exactly 128 or 256 tokens ([CLS] and [SEP] included) by the
+//! model's own tokenizer. Requests run one after another, each a single batch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use quarry::providers::local::{DIMENSIONS, LocalProvider, MODEL_NAME};
+use quarry::providers::{EmbedMode, EmbedRequest, EmbeddingProvider};
+use tokenizers::Tokenizer;
+
+const TOKEN_LENGTHS: [u32; 2] = [128, 256];
+const BATCH_SIZES: [usize; 3] = [1, 8, 32];
+/// Each configuration runs for at least this long (after one warm-up request).
+const MIN_RUN: Duration = Duration::from_secs(6);
+const MIN_REQUESTS: u32 = 3;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("bench_local: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let dir = std::env::args_os()
+        .nth(1)
+        .or_else(|| std::env::var_os("QUARRY_MODEL_DIR"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"));
+    let provider = LocalProvider::new(&dir, 1);
+    let loading = Instant::now();
+    provider.ready().await?;
+    let load_time = loading.elapsed();
+
+    let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))?;
+    tokenizer.with_truncation(None)?;
+    tokenizer.with_padding(None);
+
+    print_machine(load_time);
+    println!();
+    println!(
+        "{:>6}  {:>5}  {:>9}  {:>10}  {:>8}",
+        "tokens", "batch", "chunks/s", "ms/request", "requests"
+    );
+    for tokens in TOKEN_LENGTHS {
+        let chunks = cut_chunks(&tokenizer, &provider, tokens, BATCH_SIZES[BATCH_SIZES.len() - 1]).await?;
+        for batch in BATCH_SIZES {
+            let texts = &chunks[..batch];
+            let request = EmbedRequest {
+                model: MODEL_NAME,
+                dimensions: DIMENSIONS,
+                mode: EmbedMode::Document,
+                texts,
+            };
+            provider.embed(None, request).await?; // warm-up
+            let started = Instant::now();
+            let mut requests = 0u32;
+            while requests < MIN_REQUESTS || started.elapsed() < MIN_RUN {
+                provider.embed(None, request).await?;
+                requests += 1;
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            println!(
+                "{tokens:>6}  {batch:>5}  {:>9.1}  {:>10.1}  {requests:>8}",
+                f64::from(requests) * batch as f64 / elapsed,
+                elapsed * 1000.0 / f64::from(requests),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_machine(load_time: Duration) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, name)| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!("local embedding throughput: {MODEL_NAME}, candle CPU, f32");
+    println!("cpu: {cpu}");
+    println!(
+        "cores: {cores}; candle threads: {}; avx: {}; f16c: {}",
+        candle_core::utils::get_num_threads(),
+        candle_core::utils::with_avx(),
+        candle_core::utils::with_f16c()
+    );
+    println!("model load: {} ms; one request at a time", load_time.as_millis());
+}
+
+/// `count` different chunks of exactly `tokens` tokens, cut at word starts from the prose below.
+async fn cut_chunks(
+    tokenizer: &Tokenizer,
+    provider: &LocalProvider,
+    tokens: u32,
+    count: usize,
+) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+    let encoding = tokenizer.encode(PROSE, false)?;
+    let pieces = encoding.get_tokens();
+    let offsets = encoding.get_offsets();
+    let body = tokens as usize - 2; // room for [CLS] and [SEP]
+    let starts: Vec<usize> = (0..pieces.len().saturating_sub(body + 8))
+        .filter(|&i| !pieces[i].starts_with("##"))
+        .collect();
+    if starts.len() < count {
+        return Err(format!("the sample prose is too short for {count} chunks of {tokens} tokens").into());
+    }
+    let step = starts.len() / count;
+    let mut chunks = Vec::with_capacity(count);
+    for k in 0..count {
+        let start = starts[k * step];
+        // Cut after `body` tokens; if the cut splits a word so that it re-tokenizes
+        // differently, move the end until the count is exact.
+        let mut end = start + body;
+        loop {
+            let text = &PROSE[offsets[start].0..offsets[end - 1].1];
+            let counted = provider.count_tokens(None, MODEL_NAME, &[text.to_owned()]).await?[0];
+            match counted.cmp(&tokens) {
+                std::cmp::Ordering::Equal => {
+                    chunks.push(text.to_owned());
+                    break;
+                }
+                std::cmp::Ordering::Greater if end > start + 1 => end -= 1,
+                std::cmp::Ordering::Less if end < pieces.len() => end += 1,
+                _ => return Err(format!("cannot cut a chunk of exactly {tokens} tokens").into()),
+            }
+        }
+    }
+    Ok(chunks)
+}
+
+/// Plain English prose (written for this benchmark) to cut chunks from.
+const PROSE: &str = "\
+The first lighthouses were little more than fires lit on hilltops, tended by whoever lived \
+closest to the harbour. Sailors approaching an unfamiliar coast at night had few other ways to \
+judge their distance from the rocks, and a single misreading could cost a ship, its cargo and \
+everyone aboard. Over the centuries these fires moved into towers, the towers grew taller, and \
+the people who kept them became a profession with its own rules, pay and pride.
+
+Keeping a light was lonely, repetitive work. A keeper trimmed the wick every few hours, polished \
+the brass and glass until no smear could dim the beam, and wrote the weather into a logbook \
+that inspectors would read months later. On offshore stations, supply boats came when the sea \
+allowed it, which in winter might mean weeks of waiting. Families who lived on the mainland \
+stations kept gardens, schooled their children at the kitchen table and learned to sleep \
+through the sound of the fog signal.
+
+The great technical change came in the nineteenth century, when a French physicist designed a \
+lens made of concentric rings of glass prisms. Instead of one heavy curved lens, which would \
+have been impossibly thick, the rings bent the light from a single lamp into a narrow, intense \
+beam that could be seen more than twenty miles away. Rotating the lens on a bed of mercury \
+turned the steady glow into flashes, and each lighthouse was given its own pattern, so that a \
+navigator who counted the seconds between flashes could tell exactly which headland he was \
+looking at.
+
+Fuel changed as well. Whale oil gave way to colza oil pressed from rapeseed, then to lard oil, \
+then to kerosene, each cheaper or brighter than the last. Electricity arrived slowly, because \
+running a cable to a rock in the open sea was expensive and storms broke what the engineers \
+built. Many stations ran their own generators for decades, and keepers had to become \
+mechanics as well as lamplighters.
+
+By the middle of the twentieth century, automation began to replace the keepers themselves. \
+Timers switched the lamps on at dusk, sensors detected fog, and a technician visiting once a \
+month could look after a whole stretch of coast. Radio beacons and later satellite navigation \
+meant that ships relied less on lights at all. The last keepers left their towers with mixed \
+feelings: relief at the end of isolation, and sadness that a way of life had quietly ended.
+
+Today many lighthouses are museums, holiday cottages or simply landmarks that appear on \
+postcards. Volunteers repaint them, historians collect the old logbooks, and children climb the \
+spiral stairs to look out over the water. The lights that still shine are mostly small, \
+efficient lamps that need little care, but the towers remain, reminders of how much effort it \
+once took to bring a ship safely home.
+
+A modern reader might find the keepers' logbooks surprisingly moving. Between the entries about \
+wind direction and oil consumption there are notes about a child's birthday, a gull with a \
+broken wing nursed back to health, a ship that passed too close and the relief when it cleared \
+the reef. The records were meant for officials, yet they preserve the texture of ordinary days: \
+the bread that would not rise in damp weather, the letters that arrived three at a time, the \
+first daffodils on the cliff path after a long and difficult winter.
+
+Engineers who study the old towers today are often impressed by how well they were built. \
+Granite blocks were cut to interlock like a puzzle, so that waves striking the base spread their \
+force through the whole structure rather than prying stones loose. Some towers have stood for \
+more than two hundred years on rocks that are covered by the sea at high tide, and they still \
+need little more than fresh paint and new glazing to keep doing their job.";
