@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quarry::domain::{ProviderKind, WorldId};
-use quarry::providers::scheduler::{AcquireError, ConfigKey, KeyScheduler, Lane, Outcome, PoolConfig};
+use quarry::providers::scheduler::{AcquireError, ConfigKey, KeyLease, KeyScheduler, Lane, Outcome, PoolConfig};
 use quarry::providers::{ProviderError, RateLimitScope};
 use quarry::store::Store;
 use secrecy::{ExposeSecret, SecretString};
@@ -58,6 +58,14 @@ fn secret_of(lease: &quarry::providers::scheduler::KeyLease) -> String {
     lease.key().unwrap().secret.expose_secret().to_owned()
 }
 
+/// Reports a rate limit or retirement with the clock running: these write to the store, and a
+/// paused clock would jump ahead while the test waits on the database thread.
+async fn finish_unpaused(lease: KeyLease, outcome: Outcome) {
+    tokio::time::resume();
+    lease.finish(outcome).await;
+    tokio::time::pause();
+}
+
 /// Equal up to the timer wheel's millisecond resolution.
 #[track_caller]
 fn about(actual: Duration, expected: Duration) {
@@ -103,7 +111,7 @@ async fn a_rate_limited_key_cools_down_for_the_hint_and_others_take_over() {
         scope: RateLimitScope::Short,
         message: "quota".into(),
     });
-    a.finish(Outcome::of(&limited)).await;
+    finish_unpaused(a, Outcome::of(&limited)).await;
     for _ in 0..3 {
         let lease = s.acquire(G, INGEST, 1).await.unwrap();
         assert_eq!(secret_of(&lease), "key-b");
@@ -134,12 +142,14 @@ async fn a_rate_limit_cools_the_whole_quota_group_and_waiting_ends_with_retry_af
     tokio::time::pause();
     let lease = s.acquire(G, INGEST, 1).await.unwrap();
     assert_eq!(secret_of(&lease), "p1-a");
-    lease
-        .finish(Outcome::RateLimited {
+    finish_unpaused(
+        lease,
+        Outcome::RateLimited {
             retry_after: Some(Duration::from_secs(40)),
             scope: RateLimitScope::Short,
-        })
-        .await;
+        },
+    )
+    .await;
     // Only the other project's key is usable.
     for _ in 0..3 {
         let lease = s.acquire(G, INGEST, 1).await.unwrap();
@@ -147,12 +157,14 @@ async fn a_rate_limit_cools_the_whole_quota_group_and_waiting_ends_with_retry_af
         lease.finish(Outcome::Success).await;
     }
     let lease = s.acquire(G, INGEST, 1).await.unwrap();
-    lease
-        .finish(Outcome::RateLimited {
+    finish_unpaused(
+        lease,
+        Outcome::RateLimited {
             retry_after: Some(Duration::from_secs(20)),
             scope: RateLimitScope::Short,
-        })
-        .await;
+        },
+    )
+    .await;
     // Everything cools down: a bounded wait ends with the earliest time a key comes back.
     let started = Instant::now();
     let err = s
@@ -179,12 +191,14 @@ async fn backoff_without_a_hint_grows_and_a_daily_quota_waits_for_the_reset() {
     let mut waits = Vec::new();
     for _ in 0..3 {
         let lease = s.acquire(G, INGEST, 1).await.unwrap();
-        lease
-            .finish(Outcome::RateLimited {
+        finish_unpaused(
+            lease,
+            Outcome::RateLimited {
                 retry_after: None,
                 scope: RateLimitScope::Short,
-            })
-            .await;
+            },
+        )
+        .await;
         let started = Instant::now();
         let lease = s.acquire(G, INGEST, 1).await.unwrap();
         waits.push(started.elapsed());
@@ -197,12 +211,14 @@ async fn backoff_without_a_hint_grows_and_a_daily_quota_waits_for_the_reset() {
     assert!(waits[1] > waits[0] && waits[2] > waits[1], "backoff grows: {waits:?}");
 
     let lease = s.acquire(G, INGEST, 1).await.unwrap();
-    lease
-        .finish(Outcome::RateLimited {
+    finish_unpaused(
+        lease,
+        Outcome::RateLimited {
             retry_after: Some(Duration::from_secs(5)),
             scope: RateLimitScope::Daily,
-        })
-        .await;
+        },
+    )
+    .await;
     let err = s
         .acquire_within(G, INGEST, 1, Duration::from_secs(60))
         .await
