@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{SubsecRound, Utc};
 use quarry::domain::{
     ChunkingProfile, EmbeddingProfile, JobId, JobKind, JobStatus, NewChunk, NewSource, NewWorld, ProviderKind, RunId,
-    SourceId, World, WorldId, WorldStats, point_id,
+    SourceId, World, WorldId, WorldStats,
 };
 use quarry::store::Store;
 
@@ -241,16 +241,54 @@ async fn adding_to_a_missing_world_writes_nothing(store: Arc<dyn Store>) {
 
 conformance!(keys_are_counted_per_provider);
 async fn keys_are_counted_per_provider(store: Arc<dyn Store>) {
-    // No key API yet: a fresh store has no keys for any provider.
     for provider in ProviderKind::ALL {
         assert_eq!(store.count_eligible_keys(provider).await.unwrap(), 0);
     }
-}
+    let now = Utc::now().trunc_subsecs(6);
+    let key = |fingerprint: &str| quarry::domain::NewKey {
+        id: quarry::domain::KeyId::new(),
+        provider: ProviderKind::Google,
+        label: "config #1".into(),
+        origin: quarry::domain::KeyOrigin::Config,
+        quota_group: Some("p1".into()),
+        sealed: None,
+        fingerprint: fingerprint.into(),
+        now,
+    };
+    let first = store.upsert_config_key(key("…abcd:01234567")).await.unwrap();
+    // Mirroring the same configuration key again keeps one row (and its id).
+    let again = store.upsert_config_key(key("…abcd:01234567")).await.unwrap();
+    assert_eq!(again.id, first.id);
+    assert_eq!(store.list_keys().await.unwrap().len(), 1);
+    assert_eq!(store.count_eligible_keys(ProviderKind::Google).await.unwrap(), 1);
+    assert_eq!(store.count_eligible_keys(ProviderKind::OpenAi).await.unwrap(), 0);
 
-#[test]
-fn point_ids_are_deterministic_per_slot() {
-    let (w, r, s) = (WorldId::new(), RunId::new(), SourceId::new());
-    assert_eq!(point_id(w, r, s, 1), point_id(w, r, s, 1));
+    let until = now + chrono::Duration::seconds(90);
+    store.set_key_cooldown(first.id, Some(until), 2, now).await.unwrap();
+    let stored = store.get_key(first.id).await.unwrap().unwrap();
+    assert_eq!((stored.cooldown_until, stored.consecutive_failures), (Some(until), 2));
+    store
+        .extend_group_cooldown(ProviderKind::Google, "p1", until)
+        .await
+        .unwrap();
+    store
+        .extend_group_cooldown(ProviderKind::Google, "p1", now)
+        .await
+        .unwrap();
+    let groups = store.list_group_cooldowns().await.unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].until, until, "a group cooldown is never shortened");
+
+    store.retire_key(first.id, "API_KEY_INVALID", now).await.unwrap();
+    assert_eq!(store.count_eligible_keys(ProviderKind::Google).await.unwrap(), 0);
+    // Re-enabling lifts the retirement and the cooldown.
+    let enabled = store.set_key_enabled(first.id, true, now).await.unwrap().unwrap();
+    assert!(!enabled.retired && enabled.cooldown_until.is_none());
+    assert_eq!(store.count_eligible_keys(ProviderKind::Google).await.unwrap(), 1);
+    store.set_key_enabled(first.id, false, now).await.unwrap();
+    assert_eq!(store.count_eligible_keys(ProviderKind::Google).await.unwrap(), 0);
+    assert!(store.delete_key(first.id).await.unwrap());
+    assert!(store.get_key(first.id).await.unwrap().is_none());
 }
 
 #[tokio::test]
