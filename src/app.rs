@@ -23,6 +23,7 @@ use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
+use crate::service::retrieval::RetrievalService;
 use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
 use crate::state::AppState;
@@ -87,7 +88,7 @@ impl App {
         let workers = EmbeddingWorkers::new(
             store.clone(),
             vectors.clone(),
-            providers,
+            providers.clone(),
             registry.clone(),
             scheduler.clone(),
             WorkerConfig {
@@ -97,6 +98,14 @@ impl App {
         );
         let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
+        let retrieval = Arc::new(RetrievalService::new(
+            store.clone(),
+            vectors.clone(),
+            registry.clone(),
+            scheduler.clone(),
+            providers,
+            workers.clone(),
+        ));
         let state = AppState {
             store: store.clone(),
             vectors: vectors.clone(),
@@ -105,6 +114,7 @@ impl App {
             keys,
             sources,
             jobs,
+            retrieval,
             workers: workers.clone(),
             scheduler: scheduler.clone(),
         };

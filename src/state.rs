@@ -6,6 +6,7 @@ use crate::providers::ModelRegistry;
 use crate::providers::scheduler::KeyScheduler;
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
+use crate::service::retrieval::RetrievalService;
 use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
 use crate::store::Store;
@@ -22,6 +23,7 @@ pub struct AppState {
     pub keys: Arc<KeyService>,
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
+    pub retrieval: Arc<RetrievalService>,
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
 }

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod keys;
 pub mod models;
 pub mod openapi;
+pub mod retrieve;
 pub mod sources;
 pub mod worlds;
 
@@ -79,6 +80,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(keys::router())
         .merge(sources::router())
         .merge(jobs::router())
+        .merge(retrieve::router())
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()

@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{error, health, jobs, keys, models, sources, worlds};
+use super::{error, health, jobs, keys, models, retrieve, sources, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,6 +35,7 @@ use super::{error, health, jobs, keys, models, sources, worlds};
         jobs::resume_job,
         jobs::cancel_job,
         jobs::job_events,
+        retrieve::retrieve,
         keys::create_key,
         keys::list_keys,
         keys::update_key,
@@ -51,6 +52,7 @@ use super::{error, health, jobs, keys, models, sources, worlds};
         (name = "models", description = "Embedding models a world can use"),
         (name = "sources", description = "Source documents and their chunks"),
         (name = "jobs", description = "Background ingestion jobs"),
+        (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
         (name = "operations", description = "Health and readiness probes"),
     )

@@ -68,3 +68,12 @@ pub struct SourceCounts {
     pub pending: u64,
     pub failed: u64,
 }
+
+/// A chunk with what retrieval shows and verifies: its source's filename and its slot's point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkView {
+    pub chunk: Chunk,
+    pub source_filename: String,
+    /// The vector point of the chunk's slot.
+    pub point_id: uuid::Uuid,
+}

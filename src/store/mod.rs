@@ -19,8 +19,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    ChunkId, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobStatus, KeyId, NewChunk, NewKey, NewSource,
-    NewWorld, ProviderKind, RunId, Source, SourceCounts, SourceId, StoredKey, WorkItem, World, WorldId, WorldStats,
+    ChunkId, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobStatus, KeyId, NewChunk, NewKey,
+    NewSource, NewWorld, ProviderKind, RunId, Source, SourceCounts, SourceId, StoredKey, WorkItem, World, WorldId,
+    WorldStats,
 };
 
 /// Errors from a store backend.
@@ -172,6 +173,37 @@ pub trait WorkStore: Send + Sync {
     ) -> Result<bool>;
 }
 
+/// What retrieval reads and repairs. Text always comes from here, never from the vector store.
+#[async_trait]
+pub trait RetrievalStore: Send + Sync {
+    /// Entries of `run` in `world` marked embedded.
+    async fn count_embedded(&self, world: WorldId, run: RunId) -> Result<u64>;
+    /// The chunks of `run` whose slots have these point ids (missing ones are simply absent),
+    /// in no particular order.
+    async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
+    /// Chunks `from..=to` of one source in `run`, in reading order.
+    async fn chunk_window(
+        &self,
+        world: WorldId,
+        run: RunId,
+        source: SourceId,
+        from: u32,
+        to: u32,
+    ) -> Result<Vec<ChunkView>>;
+    /// Marks embedded or failed entries of `run` pending again (no attempts spent, embedded
+    /// hash cleared, `warning` recorded) under the world's running `repair` job, which is
+    /// created when there is none. Entries already pending are left to the job that holds them.
+    /// Returns the repair job when at least one entry was requeued.
+    async fn requeue_entries(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[ChunkId],
+        warning: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<JobId>>;
+}
+
 /// Provider keys: API keys (secret sealed) and mirrors of configuration keys, with the state
 /// the key scheduler persists so restarts and other replicas respect it.
 #[async_trait]
@@ -206,7 +238,9 @@ pub trait KeyStore: Send + Sync {
 
 /// Everything the services need from the relational store.
 #[async_trait]
-pub trait Store: WorldStore + SourceStore + JobStore + WorkStore + KeyStore + Send + Sync + 'static {
+pub trait Store:
+    WorldStore + SourceStore + JobStore + WorkStore + KeyStore + RetrievalStore + Send + Sync + 'static
+{
     /// Which backend this is ("sqlite" or "postgres").
     fn kind(&self) -> &'static str;
     /// A trivial round trip, for `/readyz`.

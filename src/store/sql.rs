@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::{Error, Result};
 use crate::domain::{
-    ChunkId, ChunkingProfile, EmbeddingProfile, GroupCooldown, Job, JobCounts, JobError, JobEvent, JobId, KeyId,
-    KeyOrigin, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
+    Chunk, ChunkId, ChunkView, ChunkingProfile, EmbeddingProfile, GroupCooldown, Job, JobCounts, JobError, JobEvent,
+    JobId, KeyId, KeyOrigin, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 pub(super) const INSERT_WORLD: &str = "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, \
@@ -210,6 +210,90 @@ pub(super) const INSERT_EVENT: &str =
 
 pub(super) const EVENTS_AFTER: &str = "SELECT id, job_id, kind, data, created_at FROM job_events \
      WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+
+pub(super) const COUNT_EMBEDDED_IN_RUN: &str =
+    "SELECT COUNT(*) FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'embedded'";
+
+/// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
+macro_rules! chunk_view_columns {
+    () => {
+        "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
+         c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, m.point_id, s.filename \
+         FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id "
+    };
+}
+
+/// `$1` world, `$2` run; the point ids follow as `$3…` (see [`in_list`]).
+pub(super) const CHUNKS_BY_POINTS: &str = concat!(
+    chunk_view_columns!(),
+    "WHERE m.world_id = $1 AND m.run_id = $2 AND m.point_id IN "
+);
+
+pub(super) const CHUNK_WINDOW: &str = concat!(
+    chunk_view_columns!(),
+    "WHERE c.world_id = $1 AND c.run_id = $2 AND c.source_id = $3 AND c.chunk_number BETWEEN $4 AND $5 \
+     ORDER BY c.chunk_number"
+);
+
+pub(super) const RUNNING_REPAIR_JOB: &str = "SELECT id FROM jobs WHERE world_id = $1 AND run_id = $2 \
+     AND kind = 'repair' AND status = 'running' ORDER BY created_at DESC, id LIMIT 1";
+
+/// Puts an embedded or failed entry back in the queue under job `$4`, spending nothing.
+pub(super) const REQUEUE_ENTRY: &str = "UPDATE manifest_entries SET state = 'pending', job_id = $4, \
+     attempts = 0, embedded_text_sha256 = NULL, warning_code = $5, last_error_code = NULL, \
+     last_error_message = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6 \
+     WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state <> 'pending'";
+
+pub(super) const ADD_JOB_TOTAL: &str = "UPDATE jobs SET total = total + $2 WHERE id = $1";
+
+/// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
+pub(super) fn in_list(first: usize, n: usize) -> String {
+    let params: Vec<String> = (first..first + n).map(|i| format!("${i}")).collect();
+    format!("({})", params.join(", "))
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ChunkViewRow {
+    id: Uuid,
+    world_id: Uuid,
+    run_id: Uuid,
+    source_id: Uuid,
+    book_number: i64,
+    chunk_number: i64,
+    char_start: i64,
+    char_end: i64,
+    token_count: i64,
+    chunk_text: String,
+    overlap_text: String,
+    text_sha256: String,
+    point_id: Uuid,
+    filename: String,
+}
+
+impl TryFrom<ChunkViewRow> for ChunkView {
+    type Error = Error;
+
+    fn try_from(r: ChunkViewRow) -> Result<ChunkView> {
+        Ok(ChunkView {
+            chunk: Chunk {
+                id: ChunkId(r.id),
+                world_id: WorldId(r.world_id),
+                run_id: RunId(r.run_id),
+                source_id: SourceId(r.source_id),
+                book_number: narrow("chunks", r.book_number)?,
+                chunk_number: narrow("chunks", r.chunk_number)?,
+                char_start: narrow("chunks", r.char_start)?,
+                char_end: narrow("chunks", r.char_end)?,
+                token_count: narrow("chunks", r.token_count)?,
+                chunk_text: r.chunk_text,
+                overlap_text: r.overlap_text,
+                sha256: r.text_sha256,
+            },
+            source_filename: r.filename,
+            point_id: r.point_id,
+        })
+    }
+}
 
 #[derive(sqlx::FromRow)]
 pub(super) struct WorkRow {
@@ -1180,6 +1264,125 @@ macro_rules! impl_store {
                     .fetch_one(&self.pool)
                     .await?;
                 row.try_into()
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::RetrievalStore for $store {
+            async fn count_embedded(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+            ) -> $crate::store::Result<u64> {
+                use $crate::store::sql::*;
+                let n: i64 = sqlx::query_scalar(COUNT_EMBEDDED_IN_RUN)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_one(&self.pool)
+                    .await?;
+                narrow("manifest_entries", n)
+            }
+
+            async fn chunks_by_points(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                points: &[uuid::Uuid],
+            ) -> $crate::store::Result<Vec<$crate::domain::ChunkView>> {
+                use $crate::store::sql::*;
+                let mut found = Vec::with_capacity(points.len());
+                // Bounded parameter lists: SQLite caps the number of parameters per statement.
+                for batch in points.chunks(500) {
+                    // Only generated `$n` placeholders are added to the constant text.
+                    let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(3, batch.len())));
+                    let mut query = sqlx::query_as::<_, ChunkViewRow>(sql).bind(world.0).bind(run.0);
+                    for point in batch {
+                        query = query.bind(*point);
+                    }
+                    for row in query.fetch_all(&self.pool).await? {
+                        found.push(row.try_into()?);
+                    }
+                }
+                Ok(found)
+            }
+
+            async fn chunk_window(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                source: $crate::domain::SourceId,
+                from: u32,
+                to: u32,
+            ) -> $crate::store::Result<Vec<$crate::domain::ChunkView>> {
+                use $crate::store::sql::*;
+                let rows: Vec<ChunkViewRow> = sqlx::query_as(CHUNK_WINDOW)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .bind(source.0)
+                    .bind(wide(from))
+                    .bind(wide(to))
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter().map(TryInto::try_into).collect()
+            }
+
+            async fn requeue_entries(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                chunks: &[$crate::domain::ChunkId],
+                warning: &str,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Option<$crate::domain::JobId>> {
+                use $crate::store::sql::*;
+                if chunks.is_empty() {
+                    return Ok(None);
+                }
+                let mut tx = self.pool.begin().await?;
+                let existing: Option<uuid::Uuid> = sqlx::query_scalar(RUNNING_REPAIR_JOB)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let job = existing.unwrap_or_else(uuid::Uuid::new_v4);
+                let mut requeued = 0u64;
+                for chunk in chunks {
+                    let done = sqlx::query(REQUEUE_ENTRY)
+                        .bind(chunk.0)
+                        .bind(world.0)
+                        .bind(run.0)
+                        .bind(job)
+                        .bind(warning)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    requeued += done.rows_affected();
+                }
+                if requeued == 0 {
+                    tx.rollback().await?;
+                    return Ok(None);
+                }
+                if existing.is_some() {
+                    sqlx::query(ADD_JOB_TOTAL)
+                        .bind(job)
+                        .bind(wide(requeued))
+                        .execute(&mut *tx)
+                        .await?;
+                } else {
+                    sqlx::query(INSERT_JOB)
+                        .bind(job)
+                        .bind(world.0)
+                        .bind($crate::domain::JobKind::Repair.as_str())
+                        .bind($crate::domain::JobStatus::Running.as_str())
+                        .bind(run.0)
+                        .bind(wide(requeued))
+                        .bind(now)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(Some($crate::domain::JobId(job)))
             }
         }
 

@@ -691,10 +691,13 @@ impl VectorRepo for EdgeRepo {
         // Each prefetch must be able to fill the final page on its own.
         let prefetch_limit = search.prefetch_limit.max(search.limit);
         let filter = to_filter(search.filter)?;
-        let dense = PrefetchBuilder::new(prefetch_limit)
+        let mut dense = PrefetchBuilder::new(prefetch_limit)
             .query(nearest(VectorInternal::Dense(search.dense), DENSE))
-            .filter(filter.clone())
-            .build();
+            .filter(filter.clone());
+        if let Some(threshold) = search.dense_score_threshold {
+            dense = dense.score_threshold(threshold);
+        }
+        let dense = dense.build();
         // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
         let sparse = PrefetchBuilder::new(prefetch_limit)
             .query(nearest(VectorInternal::Sparse(sparse_vector(search.sparse)?), SPARSE))

@@ -145,6 +145,9 @@ pub struct HybridSearch {
     pub limit: usize,
     /// How many candidates each prefetch contributes to the fusion.
     pub prefetch_limit: usize,
+    /// Applied inside the dense prefetch: only dense candidates scoring above it take part in
+    /// the fusion (BM25 candidates are not thresholded; fused scores are ranks, not cosines).
+    pub dense_score_threshold: Option<f32>,
 }
 
 /// One page of a scroll.

@@ -409,11 +409,14 @@ impl VectorRepo for ServerRepo {
         // Each prefetch must be able to fill the final page on its own.
         let prefetch_limit = clamp_u64(search.prefetch_limit.max(search.limit));
         let filter = to_filter(search.filter);
-        let dense = PrefetchQueryBuilder::default()
+        let mut dense = PrefetchQueryBuilder::default()
             .query(Query::new_nearest(search.dense))
             .using(DENSE)
             .filter(filter.clone())
             .limit(prefetch_limit);
+        if let Some(threshold) = search.dense_score_threshold {
+            dense = dense.score_threshold(threshold);
+        }
         // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
         let sparse = PrefetchQueryBuilder::default()
             .query(Query::new_nearest(VectorInput::new_sparse(

@@ -100,6 +100,11 @@ impl TestApp {
         start(dir, url, |_| {}).await
     }
 
+    /// The store URL this app runs on (tests reach under the API with it, e.g. to corrupt a row).
+    pub fn store_url(&self) -> &str {
+        &self.store_url
+    }
+
     pub fn vectors_path(&self) -> PathBuf {
         self.dir.path().join("vectors")
     }

@@ -12,6 +12,7 @@ mod keys;
 mod local_model;
 mod operations;
 mod remote_providers;
+mod retrieval;
 mod scheduler;
 mod store_conformance;
 mod vector_conformance;

@@ -343,6 +343,7 @@ async fn hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low(repo: &dyn V
                 filter: PointFilter::world(a.world).run(a.run),
                 limit: 3,
                 prefetch_limit: 20,
+                dense_score_threshold: None,
             },
         )
         .await
@@ -394,6 +395,7 @@ async fn hybrid_search_weighs_terms_by_their_rarity_in_the_world(repo: &dyn Vect
                 filter: PointFilter::world(a.world),
                 limit: 2,
                 prefetch_limit: 10,
+                dense_score_threshold: None,
             },
         )
         .await
@@ -580,6 +582,7 @@ async fn a_missing_collection_reads_empty_and_refuses_upserts(repo: &dyn VectorR
         filter: PointFilter::world(world),
         limit: 5,
         prefetch_limit: 5,
+        dense_score_threshold: None,
     };
     assert!(repo.hybrid_search(name, hybrid).await.unwrap().is_empty());
     assert!(repo.retrieve(name, &[Uuid::new_v4()]).await.unwrap().is_empty());
@@ -836,6 +839,7 @@ async fn edge_huge_limits_return_everything_without_exhausting_memory() {
         filter,
         limit: usize::MAX,
         prefetch_limit: usize::MAX,
+        dense_score_threshold: None,
     };
     assert_eq!(repo.hybrid_search("hybrid", hybrid).await.unwrap().len(), 5);
     let page = repo.scroll("hybrid", filter, None, usize::MAX).await.unwrap();
@@ -913,6 +917,7 @@ async fn edge_data_survives_a_restart() {
                 filter: PointFilter::world(a.world),
                 limit: 2,
                 prefetch_limit: 10,
+                dense_score_threshold: None,
             },
         )
         .await

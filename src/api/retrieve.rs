@@ -1,0 +1,218 @@
+//! `POST /v1/worlds/{world_id}/retrieve`.
+//!
+//! The body is read as raw JSON so the settings can be judged before anything is looked up:
+//! a boolean, string or null where a number belongs is `invalid_retrieval_settings` naming
+//! the field (a typed body would turn it into a generic `invalid_request`). Unknown fields
+//! and a missing or non-string `query` are `invalid_request`.
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath};
+use crate::domain::WorldId;
+use crate::service::retrieval::{RawSettings, Retrieval, Settings};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/worlds/{world_id}/retrieve", post(retrieve))
+}
+
+const FIELDS: [&str; 5] = ["query", "top_k", "min_score", "mode", "neighbors"];
+
+/// A retrieval request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub struct RetrieveRequest {
+    /// The question; surrounding whitespace is stripped, and a blank query is `empty_query`.
+    #[schema(example = "who rules the northern isles?")]
+    pub query: String,
+    /// Results wanted (integer ≥ 0, at most 1000, default 8), clamped to the number of embedded
+    /// chunks. 0 returns the empty answer without any provider or vector store call.
+    #[schema(example = 8, minimum = 0, maximum = 1000)]
+    pub top_k: Option<u64>,
+    /// Lowest score kept (0.0–1.0, default 0.0), applied inside the vector search. In hybrid mode
+    /// it thresholds the dense candidates only.
+    #[schema(example = 0.35, minimum = 0.0, maximum = 1.0)]
+    pub min_score: Option<f64>,
+    /// `dense` (default) or `hybrid` (dense + BM25 fused by reciprocal rank; hybrid worlds only).
+    #[schema(example = "dense")]
+    pub mode: Option<String>,
+    /// Chunks of the same source stitched into the context on each side of a hit (0–3, default 0).
+    #[schema(example = 0, minimum = 0, maximum = 3)]
+    pub neighbors: Option<u32>,
+}
+
+/// One verified hit. Text comes from the store, never from the vector store.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalResult {
+    pub chunk_id: Uuid,
+    pub point_id: Uuid,
+    /// Cosine similarity (dense) or the fused rank score (hybrid).
+    pub score: f32,
+    pub source_id: Uuid,
+    pub source_filename: String,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub chunk_text: String,
+    pub overlap_text: String,
+}
+
+/// Chunk text for a model's context: no scores, filenames or overlap text.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalContext {
+    /// The selected chunk texts, hits in rank order, each widened by its neighbours in reading order.
+    pub chunks: Vec<String>,
+    /// `chunks` joined by a blank line.
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalWarning {
+    /// `no_embedded_chunks`, `chunk_missing` or `stale_point`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalRepair {
+    pub point_id: Uuid,
+    /// `stale_point_deleted` (the slot is queued for embedding again) or `orphan_point_deleted`
+    /// (the point's chunk no longer exists).
+    pub kind: String,
+}
+
+/// Milliseconds per phase.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalTiming {
+    pub embed_ms: f64,
+    pub search_ms: f64,
+    pub verify_ms: f64,
+    pub total_ms: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrieveResponse {
+    /// Sorted by score descending, then book_number, then chunk_number.
+    pub results: Vec<RetrievalResult>,
+    pub context: RetrievalContext,
+    pub requested_top_k: u64,
+    /// `top_k` clamped to the number of embedded chunks.
+    pub effective_top_k: u64,
+    pub warnings: Vec<RetrievalWarning>,
+    pub repairs: Vec<RetrievalRepair>,
+    pub timing: RetrievalTiming,
+}
+
+impl From<Retrieval> for RetrieveResponse {
+    fn from(r: Retrieval) -> Self {
+        let text = r.context_text();
+        RetrieveResponse {
+            results: r
+                .results
+                .into_iter()
+                .map(|hit| {
+                    let c = hit.chunk.chunk;
+                    RetrievalResult {
+                        chunk_id: c.id.0,
+                        point_id: hit.chunk.point_id,
+                        score: hit.score,
+                        source_id: c.source_id.0,
+                        source_filename: hit.chunk.source_filename,
+                        book_number: c.book_number,
+                        chunk_number: c.chunk_number,
+                        char_start: c.char_start,
+                        char_end: c.char_end,
+                        chunk_text: c.chunk_text,
+                        overlap_text: c.overlap_text,
+                    }
+                })
+                .collect(),
+            context: RetrievalContext {
+                chunks: r.context,
+                text,
+            },
+            requested_top_k: r.requested_top_k,
+            effective_top_k: r.effective_top_k,
+            warnings: r
+                .warnings
+                .into_iter()
+                .map(|w| RetrievalWarning {
+                    code: w.code.to_owned(),
+                    message: w.message,
+                })
+                .collect(),
+            repairs: r
+                .repairs
+                .into_iter()
+                .map(|r| RetrievalRepair {
+                    point_id: r.point_id,
+                    kind: r.kind.to_owned(),
+                })
+                .collect(),
+            timing: RetrievalTiming {
+                embed_ms: r.timing.embed_ms,
+                search_ms: r.timing.search_ms,
+                verify_ms: r.timing.verify_ms,
+                total_ms: r.timing.total_ms,
+            },
+        }
+    }
+}
+
+/// Retrieve verified chunks for a query, with context text for a model.
+#[utoipa::path(post, path = "/v1/worlds/{world_id}/retrieve", tag = "retrieval",
+    params(("world_id" = Uuid, Path)), request_body = RetrieveRequest,
+    responses(
+        (status = 200, body = RetrieveResponse),
+        (status = 400, description = "invalid_request, invalid_retrieval_settings (checked before the world is looked up) or empty_query", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 409, description = "no_eligible_provider_key", body = ErrorBody),
+        (status = 422, description = "input_too_large or token_count_failed (the query)", body = ErrorBody),
+        (status = 429, description = "provider_rate_limited, with details.retry_after_s", body = ErrorBody),
+        (status = 502, description = "provider_error", body = ErrorBody),
+        (status = 503, description = "store_unavailable or vector_store_unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = [])))]
+pub async fn retrieve(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<axum::Json<RetrieveResponse>, ApiError> {
+    let Value::Object(fields) = &body else {
+        return Err(ApiError::invalid_request("the body must be a JSON object"));
+    };
+    if let Some(unknown) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid_request(format!(
+            "unknown field `{unknown}`, expected one of {}",
+            FIELDS.join(", ")
+        ))
+        .with_details(json!({ "field": unknown })));
+    }
+    let query = match fields.get("query") {
+        Some(Value::String(q)) => q.as_str(),
+        Some(_) => {
+            return Err(ApiError::invalid_request("query must be a string").with_details(json!({ "field": "query" })));
+        }
+        None => {
+            return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
+        }
+    };
+    let settings = Settings::parse(RawSettings {
+        top_k: fields.get("top_k"),
+        min_score: fields.get("min_score"),
+        mode: fields.get("mode"),
+        neighbors: fields.get("neighbors"),
+    })?;
+    let answer = state.retrieval.retrieve(WorldId(world_id), query, settings).await?;
+    Ok(axum::Json(answer.into()))
+}

@@ -1,0 +1,577 @@
+//! Retrieval: a query in, verified chunk text out.
+//!
+//! The order of work is fixed (DESIGN.md, "Retrieval flow"): settings are validated before
+//! anything is looked up ([`Settings::parse`]) → the world is loaded → a blank query is
+//! refused → `top_k = 0` answers at once → the world's embedded chunks are counted (none: an
+//! empty answer with a warning, no provider call) and `top_k` is clamped to that count → the
+//! stripped query is embedded in query mode with the world's locked profile, through the key
+//! scheduler's priority lane → the profile's collection is searched, filtered by world and
+//! active run, with `min_score` applied inside the query → every hit is verified against the
+//! store → results are sorted and the context is built from chunk text only.
+//!
+//! Verification trusts the vector store for candidates and scores only. A hit whose slot has
+//! no chunk any more is an orphan point: it is skipped (warning `chunk_missing`) and deleted
+//! (repair `orphan_point_deleted`; quarry's manifest entries live and die with their chunks,
+//! so there is no entry left to mark). A hit whose chunk text hash differs from the point's
+//! (or whose payload does not parse) is stale: it is skipped (warning `stale_point`), the
+//! point is deleted and the slot's entry goes back to pending under the world's `repair` job
+//! (repair `stale_point_deleted`), so the workers embed the current text again. Repairs never
+//! touch chunk text, and failures of the repair itself never fail the query.
+//!
+//! Hybrid mode fuses a dense and a BM25 prefetch by reciprocal rank fusion inside the vector
+//! store. There `min_score` thresholds the dense candidates (cosine) while BM25 candidates
+//! are not thresholded, and the returned `score` is the fused rank score, not a cosine.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
+use crate::domain::{ChunkId, ChunkView, SourceId, World, WorldId};
+use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
+use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError};
+use crate::store::Store;
+use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
+use crate::workers::embedding::{EmbeddingWorkers, Providers};
+
+/// `top_k` when the request does not say.
+pub const DEFAULT_TOP_K: u64 = 8;
+/// The largest `top_k` accepted: more is a bulk export, not a retrieval.
+pub const MAX_TOP_K: u64 = 1000;
+/// The most neighbours stitched on each side of a hit.
+pub const MAX_NEIGHBORS: u32 = 3;
+/// Candidates each hybrid prefetch contributes at least.
+const MIN_PREFETCH: usize = 20;
+/// Query embedding attempts when keys fail one after another (each on a fresh key).
+const EMBED_ATTEMPTS: usize = 3;
+
+/// How hits are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Dense,
+    Hybrid,
+}
+
+/// Validated retrieval settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub top_k: u64,
+    pub min_score: f32,
+    pub mode: Mode,
+    pub neighbors: u32,
+}
+
+/// The settings as received: JSON values, so that booleans, strings and nulls can be refused
+/// with the retrieval code rather than a generic type error. `None` means "absent".
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawSettings<'a> {
+    pub top_k: Option<&'a Value>,
+    pub min_score: Option<&'a Value>,
+    pub mode: Option<&'a Value>,
+    pub neighbors: Option<&'a Value>,
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ServiceError {
+    ServiceError::invalid(Invalid::RetrievalSettings, field, message)
+}
+
+/// A JSON integer in `0..=max`, or the error naming `field`.
+fn bounded_integer(field: &str, value: &Value, max: u64) -> ServiceResult<u64> {
+    let n = match value {
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| bad(field, format!("{field} must be a non-negative integer")))?,
+        _ => return Err(bad(field, format!("{field} must be a non-negative integer"))),
+    };
+    if n > max {
+        return Err(bad(field, format!("{field} must be at most {max}")));
+    }
+    Ok(n)
+}
+
+impl Settings {
+    /// Validates raw settings; nothing else is looked at yet.
+    pub fn parse(raw: RawSettings<'_>) -> ServiceResult<Settings> {
+        let top_k = match raw.top_k {
+            None => DEFAULT_TOP_K,
+            Some(v) => bounded_integer("top_k", v, MAX_TOP_K)?,
+        };
+        let min_score = match raw.min_score {
+            None => 0.0,
+            Some(Value::Number(n)) => {
+                let score = n
+                    .as_f64()
+                    .ok_or_else(|| bad("min_score", "min_score must be a number between 0.0 and 1.0"))?;
+                if !(0.0..=1.0).contains(&score) {
+                    return Err(bad("min_score", "min_score must be between 0.0 and 1.0"));
+                }
+                score as f32
+            }
+            Some(_) => return Err(bad("min_score", "min_score must be a number between 0.0 and 1.0")),
+        };
+        let mode = match raw.mode {
+            None => Mode::Dense,
+            Some(Value::String(s)) if s == "dense" => Mode::Dense,
+            Some(Value::String(s)) if s == "hybrid" => Mode::Hybrid,
+            Some(_) => return Err(bad("mode", "mode must be `dense` or `hybrid`")),
+        };
+        let neighbors = match raw.neighbors {
+            None => 0,
+            Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
+        };
+        Ok(Settings {
+            top_k,
+            min_score,
+            mode,
+            neighbors,
+        })
+    }
+}
+
+/// One verified hit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub chunk: ChunkView,
+    pub score: f32,
+}
+
+/// A warning about the answer (`no_embedded_chunks`, `chunk_missing`, `stale_point`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// A repair made while verifying (`stale_point_deleted`, `orphan_point_deleted`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repair {
+    pub point_id: Uuid,
+    pub kind: &'static str,
+}
+
+/// Milliseconds spent per phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timing {
+    pub embed_ms: f64,
+    pub search_ms: f64,
+    pub verify_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Retrieval {
+    pub results: Vec<Hit>,
+    /// Chunk texts for a model's context: the hits (with neighbours when asked) and nothing else.
+    pub context: Vec<String>,
+    pub requested_top_k: u64,
+    pub effective_top_k: u64,
+    pub warnings: Vec<Warning>,
+    pub repairs: Vec<Repair>,
+    pub timing: Timing,
+}
+
+impl Retrieval {
+    /// The context chunks joined by a blank line.
+    pub fn context_text(&self) -> String {
+        self.context.join("\n\n")
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+pub struct RetrievalService {
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    registry: Arc<ModelRegistry>,
+    scheduler: KeyScheduler,
+    providers: Providers,
+    workers: EmbeddingWorkers,
+}
+
+impl RetrievalService {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        registry: Arc<ModelRegistry>,
+        scheduler: KeyScheduler,
+        providers: Providers,
+        workers: EmbeddingWorkers,
+    ) -> Self {
+        Self {
+            store,
+            vectors,
+            registry,
+            scheduler,
+            providers,
+            workers,
+        }
+    }
+
+    /// Runs one retrieval with settings already validated by [`Settings::parse`].
+    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
+        let started = Instant::now();
+        let world = self
+            .store
+            .get_world(world_id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(ServiceError::invalid(
+                Invalid::EmptyQuery,
+                "query",
+                "query must contain non-whitespace text",
+            ));
+        }
+        if settings.mode == Mode::Hybrid && !world.hybrid {
+            return Err(bad(
+                "mode",
+                "mode `hybrid` needs a world created with `hybrid: true`; this world stores dense vectors only",
+            ));
+        }
+        let mut answer = Retrieval {
+            requested_top_k: settings.top_k,
+            ..Retrieval::default()
+        };
+        if settings.top_k == 0 {
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok(answer);
+        }
+        let embedded = self.store.count_embedded(world.id, world.active_run).await?;
+        if embedded == 0 {
+            answer.warnings.push(Warning {
+                code: "no_embedded_chunks",
+                message: "the world has no embedded chunks yet; nothing was searched".into(),
+            });
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok(answer);
+        }
+        let limit = settings.top_k.min(embedded);
+        answer.effective_top_k = limit;
+
+        let phase = Instant::now();
+        let vector = self.embed_query(&world, query).await?;
+        answer.timing.embed_ms = ms(phase.elapsed());
+
+        let phase = Instant::now();
+        let hits = self.search(&world, query, vector, limit as usize, settings).await?;
+        answer.timing.search_ms = ms(phase.elapsed());
+
+        let phase = Instant::now();
+        self.verify(&world, hits, &mut answer).await?;
+        answer.results.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.chunk.chunk.book_number.cmp(&b.chunk.chunk.book_number))
+                .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
+        });
+        answer.results.truncate(limit as usize);
+        answer.context = self.context(&world, &answer.results, settings.neighbors).await?;
+        answer.timing.verify_ms = ms(phase.elapsed());
+        answer.timing.total_ms = ms(started.elapsed());
+        Ok(answer)
+    }
+
+    /// Embeds the query with the world's profile in query mode, on the scheduler's priority
+    /// lane. A key that fails (rate limit, rejection, fault) is reported to the scheduler and
+    /// the next usable key is tried, a few times at most.
+    async fn embed_query(&self, world: &World, query: &str) -> ServiceResult<Vec<f32>> {
+        let profile = &world.embedding;
+        let provider = self
+            .providers
+            .get(profile.provider)
+            .ok_or_else(|| ServiceError::Provider {
+                message: format!("no {} adapter is configured in this process", profile.provider),
+            })?;
+        let spec = self
+            .registry
+            .find(profile.provider, &profile.model)
+            .ok_or_else(|| ServiceError::Provider {
+                message: format!(
+                    "the world's model `{}` is no longer configured for {}",
+                    profile.model, profile.provider
+                ),
+            })?;
+        let limits = provider.limits(spec);
+        let texts = vec![query.to_owned()];
+        let estimate = crate::chunking::count_tokens(query);
+        let mut last = None;
+        for _ in 0..EMBED_ATTEMPTS {
+            let lease = self
+                .scheduler
+                .acquire(profile.provider, Lane::Query, estimate)
+                .await
+                .map_err(|err| match err {
+                    AcquireError::RateLimited { retry_after } => ServiceError::RateLimited { retry_after },
+                    AcquireError::NoEligibleKey(provider) => ServiceError::conflict(
+                        Conflict::NoEligibleProviderKey,
+                        format!("no enabled {provider} key is available to embed the query"),
+                    ),
+                })?;
+            let counts = provider.count_tokens(lease.key(), &profile.model, &texts).await;
+            let tokens = match counts {
+                Ok(counts) if counts.len() == 1 => counts[0],
+                Ok(_) => {
+                    lease.finish(Outcome::Failed).await;
+                    return Err(ServiceError::Unprocessable {
+                        kind: Unprocessable::TokenCountFailed,
+                        message: "the provider returned the wrong number of token counts".into(),
+                    });
+                }
+                Err(err) => {
+                    lease.finish(Outcome::of::<()>(&Err(err.clone()))).await;
+                    last = Some(query_error(err)?);
+                    continue;
+                }
+            };
+            if tokens > limits.max_input_tokens {
+                lease.finish(Outcome::Unused).await;
+                return Err(ServiceError::Unprocessable {
+                    kind: Unprocessable::InputTooLarge,
+                    message: format!(
+                        "the query has {tokens} tokens, over the model's limit of {}",
+                        limits.max_input_tokens
+                    ),
+                });
+            }
+            let request = EmbedRequest {
+                model: &profile.model,
+                dimensions: profile.dimensions,
+                mode: EmbedMode::Query,
+                texts: &texts,
+            };
+            let result = provider.embed(lease.key(), request).await;
+            lease.finish(Outcome::of(&result)).await;
+            match result {
+                Ok(mut vectors) if vectors.len() == 1 && vectors[0].len() == profile.dimensions as usize => {
+                    return Ok(vectors.remove(0));
+                }
+                Ok(_) => {
+                    return Err(ServiceError::Provider {
+                        message: "the provider returned a query vector of the wrong shape".into(),
+                    });
+                }
+                Err(err) => last = Some(query_error(err)?),
+            }
+        }
+        Err(last.unwrap_or(ServiceError::Provider {
+            message: "the query could not be embedded".into(),
+        }))
+    }
+
+    async fn search(
+        &self,
+        world: &World,
+        query: &str,
+        vector: Vec<f32>,
+        limit: usize,
+        settings: Settings,
+    ) -> ServiceResult<Vec<ScoredPoint>> {
+        let filter = PointFilter::world(world.id).run(world.active_run);
+        let threshold = (settings.min_score > 0.0).then_some(settings.min_score);
+        let hits = match settings.mode {
+            Mode::Dense => {
+                self.vectors
+                    .search(
+                        &world.collection,
+                        DenseSearch {
+                            vector,
+                            filter,
+                            limit,
+                            score_threshold: threshold,
+                        },
+                    )
+                    .await?
+            }
+            Mode::Hybrid => {
+                self.vectors
+                    .hybrid_search(
+                        &world.collection,
+                        HybridSearch {
+                            dense: vector,
+                            sparse: crate::sparse::query(query),
+                            filter,
+                            limit,
+                            prefetch_limit: (limit * 2).max(MIN_PREFETCH),
+                            dense_score_threshold: threshold,
+                        },
+                    )
+                    .await?
+            }
+        };
+        Ok(hits)
+    }
+
+    /// Keeps the hits the store confirms; deletes orphan and stale points and requeues the
+    /// slots of stale ones.
+    async fn verify(&self, world: &World, hits: Vec<ScoredPoint>, answer: &mut Retrieval) -> ServiceResult<()> {
+        let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+        let mut chunks: HashMap<Uuid, ChunkView> = self
+            .store
+            .chunks_by_points(world.id, world.active_run, &ids)
+            .await?
+            .into_iter()
+            .map(|c| (c.point_id, c))
+            .collect();
+        let mut orphans = Vec::new();
+        let mut stale: Vec<(Uuid, ChunkId)> = Vec::new();
+        for hit in hits {
+            let Some(chunk) = chunks.remove(&hit.id) else {
+                orphans.push(hit.id);
+                continue;
+            };
+            let current = hit.payload.as_ref().is_some_and(|p| {
+                p.text_sha256 == chunk.chunk.sha256
+                    && p.run_id == chunk.chunk.run_id
+                    && p.source_id == chunk.chunk.source_id
+                    && p.chunk_number == chunk.chunk.chunk_number
+            });
+            if current {
+                answer.results.push(Hit {
+                    chunk,
+                    score: hit.score,
+                });
+            } else {
+                stale.push((hit.id, chunk.chunk.id));
+            }
+        }
+        if !orphans.is_empty() {
+            answer.warnings.push(Warning {
+                code: "chunk_missing",
+                message: format!(
+                    "{} hit(s) pointed at chunks that no longer exist; they were skipped",
+                    orphans.len()
+                ),
+            });
+            match self.vectors.delete_points(&world.collection, &orphans).await {
+                Ok(()) => answer.repairs.extend(orphans.iter().map(|&point_id| Repair {
+                    point_id,
+                    kind: "orphan_point_deleted",
+                })),
+                Err(err) => tracing::warn!(world = %world.id, error = %err, "deleting orphan points failed"),
+            }
+        }
+        if !stale.is_empty() {
+            answer.warnings.push(Warning {
+                code: "stale_point",
+                message: format!(
+                    "{} hit(s) were made from text that has since changed; they were skipped and queued for embedding again",
+                    stale.len()
+                ),
+            });
+            let points: Vec<Uuid> = stale.iter().map(|(p, _)| *p).collect();
+            match self.vectors.delete_points(&world.collection, &points).await {
+                Ok(()) => {
+                    let chunk_ids: Vec<ChunkId> = stale.iter().map(|(_, c)| *c).collect();
+                    let job = self
+                        .store
+                        .requeue_entries(
+                            world.id,
+                            world.active_run,
+                            &chunk_ids,
+                            "stale_point",
+                            super::worlds::now(),
+                        )
+                        .await?;
+                    if job.is_some() {
+                        self.workers.wake();
+                    }
+                    answer.repairs.extend(points.iter().map(|&point_id| Repair {
+                        point_id,
+                        kind: "stale_point_deleted",
+                    }));
+                }
+                Err(err) => tracing::warn!(world = %world.id, error = %err, "deleting stale points failed"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Chunk texts for the context: each hit in rank order, widened by `neighbors` chunks of
+    /// the same source on each side. Windows of one source that overlap or touch merge into
+    /// one passage in reading order, placed where its best hit ranks; no chunk appears twice.
+    async fn context(&self, world: &World, results: &[Hit], neighbors: u32) -> ServiceResult<Vec<String>> {
+        if neighbors == 0 {
+            return Ok(results.iter().map(|h| h.chunk.chunk.chunk_text.clone()).collect());
+        }
+        let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
+        for hit in results {
+            let c = &hit.chunk.chunk;
+            let mut window = (
+                c.source_id,
+                c.chunk_number.saturating_sub(neighbors),
+                c.chunk_number.saturating_add(neighbors),
+            );
+            // Absorb every earlier window this one overlaps or touches, keeping the earliest slot.
+            let mut slot = None;
+            let mut i = 0;
+            while i < windows.len() {
+                let (source, lo, hi) = windows[i];
+                if source == window.0 && lo <= window.2.saturating_add(1) && window.1 <= hi.saturating_add(1) {
+                    window.1 = window.1.min(lo);
+                    window.2 = window.2.max(hi);
+                    match slot {
+                        None => {
+                            slot = Some(i);
+                            i += 1;
+                        }
+                        Some(_) => {
+                            windows.remove(i);
+                        }
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            match slot {
+                Some(i) => windows[i] = window,
+                None => windows.push(window),
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut context = Vec::new();
+        for (source, from, to) in windows {
+            let chunks = self
+                .store
+                .chunk_window(world.id, world.active_run, source, from, to)
+                .await?;
+            for view in chunks {
+                if seen.insert(view.chunk.id) {
+                    context.push(view.chunk.chunk_text);
+                }
+            }
+        }
+        Ok(context)
+    }
+}
+
+/// What a failed query embedding means for the caller: `Ok` carries an error worth trying
+/// another key for (the caller keeps the last one), `Err` one to return at once.
+fn query_error(err: ProviderError) -> ServiceResult<ServiceError> {
+    match err {
+        ProviderError::RateLimited { retry_after, .. } => Ok(ServiceError::RateLimited {
+            retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
+        }),
+        ProviderError::KeyRejected { message } | ProviderError::QuotaExhausted { message } => {
+            Ok(ServiceError::Provider { message })
+        }
+        ProviderError::Transient { message } => Ok(ServiceError::Provider { message }),
+        ProviderError::InputTooLarge { tokens, limit } => Err(ServiceError::Unprocessable {
+            kind: Unprocessable::InputTooLarge,
+            message: format!("the query has {tokens} tokens, over the model's limit of {limit}"),
+        }),
+        ProviderError::TokenCountFailed { message } => Err(ServiceError::Unprocessable {
+            kind: Unprocessable::TokenCountFailed,
+            message: format!("the query's tokens could not be counted exactly, so it was not sent: {message}"),
+        }),
+        ProviderError::Permanent { message }
+        | ProviderError::Malformed { message }
+        | ProviderError::Unavailable { message } => Err(ServiceError::Provider { message }),
+    }
+}

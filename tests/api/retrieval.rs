@@ -1,0 +1,806 @@
+//! Retrieval: `POST /v1/worlds/{id}/retrieve` against the real app, a fake Google server that
+//! counts calls and records task types, and the embedded vector store.
+
+use std::time::Duration;
+
+use quarry::domain::WorldId;
+use quarry::vector::PointFilter;
+use reqwest::StatusCode;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use crate::fake_providers::{Failure, FakeGoogle};
+use crate::helpers::{TestApp, assert_error, spawn_app_with};
+
+/// One sentence per chunk at `max_tokens: 16`.
+const ISLES: &str = "Queen Maren rules the northern isles from a tower of salt. \
+    Her fleet guards the cold straits every winter. \
+    The river cities of the south trade amber and wool. \
+    Their councils elect a speaker every spring. \
+    The dragons of the east sleep under the glacier. \
+    Miners dig copper in the western hills.";
+
+struct Setup {
+    fake: FakeGoogle,
+    app: TestApp,
+    world: Value,
+}
+
+impl Setup {
+    fn world_id(&self) -> String {
+        id(&self.world)
+    }
+
+    fn path(&self) -> String {
+        format!("/v1/worlds/{}/retrieve", self.world_id())
+    }
+
+    async fn retrieve(&self, body: Value) -> (StatusCode, Value) {
+        self.app.post(&self.path(), body).await
+    }
+
+    /// Retrieves and expects 200.
+    async fn ok(&self, body: Value) -> Value {
+        let (status, answer) = self.retrieve(body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        answer
+    }
+
+    async fn add(&self, filename: &str, text: &str) -> Value {
+        add_to(&self.app, &self.world, filename, text).await
+    }
+
+    /// Adds sources, embeds everything and forgets the provider calls made so far.
+    async fn ingest(&self, sources: &[(&str, &str)]) {
+        for (filename, text) in sources {
+            self.add(filename, text).await;
+        }
+        self.app.state.workers.drain().await.unwrap();
+        self.fake.reset_stats();
+    }
+
+    async fn stats(&self) -> Value {
+        let (_, world) = self.app.get(&format!("/v1/worlds/{}", self.world_id())).await;
+        world["stats"].clone()
+    }
+
+    async fn point_count(&self) -> u64 {
+        let wid = WorldId(uuid::Uuid::parse_str(&self.world_id()).unwrap());
+        self.app
+            .state
+            .vectors
+            .count(self.world["collection"].as_str().unwrap(), PointFilter::world(wid))
+            .await
+            .unwrap()
+    }
+
+    /// Runs SQL on the app's SQLite file, under the API (to corrupt what the API never would).
+    async fn sql(&self, statement: &'static str, binds: &[&str]) {
+        use sqlx::ConnectOptions as _;
+        let options: sqlx::sqlite::SqliteConnectOptions = self.app.store_url().parse().unwrap();
+        let mut conn = options.foreign_keys(true).connect().await.unwrap();
+        let mut query = sqlx::query(statement);
+        for b in binds {
+            query = query.bind(*b);
+        }
+        let done = query.execute(&mut conn).await.unwrap();
+        assert!(done.rows_affected() > 0, "`{statement}` changed nothing");
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+async fn add_to(app: &TestApp, world: &Value, filename: &str, text: &str) -> Value {
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(world)),
+            json!({"filename": filename, "text": text}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    accepted
+}
+
+async fn create_world(app: &TestApp, name: &str, hybrid: bool) -> Value {
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            json!({"name": name, "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}, "hybrid": hybrid}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    world
+}
+
+/// A fake Google server with one key, an app on it without background workers (tests drain
+/// the queue themselves) and a world with one sentence per chunk.
+async fn setup_with(hybrid: bool) -> Setup {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.providers.google.scheduling.acquire_timeout_s = 1;
+        s.providers.google.scheduling.query_wait_s = 1;
+        s.embedding.workers = 0;
+    })
+    .await;
+    let world = create_world(&app, "Aerth", hybrid).await;
+    Setup { fake, app, world }
+}
+
+async fn setup() -> Setup {
+    setup_with(false).await
+}
+
+fn texts(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["chunk_text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn context(answer: &Value) -> Vec<String> {
+    answer["context"]["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn warning_codes(answer: &Value) -> Vec<String> {
+    answer["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn sentence(n: usize) -> String {
+    let sentences: Vec<&str> = ISLES.split_inclusive(". ").map(str::trim).collect();
+    sentences[n].to_owned()
+}
+
+#[tokio::test]
+async fn settings_are_refused_before_the_world_is_looked_up() {
+    let s = setup().await;
+    let unknown = format!("/v1/worlds/{}/retrieve", uuid::Uuid::new_v4());
+    let cases = [
+        (json!({"query": "q", "top_k": -1}), "top_k"),
+        (json!({"query": "q", "top_k": true}), "top_k"),
+        (json!({"query": "q", "top_k": "8"}), "top_k"),
+        (json!({"query": "q", "top_k": null}), "top_k"),
+        (json!({"query": "q", "top_k": 2.5}), "top_k"),
+        (json!({"query": "q", "top_k": 1001}), "top_k"),
+        (json!({"query": "q", "min_score": 1.5}), "min_score"),
+        (json!({"query": "q", "min_score": -0.1}), "min_score"),
+        (json!({"query": "q", "min_score": false}), "min_score"),
+        (json!({"query": "q", "min_score": "0.3"}), "min_score"),
+        (json!({"query": "q", "min_score": null}), "min_score"),
+        (json!({"query": "q", "mode": "sparse"}), "mode"),
+        (json!({"query": "q", "neighbors": 4}), "neighbors"),
+        (json!({"query": "q", "neighbors": true}), "neighbors"),
+    ];
+    for (body, field) in cases {
+        for path in [&unknown, &s.path()] {
+            let (status, answer) = s.app.post(path, body.clone()).await;
+            let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_retrieval_settings");
+            assert_eq!(error["details"]["field"], field, "{body}: {answer}");
+        }
+    }
+    // Structural problems are generic request errors, also before any lookup.
+    for (body, field) in [
+        (json!({"query": "q", "topk": 3}), "topk"),
+        (json!({"top_k": 3}), "query"),
+        (json!({"query": 7}), "query"),
+    ] {
+        let (status, answer) = s.app.post(&unknown, body.clone()).await;
+        let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(error["details"]["field"], field, "{body}: {answer}");
+    }
+    let (status, answer) = s.app.post(&unknown, json!(["query"])).await;
+    assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+    // Valid settings on an unknown world: 404.
+    let (status, answer) = s.app.post(&unknown, json!({"query": "q", "top_k": 3})).await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    assert_eq!(s.fake.stats().requests, 0, "nothing reached the provider");
+}
+
+#[tokio::test]
+async fn a_blank_query_is_refused_after_the_world_and_before_any_provider_call() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    for query in ["", "   ", " \n\t "] {
+        let (status, answer) = s.retrieve(json!({"query": query})).await;
+        let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "empty_query");
+        assert_eq!(error["details"]["field"], "query");
+    }
+    // An unknown world wins over a blank query: the world is looked up first.
+    let (status, answer) = s
+        .app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", uuid::Uuid::new_v4()),
+            json!({"query": " "}),
+        )
+        .await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    assert_eq!(s.fake.stats().requests, 0);
+}
+
+#[tokio::test]
+async fn top_k_zero_returns_the_empty_shape_without_any_call() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles?", "top_k": 0}))
+        .await;
+    assert_eq!(answer["results"], json!([]));
+    assert_eq!(answer["context"], json!({"chunks": [], "text": ""}));
+    assert_eq!(answer["requested_top_k"], 0);
+    assert_eq!(answer["effective_top_k"], 0);
+    assert_eq!(answer["warnings"], json!([]));
+    assert_eq!(answer["repairs"], json!([]));
+    for phase in ["embed_ms", "search_ms", "verify_ms"] {
+        assert_eq!(answer["timing"][phase], 0.0, "{answer}");
+    }
+    assert!(answer["timing"]["total_ms"].is_number());
+    assert_eq!(s.fake.stats().requests, 0, "no provider call for top_k = 0");
+}
+
+#[tokio::test]
+async fn a_world_without_embedded_chunks_warns_and_spends_no_provider_call() {
+    let s = setup().await;
+    // Empty world, then a world whose only source is still pending.
+    for _ in 0..2 {
+        let answer = s.ok(json!({"query": "who rules the northern isles?"})).await;
+        assert_eq!(answer["results"], json!([]));
+        assert_eq!(answer["context"]["chunks"], json!([]));
+        assert_eq!(answer["requested_top_k"], 8);
+        assert_eq!(answer["effective_top_k"], 0);
+        assert_eq!(warning_codes(&answer), ["no_embedded_chunks"]);
+        s.add("isles.txt", ISLES).await;
+    }
+    assert_eq!(s.fake.stats().requests, 0, "no provider call without embedded chunks");
+}
+
+#[tokio::test]
+async fn the_best_passage_comes_first_with_every_field_from_the_store() {
+    let s = setup().await;
+    let accepted = s.add("isles.txt", ISLES).await;
+    s.app.state.workers.drain().await.unwrap();
+    s.fake.reset_stats();
+    let source = &accepted["source"];
+    let chunks = source["chunks"].as_u64().unwrap();
+    assert_eq!(chunks, 6, "one sentence per chunk: {source}");
+
+    let answer = s
+        .ok(json!({"query": "  Who rules the northern isles?  ", "top_k": 3}))
+        .await;
+    assert_eq!(answer["requested_top_k"], 3);
+    assert_eq!(answer["effective_top_k"], 3);
+    let results = answer["results"].as_array().unwrap();
+    assert!(!results.is_empty() && results.len() <= 3, "{answer}");
+    let best = &results[0];
+    assert_eq!(best["chunk_text"], sentence(0));
+    assert_eq!(best["source_id"], source["id"]);
+    assert_eq!(best["source_filename"], "isles.txt");
+    assert_eq!(best["book_number"], 1);
+    assert_eq!(best["chunk_number"], 0);
+    assert_eq!(best["overlap_text"], "");
+    let (start, end) = (
+        best["char_start"].as_u64().unwrap() as usize,
+        best["char_end"].as_u64().unwrap() as usize,
+    );
+    let slice: String = ISLES.chars().skip(start).take(end - start).collect();
+    assert_eq!(best["chunk_text"], slice);
+    for field in ["chunk_id", "point_id"] {
+        assert!(uuid::Uuid::parse_str(best[field].as_str().unwrap()).is_ok(), "{field}");
+    }
+    let scores: Vec<f64> = results.iter().map(|r| r["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "sorted by score: {scores:?}");
+    assert!(scores[0] > 0.3 && scores[0] <= 1.0001, "{scores:?}");
+    for phase in ["embed_ms", "search_ms", "verify_ms", "total_ms"] {
+        assert!(answer["timing"][phase].as_f64().unwrap() >= 0.0);
+    }
+
+    // The stripped query went out once, in query mode, at the world's dimensions.
+    let stats = s.fake.stats();
+    assert_eq!(stats.embed_calls.len(), 1);
+    let call = &stats.embed_calls[0];
+    assert_eq!(call.texts, ["Who rules the northern isles?"]);
+    assert_eq!(call.task_types, [Some("RETRIEVAL_QUERY".to_owned())]);
+    assert_eq!(call.dimensions, [Some(768)]);
+    assert_eq!(call.key.as_deref(), Some("key-a"));
+}
+
+#[tokio::test]
+async fn top_k_is_clamped_to_the_embedded_chunks() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let answer = s.ok(json!({"query": "northern isles", "top_k": 50})).await;
+    assert_eq!(answer["requested_top_k"], 50);
+    assert_eq!(answer["effective_top_k"], 6);
+    assert_eq!(answer["results"].as_array().unwrap().len(), 6);
+
+    // Chunks still pending do not count.
+    s.add("more.txt", "Glass towers shine in the desert of the far south.")
+        .await;
+    let answer = s.ok(json!({"query": "northern isles", "top_k": 50})).await;
+    assert_eq!(answer["effective_top_k"], 6);
+    assert!(
+        !texts(&answer).iter().any(|t| t.contains("Glass")),
+        "pending chunks are never returned"
+    );
+}
+
+#[tokio::test]
+async fn min_score_is_applied_inside_the_search() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let all = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
+    let scores: Vec<f64> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 6);
+    let threshold = (scores[0] + scores[1]) / 2.0;
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 6, "min_score": threshold}))
+        .await;
+    assert_eq!(texts(&answer), [sentence(0)], "only hits above the threshold come back");
+    assert_eq!(
+        answer["effective_top_k"], 6,
+        "the clamp does not depend on the threshold"
+    );
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "min_score": 1.0}))
+        .await;
+    assert_eq!(answer["results"], json!([]));
+    assert_eq!(
+        answer["warnings"],
+        json!([]),
+        "an empty answer above the threshold is not a warning"
+    );
+}
+
+#[tokio::test]
+async fn equal_scores_are_ordered_by_book_then_chunk_number() {
+    let s = setup().await;
+    let twice = "Queen Maren rules the northern isles from a tower of salt. \
+                 Queen Maren rules the northern isles from a tower of salt.";
+    s.ingest(&[("one.txt", twice), ("two.txt", twice), ("other.txt", ISLES)])
+        .await;
+    for _ in 0..3 {
+        let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 4})).await;
+        let order: Vec<(u64, u64)> = answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["book_number"].as_u64().unwrap(), r["chunk_number"].as_u64().unwrap()))
+            .collect();
+        let scores: Vec<f64> = answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["score"].as_f64().unwrap())
+            .collect();
+        assert!(
+            scores.iter().all(|x| (x - scores[0]).abs() < 1e-6),
+            "a four-way tie: {scores:?}"
+        );
+        assert_eq!(order, [(1, 0), (1, 1), (2, 0), (2, 1)]);
+    }
+}
+
+#[tokio::test]
+async fn context_holds_chunk_text_only() {
+    let s = setup().await;
+    let (status, world) = s
+        .app
+        .post(
+            "/v1/worlds",
+            json!({"name": "Overlapping", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": 16, "overlap_tokens": 6}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    add_to(&s.app, &world, "isles-secret-name.txt", ISLES).await;
+    s.app.state.workers.drain().await.unwrap();
+    let (status, answer) = s
+        .app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&world)),
+            json!({"query": "the river cities trade amber and wool", "top_k": 2}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results.iter().any(|r| !r["overlap_text"].as_str().unwrap().is_empty()),
+        "overlap exists in results: {answer}"
+    );
+    assert_eq!(
+        context(&answer),
+        texts(&answer),
+        "context = the selected chunk texts, in rank order"
+    );
+    let text = answer["context"]["text"].as_str().unwrap();
+    assert_eq!(text, texts(&answer).join("\n\n"));
+    assert!(!text.contains("isles-secret-name"), "no filenames in the context");
+    assert!(!text.contains("score"), "no scores in the context");
+    let overlap = results[0]["overlap_text"].as_str().unwrap();
+    if !overlap.is_empty() {
+        assert!(!text.starts_with(overlap), "no overlap text carried into the context");
+    }
+}
+
+#[tokio::test]
+async fn neighbors_stitch_chunks_of_the_same_source_in_reading_order() {
+    let s = setup().await;
+    s.ingest(&[
+        ("isles.txt", ISLES),
+        ("other.txt", "Glass towers shine in the far south desert."),
+    ])
+    .await;
+    let query = "river cities of the south trade amber and wool";
+    let answer = s.ok(json!({"query": query, "top_k": 1, "neighbors": 1})).await;
+    assert_eq!(texts(&answer), [sentence(2)]);
+    assert_eq!(context(&answer), [sentence(1), sentence(2), sentence(3)]);
+
+    // At the start of a source there is nothing before.
+    let answer = s
+        .ok(json!({"query": "Queen Maren rules the northern isles", "top_k": 1, "neighbors": 2}))
+        .await;
+    assert_eq!(context(&answer), [sentence(0), sentence(1), sentence(2)]);
+
+    // Two adjacent hits share one passage, in reading order, with no chunk twice.
+    let answer = s
+        .ok(json!({"query": "councils elect a speaker every spring; river cities trade amber", "top_k": 2, "neighbors": 1}))
+        .await;
+    let hits: Vec<u64> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["chunk_number"].as_u64().unwrap())
+        .collect();
+    let mut sorted = hits.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [2, 3], "{answer}");
+    assert_eq!(context(&answer), [sentence(1), sentence(2), sentence(3), sentence(4)]);
+    assert_eq!(
+        answer["context"]["text"],
+        [sentence(1), sentence(2), sentence(3), sentence(4)].join("\n\n")
+    );
+}
+
+#[tokio::test]
+async fn two_worlds_with_similar_text_never_see_each_other() {
+    let s = setup().await;
+    let other = create_world(&s.app, "Other", false).await;
+    assert_eq!(other["collection"], s.world["collection"], "one shared collection");
+    add_to(&s.app, &other, "isles.txt", ISLES).await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (_, mine) = s.app.get(&format!("/v1/worlds/{}/sources", s.world_id())).await;
+    let mine = mine["sources"][0]["id"].clone();
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 50}))
+        .await;
+    assert_eq!(answer["effective_top_k"], 6);
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6);
+    assert!(results.iter().all(|r| r["source_id"] == mine), "{answer}");
+    let (status, theirs) = s
+        .app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&other)),
+            json!({"query": "who rules the northern isles", "top_k": 50}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        theirs["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["source_id"] != mine)
+    );
+}
+
+#[tokio::test]
+async fn a_point_whose_chunk_is_gone_is_skipped_and_deleted() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    assert_eq!(s.point_count().await, 6);
+    s.sql("DELETE FROM chunks WHERE chunk_text = ?", &[&sentence(0)]).await;
+
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
+    assert!(!texts(&answer).contains(&sentence(0)), "{answer}");
+    assert_eq!(warning_codes(&answer), ["chunk_missing"]);
+    let repairs = answer["repairs"].as_array().unwrap();
+    assert_eq!(repairs.len(), 1, "{answer}");
+    assert_eq!(repairs[0]["kind"], "orphan_point_deleted");
+    assert_eq!(s.point_count().await, 5, "the orphan point is gone");
+    // Five chunks are embedded, so five hits were asked for; one was skipped.
+    assert_eq!(answer["effective_top_k"], 5);
+    assert_eq!(answer["results"].as_array().unwrap().len(), 4);
+
+    let again = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
+    assert_eq!(again["results"].as_array().unwrap().len(), 5);
+    assert_eq!(again["warnings"], json!([]));
+    assert_eq!(again["repairs"], json!([]));
+}
+
+#[tokio::test]
+async fn a_point_made_from_old_text_is_deleted_and_its_slot_embedded_again() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let new_text = "Queen Maren rules the northern isles from a palace of glass.";
+    let hash = hex::encode(sha2::Sha256::digest(new_text.as_bytes()));
+    s.sql(
+        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
+        &[new_text, &hash, &sentence(0)],
+    )
+    .await;
+
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
+    let returned = texts(&answer);
+    assert!(
+        !returned.iter().any(|t| t.contains("Queen Maren")),
+        "stale hits are skipped: {answer}"
+    );
+    assert_eq!(warning_codes(&answer), ["stale_point"]);
+    let repairs = answer["repairs"].as_array().unwrap();
+    assert_eq!(repairs.len(), 1);
+    assert_eq!(repairs[0]["kind"], "stale_point_deleted");
+    assert_eq!(s.point_count().await, 5, "the stale point is deleted");
+    let stats = s.stats().await;
+    assert_eq!(
+        (stats["embedded"].as_u64(), stats["pending"].as_u64()),
+        (Some(5), Some(1))
+    );
+    let (_, jobs) = s.app.get(&format!("/v1/worlds/{}/jobs", s.world_id())).await;
+    let repair = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["kind"] == "repair")
+        .cloned()
+        .unwrap_or_else(|| panic!("a repair job holds the slot: {jobs}"));
+    assert_eq!(repair["status"], "running");
+    assert_eq!(repair["counts"]["total"], 1);
+
+    // The workers embed the current text; the chunk text itself was never touched.
+    s.app.state.workers.drain().await.unwrap();
+    let sent: Vec<String> = s
+        .fake
+        .stats()
+        .embed_calls
+        .iter()
+        .flat_map(|c| c.texts.clone())
+        .collect();
+    assert!(sent.contains(&new_text.to_owned()), "{sent:?}");
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&repair))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(s.point_count().await, 6);
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [new_text]);
+    assert_eq!(answer["warnings"], json!([]));
+}
+
+#[tokio::test]
+async fn hybrid_finds_an_exact_rare_token_that_dense_misses() {
+    let s = setup_with(true).await;
+    let archive = "The archive keeps the ZX81 beside the lamp.";
+    s.ingest(&[
+        ("isles.txt", ISLES),
+        ("archive.txt", archive),
+        ("years.txt", "1066 1492 1789 1914."),
+    ])
+    .await;
+    // The fake dense model has no vocabulary for codes: dense ranks something else first.
+    let dense = s.ok(json!({"query": "ZX81", "top_k": 1})).await;
+    assert_ne!(texts(&dense), [archive], "{dense}");
+    let hybrid = s.ok(json!({"query": "ZX81", "top_k": 1, "mode": "hybrid"})).await;
+    assert_eq!(texts(&hybrid), [archive], "{hybrid}");
+    // Hybrid scores are fused ranks, still sorted.
+    let hybrid = s
+        .ok(json!({"query": "ZX81 northern isles", "top_k": 3, "mode": "hybrid"}))
+        .await;
+    let scores: Vec<f64> = hybrid["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(texts(&hybrid).contains(&archive.to_owned()));
+}
+
+#[tokio::test]
+async fn hybrid_mode_on_a_dense_world_is_refused() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (status, answer) = s.retrieve(json!({"query": "isles", "mode": "hybrid"})).await;
+    let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_retrieval_settings");
+    assert_eq!(error["details"]["field"], "mode");
+    assert_eq!(s.fake.stats().requests, 0);
+}
+
+#[tokio::test]
+async fn a_query_over_the_model_limit_is_refused_without_an_embedding_call() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let before = s.stats().await;
+    // The fake counts words; gemini-embedding-001 takes 2048 tokens.
+    let query = "isles ".repeat(2100);
+    let (status, answer) = s.retrieve(json!({"query": query})).await;
+    assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "input_too_large");
+    assert_eq!(s.fake.stats().embed_requests(), 0, "the provider never saw it");
+    assert_eq!(s.stats().await, before);
+}
+
+#[tokio::test]
+async fn a_query_that_cannot_be_counted_is_refused() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    s.fake.fail_next_count(Failure::Status(500));
+    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "token_count_failed");
+    assert_eq!(s.fake.stats().embed_requests(), 0);
+}
+
+#[tokio::test]
+async fn cooling_keys_answer_429_with_retry_after() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let before = s.stats().await;
+    s.fake.fail_next(Failure::RateLimited(Duration::from_secs(60)));
+    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    let error = assert_error(status, &answer, StatusCode::TOO_MANY_REQUESTS, "provider_rate_limited");
+    let retry = error["details"]["retry_after_s"].as_u64().unwrap();
+    assert!((50..=61).contains(&retry), "the provider's hint: {retry}");
+    // The key stays cooling: the next query fails fast without reaching the provider.
+    let requests = s.fake.stats().requests;
+    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    assert_error(status, &answer, StatusCode::TOO_MANY_REQUESTS, "provider_rate_limited");
+    assert_eq!(s.fake.stats().requests, requests);
+    assert_eq!(s.stats().await, before, "nothing stored changed");
+}
+
+#[tokio::test]
+async fn a_provider_failure_is_502_and_changes_nothing() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    // A transient fault is retried at once (on the next usable key).
+    s.fake.fail_next(Failure::Status(500));
+    let answer = s.ok(json!({"query": "who rules the isles"})).await;
+    assert_eq!(texts(&answer)[0], sentence(0));
+    assert_eq!(s.fake.stats().embed_requests(), 2);
+    let before = s.stats().await;
+    for failure in [Failure::Status(400), Failure::MalformedBody, Failure::WrongLength] {
+        s.fake.fail_next(failure.clone());
+        let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+        assert_error(status, &answer, StatusCode::BAD_GATEWAY, "provider_error");
+    }
+    assert_eq!(s.stats().await, before);
+    assert_eq!(s.point_count().await, 6);
+}
+
+#[tokio::test]
+async fn a_world_without_usable_keys_is_409() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (_, keys) = s.app.get("/v1/providers").await;
+    let key_id = keys["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "google")
+        .and_then(|p| p["keys"][0]["key_id"].as_str())
+        .unwrap()
+        .to_owned();
+    // A rejected key is retired: nothing is left to embed the query with.
+    s.fake.fail_next(Failure::KeyInvalid);
+    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    assert!(
+        status == StatusCode::CONFLICT || status == StatusCode::BAD_GATEWAY,
+        "{status}: {answer}"
+    );
+    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    assert_error(status, &answer, StatusCode::CONFLICT, "no_eligible_provider_key");
+    assert!(!key_id.is_empty());
+}
+
+#[tokio::test]
+async fn an_unreachable_vector_store_is_503_and_changes_nothing() {
+    use quarry::config::VectorKind;
+    use quarry::domain::{ChunkingProfile, EmbeddingProfile, JobId, NewChunk, NewSource, NewWorld, RunId, SourceId};
+
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.providers.google.scheduling.query_wait_s = 1;
+        s.embedding.workers = 0;
+        s.vectors.kind = VectorKind::Qdrant;
+        s.vectors.url = Some(format!("http://127.0.0.1:{port}"));
+    })
+    .await;
+    // The world and an embedded chunk are written under the API: creating a world through it
+    // needs the vector store.
+    let store = &app.state.store;
+    let world = store
+        .create_world(NewWorld {
+            id: WorldId::new(),
+            name: "Offline".into(),
+            embedding: EmbeddingProfile {
+                provider: quarry::domain::ProviderKind::Google,
+                model: "gemini-embedding-001".into(),
+                dimensions: 768,
+            },
+            chunking: ChunkingProfile {
+                max_tokens: 64,
+                overlap_tokens: 0,
+            },
+            hybrid: false,
+            run: RunId::new(),
+            now: chrono::Utc::now(),
+        })
+        .await
+        .unwrap();
+    store
+        .add_source(
+            NewSource {
+                id: SourceId::new(),
+                world_id: world.id,
+                filename: "a.txt".into(),
+                content_type: "text/plain".into(),
+                text: "Queen Maren rules.".into(),
+                now: chrono::Utc::now(),
+            },
+            vec![NewChunk {
+                chunk_number: 0,
+                char_start: 0,
+                char_end: 18,
+                token_count: 4,
+                chunk_text: "Queen Maren rules.".into(),
+                overlap_text: String::new(),
+            }],
+            JobId::new(),
+        )
+        .await
+        .unwrap();
+    let s = Setup {
+        fake,
+        app,
+        world: json!({"id": world.id.0.to_string(), "collection": world.collection}),
+    };
+    s.sql("UPDATE manifest_entries SET state = 'embedded'", &[]).await;
+    let before = s.stats().await;
+    let (status, answer) = s.retrieve(json!({"query": "who rules"})).await;
+    assert_error(
+        status,
+        &answer,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "vector_store_unavailable",
+    );
+    assert_eq!(s.stats().await, before);
+}
