@@ -62,7 +62,17 @@ fn invalid_configuration_stops_startup_naming_the_key() {
 
 /// Starts `quarry serve` on port 0 and returns the child and the address it logged.
 fn start_server(dir: &std::path::Path) -> (Child, String, std::sync::mpsc::Receiver<String>) {
-    let mut child = quarry(dir)
+    start_server_with(dir, &[])
+}
+
+/// [`start_server`] with extra environment variables.
+fn start_server_with(
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut command = quarry(dir);
+    command.envs(env.iter().copied());
+    let mut child = command
         .args(["serve", "--log-format", "json"])
         .env("QUARRY__AUTH__TOKENS", "t")
         .env("QUARRY__SERVER__ADDR", "127.0.0.1:0")
@@ -143,6 +153,94 @@ async fn sigterm_stops_the_server_cleanly_and_releases_its_files() {
         .unwrap();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["worlds"][0]["name"], "kept");
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+}
+
+/// The README's first-run walkthrough, against the real binary with the real local model:
+/// create a local world, upload `examples/northern-isles.md`, wait for the job, and ask.
+#[tokio::test]
+async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() {
+    if !crate::local_model::model_present("binary::the_readme_walkthrough") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = crate::local_model::model_dir();
+    let (mut child, addr, _rx) = start_server_with(
+        dir.path(),
+        &[("QUARRY__PROVIDERS__LOCAL__MODEL_DIR", model_dir.to_str().unwrap())],
+    );
+    let q = format!("http://{addr}");
+    let client = crate::helpers::http_client();
+
+    let world: Value = client
+        .post(format!("{q}/v1/worlds"))
+        .bearer_auth("t")
+        .json(&serde_json::json!({"name": "Isles", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let world_id = world["id"].as_str().unwrap().to_owned();
+
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/northern-isles.md");
+    let bytes = std::fs::read(sample).unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(bytes).file_name("northern-isles.md"),
+    );
+    let resp = client
+        .post(format!("{q}/v1/worlds/{world_id}/sources"))
+        .bearer_auth("t")
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let accepted: Value = resp.json().await.unwrap();
+    let job_id = accepted["job"]["id"].as_str().unwrap().to_owned();
+
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let job: Value = client
+            .get(format!("{q}/v1/jobs/{job_id}"))
+            .bearer_auth("t")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if job["status"] == "completed" {
+            break;
+        }
+        assert!(job["status"] == "running", "{job}");
+        assert!(Instant::now() < deadline, "the job did not finish: {job}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    for (question, expected) in [
+        ("Who looks after the lighthouse?", "Ada Hallam"),
+        ("How are members of the island council selected?", "drawing lots"),
+        ("What food is served at the winter celebration?", "smoked mutton"),
+        ("When do the seals have their young?", "pups"),
+    ] {
+        let answer: Value = client
+            .post(format!("{q}/v1/worlds/{world_id}/retrieve"))
+            .bearer_auth("t")
+            .json(&serde_json::json!({"query": question, "top_k": 3}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let best = answer["results"][0]["chunk_text"].as_str().unwrap_or_default();
+        assert!(best.contains(expected), "{question} → {answer}");
+        assert_eq!(answer["context"]["chunks"][0].as_str(), Some(best));
+    }
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let _ = child.wait();
 }
