@@ -94,6 +94,7 @@ impl App {
             WorkerConfig {
                 workers: settings.embedding.workers,
                 max_attempts: settings.embedding.max_attempts,
+                reuse: settings.embedding.reuse,
             },
         );
         let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));

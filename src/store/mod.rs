@@ -204,6 +204,20 @@ pub trait RetrievalStore: Send + Sync {
     ) -> Result<Option<JobId>>;
 }
 
+/// Where an identical text already has a vector.
+#[async_trait]
+pub trait ReuseStore: Send + Sync {
+    /// For each hash that has one, a point holding a vector made from exactly that text in
+    /// `collection` (an embedded entry whose embedded hash equals its chunk's hash), searched in
+    /// `world` only, or in every world when `world` is `None`.
+    async fn find_reusable(
+        &self,
+        collection: &str,
+        world: Option<WorldId>,
+        hashes: &[String],
+    ) -> Result<Vec<(String, uuid::Uuid)>>;
+}
+
 /// Provider keys: API keys (secret sealed) and mirrors of configuration keys, with the state
 /// the key scheduler persists so restarts and other replicas respect it.
 #[async_trait]
@@ -239,7 +253,7 @@ pub trait KeyStore: Send + Sync {
 /// Everything the services need from the relational store.
 #[async_trait]
 pub trait Store:
-    WorldStore + SourceStore + JobStore + WorkStore + KeyStore + RetrievalStore + Send + Sync + 'static
+    WorldStore + SourceStore + JobStore + WorkStore + KeyStore + RetrievalStore + ReuseStore + Send + Sync + 'static
 {
     /// Which backend this is ("sqlite" or "postgres").
     fn kind(&self) -> &'static str;

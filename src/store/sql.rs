@@ -235,6 +235,18 @@ pub(super) const CHUNK_WINDOW: &str = concat!(
      ORDER BY c.chunk_number"
 );
 
+/// `$1` collection, then the hashes (see [`in_list`]).
+pub(super) const REUSABLE_ANY_WORLD: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
+     JOIN manifest_entries m ON m.chunk_id = c.id JOIN runs r ON r.id = m.run_id \
+     WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
+     AND c.text_sha256 IN ";
+
+/// `$1` collection, `$2` world, then the hashes.
+pub(super) const REUSABLE_IN_WORLD: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
+     JOIN manifest_entries m ON m.chunk_id = c.id JOIN runs r ON r.id = m.run_id \
+     WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
+     AND m.world_id = $2 AND c.text_sha256 IN ";
+
 pub(super) const RUNNING_REPAIR_JOB: &str = "SELECT id FROM jobs WHERE world_id = $1 AND run_id = $2 \
      AND kind = 'repair' AND status = 'running' ORDER BY created_at DESC, id LIMIT 1";
 
@@ -1383,6 +1395,42 @@ macro_rules! impl_store {
                 }
                 tx.commit().await?;
                 Ok(Some($crate::domain::JobId(job)))
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::ReuseStore for $store {
+            async fn find_reusable(
+                &self,
+                collection: &str,
+                world: Option<$crate::domain::WorldId>,
+                hashes: &[String],
+            ) -> $crate::store::Result<Vec<(String, uuid::Uuid)>> {
+                use $crate::store::sql::*;
+                let mut found: Vec<(String, uuid::Uuid)> = Vec::new();
+                let first = if world.is_some() { 3 } else { 2 };
+                for batch in hashes.chunks(500) {
+                    let base = if world.is_some() {
+                        REUSABLE_IN_WORLD
+                    } else {
+                        REUSABLE_ANY_WORLD
+                    };
+                    // Only generated `$n` placeholders are added to the constant text.
+                    let sql = sqlx::AssertSqlSafe(format!("{base}{}", in_list(first, batch.len())));
+                    let mut query = sqlx::query_as::<_, (String, uuid::Uuid)>(sql).bind(collection);
+                    if let Some(world) = world {
+                        query = query.bind(world.0);
+                    }
+                    for hash in batch {
+                        query = query.bind(hash);
+                    }
+                    for row in query.fetch_all(&self.pool).await? {
+                        if !found.iter().any(|(h, _)| *h == row.0) {
+                            found.push(row);
+                        }
+                    }
+                }
+                Ok(found)
             }
         }
 

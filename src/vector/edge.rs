@@ -47,8 +47,8 @@ use qdrant_edge::{
     KeywordIndexParamsBuilder, Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema,
     PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted, PrefetchBuilder,
     QueryEnum, QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams,
-    UpdateOperation, ValueVariants, Vector, VectorInternal, VectorStructPersisted, Vectors, WithPayloadInterface,
-    WithVector,
+    UpdateOperation, ValueVariants, Vector, VectorInternal, VectorStructInternal, VectorStructPersisted, Vectors,
+    WithPayloadInterface, WithVector,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -742,6 +742,34 @@ impl VectorRepo for EdgeRepo {
             .map(|record| (record.id, record))
             .collect();
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    async fn dense_vectors(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<f32>)>> {
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Ok(Vec::new());
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = RetrieveRequestBuilder::new(ids.iter().copied().map(PointId::Uuid).collect())
+            .with_payload(WithPayloadInterface::Bool(false))
+            .with_vector(WithVector::Selector(vec![DENSE.into()]))
+            .build();
+        let records = blocking(move || shard.engine.retrieve(request).map_err(engine_error)).await?;
+        Ok(records
+            .into_iter()
+            .filter_map(|record| {
+                let id = uuid_of(record.id)?;
+                match record.vector? {
+                    VectorStructInternal::Named(mut vectors) => match vectors.remove(DENSE)? {
+                        VectorInternal::Dense(dense) => Some((id, dense)),
+                        VectorInternal::Sparse(_) | VectorInternal::MultiDense(_) => None,
+                    },
+                    VectorStructInternal::Single(dense) => Some((id, dense)),
+                    VectorStructInternal::MultiDense(_) => None,
+                }
+            })
+            .collect())
     }
 
     async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()> {

@@ -183,6 +183,11 @@ pub trait VectorRepo: Send + Sync + 'static {
     /// Points by id; missing ids are skipped. Order follows `ids`.
     async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>>;
 
+    /// The dense vectors of points by id (missing ids are skipped), for reusing an embedding
+    /// instead of asking a provider again. Vectors come back as stored (unit length: cosine
+    /// collections normalise on write).
+    async fn dense_vectors(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<f32>)>>;
+
     /// Deletes points by id (missing ids are fine) and waits for confirmation.
     async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()>;
 

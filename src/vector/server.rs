@@ -464,6 +464,29 @@ impl VectorRepo for ServerRepo {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
+    async fn dense_vectors(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<f32>)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = GetPointsBuilder::new(self.name(collection), point_ids(ids))
+            .with_payload(false)
+            .with_vectors(pb::VectorsSelector {
+                names: vec![DENSE.to_owned()],
+            });
+        let result = self.client.get_points(request).await.map_err(client_error);
+        let points = or_empty(result.map(|r| r.result), Vec::new())?;
+        Ok(points
+            .into_iter()
+            .filter_map(|point| {
+                let id = uuid_of(point.id)?;
+                match point.vectors?.get_vector_by_name(DENSE)? {
+                    pb::vector_output::Vector::Dense(dense) => Some((id, dense.data)),
+                    pb::vector_output::Vector::Sparse(_) | pb::vector_output::Vector::MultiDense(_) => None,
+                }
+            })
+            .collect())
+    }
+
     async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());

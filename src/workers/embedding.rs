@@ -31,6 +31,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::config::ReuseScope;
 use crate::domain::{ChunkId, JobEventKind, JobId, JobStatus, ProviderKind, WorkItem};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
@@ -68,6 +69,8 @@ impl Providers {
 pub struct WorkerConfig {
     pub workers: usize,
     pub max_attempts: u32,
+    /// Where an existing vector of identical text may be reused instead of a provider call.
+    pub reuse: ReuseScope,
 }
 
 struct Shared {
@@ -235,7 +238,7 @@ impl EmbeddingWorkers {
         };
         let limits = provider.limits(&spec);
         let sizer = self.sizer(profile.provider, limits.max_batch_size);
-        let mut embedded = 0;
+        let (items, mut embedded) = self.reuse(owner, items).await?;
         let mut queue: std::collections::VecDeque<WorkItem> = items.into();
         while !queue.is_empty() {
             let take = sizer.size().min(limits.max_batch_size).max(1).min(queue.len());
@@ -343,20 +346,7 @@ impl EmbeddingWorkers {
             let points: Vec<Point> = sendable
                 .iter()
                 .zip(vectors)
-                .map(|(item, dense)| Point {
-                    id: item.point_id,
-                    dense,
-                    sparse: item.hybrid.then(|| crate::sparse::document(&item.chunk_text)),
-                    payload: PointPayload {
-                        world_id: item.world_id,
-                        run_id: item.run_id,
-                        source_id: item.source_id,
-                        book_number: item.book_number,
-                        chunk_number: item.chunk_number,
-                        text_sha256: item.text_sha256.clone(),
-                        token_count: item.token_count,
-                    },
-                })
+                .map(|(item, dense)| point_of(item, dense))
                 .collect();
             if let Err(err) = self.shared.vectors.upsert(&sendable[0].collection, points).await {
                 tracing::warn!(%job, error = %err, "vector store write failed; entries given back");
@@ -380,6 +370,70 @@ impl EmbeddingWorkers {
             }
         }
         Ok(embedded)
+    }
+
+    /// Embeds nothing for items whose exact text already has a vector of the same profile (in
+    /// the same world, or anywhere with `embedding.reuse = "global"`): that vector is written to
+    /// the item's own point and the entry marked embedded, counted as reused. Returns the items
+    /// still to embed and how many were marked. A failure here only means no reuse.
+    async fn reuse(&self, owner: &str, items: Vec<WorkItem>) -> crate::store::Result<(Vec<WorkItem>, u64)> {
+        let world = match self.shared.config.reuse {
+            ReuseScope::Off => return Ok((items, 0)),
+            ReuseScope::World => Some(items[0].world_id),
+            ReuseScope::Global => None,
+        };
+        let (job, run) = (items[0].job_id, items[0].run_id);
+        let collection = items[0].collection.clone();
+        let dimensions = items[0].profile.dimensions as usize;
+        let mut hashes: Vec<String> = items.iter().map(|i| i.text_sha256.clone()).collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        let found = match self.shared.store.find_reusable(&collection, world, &hashes).await {
+            Ok(found) if !found.is_empty() => found,
+            Ok(_) => return Ok((items, 0)),
+            Err(err) => {
+                tracing::warn!(%job, error = %err, "looking up reusable vectors failed; embedding instead");
+                return Ok((items, 0));
+            }
+        };
+        let points: Vec<uuid::Uuid> = found.iter().map(|(_, p)| *p).collect();
+        let vectors = match self.shared.vectors.dense_vectors(&collection, &points).await {
+            Ok(vectors) => vectors,
+            Err(err) => {
+                tracing::warn!(%job, error = %err, "reading reusable vectors failed; embedding instead");
+                return Ok((items, 0));
+            }
+        };
+        let by_point: HashMap<uuid::Uuid, Vec<f32>> = vectors
+            .into_iter()
+            .filter(|(_, v)| v.len() == dimensions && v.iter().all(|x| x.is_finite()))
+            .collect();
+        let by_hash: HashMap<&str, &Vec<f32>> = found
+            .iter()
+            .filter_map(|(hash, point)| Some((hash.as_str(), by_point.get(point)?)))
+            .collect();
+        let (reusable, rest): (Vec<WorkItem>, Vec<WorkItem>) = items
+            .into_iter()
+            .partition(|i| by_hash.contains_key(i.text_sha256.as_str()));
+        if reusable.is_empty() {
+            return Ok((rest, 0));
+        }
+        let new_points: Vec<Point> = reusable
+            .iter()
+            .filter_map(|item| Some(point_of(item, (*by_hash.get(item.text_sha256.as_str())?).clone())))
+            .collect();
+        if let Err(err) = self.shared.vectors.upsert(&collection, new_points).await {
+            tracing::warn!(%job, error = %err, "writing reused vectors failed; embedding instead");
+            return Ok((reusable.into_iter().chain(rest).collect(), 0));
+        }
+        let done: Vec<(ChunkId, String)> = reusable.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+        let marked = self
+            .shared
+            .store
+            .complete_work(owner, job, run, &done, done.len() as u64, now())
+            .await?;
+        tracing::debug!(%job, reused = marked, "vectors reused for identical text");
+        Ok((rest, marked))
     }
 
     async fn handle_batch_error(
@@ -495,6 +549,24 @@ impl EmbeddingWorkers {
             debug_assert!(matches!(finished.status, JobStatus::Completed | JobStatus::Failed));
         }
         Ok(())
+    }
+}
+
+/// The point of a work item's slot with its vector (and BM25 terms for hybrid worlds).
+fn point_of(item: &WorkItem, dense: Vec<f32>) -> Point {
+    Point {
+        id: item.point_id,
+        dense,
+        sparse: item.hybrid.then(|| crate::sparse::document(&item.chunk_text)),
+        payload: PointPayload {
+            world_id: item.world_id,
+            run_id: item.run_id,
+            source_id: item.source_id,
+            book_number: item.book_number,
+            chunk_number: item.chunk_number,
+            text_sha256: item.text_sha256.clone(),
+            token_count: item.token_count,
+        },
     }
 }
 

@@ -373,7 +373,10 @@ async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc
         .release_work("owner-b", job.id, &ids, None, true, now)
         .await
         .unwrap();
-    assert!(claim(&store, "owner-c", 10).await.is_empty(), "paused jobs are not claimed");
+    assert!(
+        claim(&store, "owner-c", 10).await.is_empty(),
+        "paused jobs are not claimed"
+    );
     store
         .transition_job(job.id, &[JobStatus::Paused], JobStatus::Running, now)
         .await
@@ -402,7 +405,11 @@ async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc
     let finished = store.finish_job_if_done(job.id, Utc::now()).await.unwrap().unwrap();
     assert_eq!(finished.status, JobStatus::Failed);
     assert_eq!(
-        (finished.counts.embedded, finished.counts.failed, finished.counts.rate_limited),
+        (
+            finished.counts.embedded,
+            finished.counts.failed,
+            finished.counts.rate_limited
+        ),
         (4, 1, 2)
     );
     assert_eq!(finished.errors.len(), 1);
@@ -451,6 +458,41 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert_eq!(store.count_embedded(world.id, run).await.unwrap(), 4);
     assert_eq!(store.count_embedded(world.id, RunId::new()).await.unwrap(), 0);
 
+    // Reuse finds embedded text by hash, per world or anywhere, in the same collection only.
+    let hashes: Vec<String> = mine.iter().map(|i| i.text_sha256.clone()).collect();
+    let found = store
+        .find_reusable(&world.collection, Some(world.id), &hashes)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 4);
+    assert!(
+        found
+            .iter()
+            .all(|(h, p)| mine.iter().any(|i| &i.text_sha256 == h && &i.point_id == p))
+    );
+    assert!(
+        store
+            .find_reusable(&world.collection, Some(other.id), &hashes)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .find_reusable(&world.collection, None, &hashes)
+            .await
+            .unwrap()
+            .len(),
+        4
+    );
+    assert!(
+        store
+            .find_reusable("chunks_elsewhere", None, &hashes)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
     // By point id, within one world and run only.
     let points: Vec<uuid::Uuid> = mine.iter().map(|i| i.point_id).collect();
     let mut found = store.chunks_by_points(world.id, run, &points).await.unwrap();
@@ -461,15 +503,33 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert_eq!(found[2].point_id, points[2]);
     assert_eq!(found[2].source_filename, "book.md");
     assert_eq!(found[2].chunk.source_id, source.id);
-    assert!(store.chunks_by_points(other.id, other.active_run, &points).await.unwrap().is_empty());
+    assert!(
+        store
+            .chunks_by_points(other.id, other.active_run, &points)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let unknown = [uuid::Uuid::new_v4()];
-    assert!(store.chunks_by_points(world.id, run, &unknown).await.unwrap().is_empty());
+    assert!(
+        store
+            .chunks_by_points(world.id, run, &unknown)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.chunks_by_points(world.id, run, &[]).await.unwrap().is_empty());
 
     let window = store.chunk_window(world.id, run, source.id, 1, 9).await.unwrap();
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
     assert_eq!(numbers, [1, 2, 3]);
-    assert!(store.chunk_window(other.id, run, source.id, 0, 3).await.unwrap().is_empty());
+    assert!(
+        store
+            .chunk_window(other.id, run, source.id, 0, 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);

@@ -431,6 +431,36 @@ async fn retrieve_skips_missing_ids_and_keeps_the_requested_order(repo: &dyn Vec
     assert!(repo.retrieve("chunks", &[Uuid::new_v4()]).await.unwrap().is_empty());
 }
 
+async fn dense_vectors_come_back_unit_length_for_reuse(repo: &dyn VectorRepo) {
+    repo.ensure_collection(&spec("chunks", true)).await.unwrap();
+    let a = Slot::new();
+    repo.upsert(
+        "chunks",
+        vec![
+            a.point(0, [3.0, 4.0, 0.0, 0.0]),
+            a.sparse_point(1, [0.0, 0.0, 2.0, 0.0], &[(7, 1.0)]),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut vectors = repo
+        .dense_vectors("chunks", &[a.id(1), Uuid::new_v4(), a.id(0)])
+        .await
+        .unwrap();
+    vectors.sort_by_key(|(id, _)| *id != a.id(0));
+    assert_eq!(vectors.len(), 2, "a missing id is skipped");
+    assert_eq!(vectors[0].0, a.id(0));
+    let expected = [[0.6, 0.8, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]];
+    for ((_, v), e) in vectors.iter().zip(expected) {
+        assert_eq!(v.len(), 4);
+        for (x, y) in v.iter().zip(e) {
+            assert_close(*x, y, "stored (normalised) component");
+        }
+    }
+    assert!(repo.dense_vectors("missing", &[a.id(0)]).await.unwrap().is_empty());
+    assert!(repo.dense_vectors("chunks", &[]).await.unwrap().is_empty());
+}
+
 async fn delete_points_removes_exactly_those_ids(repo: &dyn VectorRepo) {
     repo.ensure_collection(&spec("chunks", false)).await.unwrap();
     let a = Slot::new();
@@ -806,6 +836,7 @@ conformance_tests!(
     hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low,
     hybrid_search_weighs_terms_by_their_rarity_in_the_world,
     retrieve_skips_missing_ids_and_keeps_the_requested_order,
+    dense_vectors_come_back_unit_length_for_reuse,
     delete_points_removes_exactly_those_ids,
     delete_by_filter_removes_only_the_matching_points,
     scroll_pages_through_a_world_in_id_order_without_duplicates,
