@@ -23,6 +23,7 @@ use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
+use crate::service::repair::RepairService;
 use crate::service::retrieval::RetrievalService;
 use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
@@ -99,6 +100,15 @@ impl App {
         );
         let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let repair = RepairService::new(
+            store.clone(),
+            vectors.clone(),
+            workers.clone(),
+            tracker.clone(),
+            cancel.clone(),
+        );
         let retrieval = Arc::new(RetrievalService::new(
             store.clone(),
             vectors.clone(),
@@ -116,16 +126,27 @@ impl App {
             sources,
             jobs,
             retrieval,
+            repair: repair.clone(),
             workers: workers.clone(),
             scheduler: scheduler.clone(),
         };
         let router_state = state.clone();
-        let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));
-        if settings.embedding.workers > 0 {
-            workers.spawn(&tracker, &cancel);
+        let run_workers = settings.embedding.workers > 0;
+        let start_workers = {
+            let (workers, tracker, cancel) = (workers.clone(), tracker.clone(), cancel.clone());
+            move || {
+                if run_workers {
+                    workers.spawn(&tracker, &cancel);
+                }
+            }
+        };
+        if settings.embedding.repair_on_startup {
+            repair.spawn_startup(start_workers);
+        } else {
+            start_workers();
         }
+
         let auth = Auth::new(&settings.auth.tokens, settings.auth.disabled);
         let limits = Limits {
             max_body_bytes: settings.server.max_body_bytes,

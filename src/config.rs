@@ -179,6 +179,8 @@ pub struct EmbeddingSettings {
     pub workers: usize,
     pub max_attempts: u32,
     pub reuse: ReuseScope,
+    /// Reconcile every world's manifests with its points in the background at startup.
+    pub repair_on_startup: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -256,6 +258,7 @@ impl Default for EmbeddingSettings {
             workers: 8,
             max_attempts: 3,
             reuse: ReuseScope::World,
+            repair_on_startup: true,
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::providers::ModelRegistry;
 use crate::providers::scheduler::KeyScheduler;
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
+use crate::service::repair::RepairService;
 use crate::service::retrieval::RetrievalService;
 use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
@@ -24,6 +25,7 @@ pub struct AppState {
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,
+    pub repair: RepairService,
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
 }

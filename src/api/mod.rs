@@ -11,6 +11,7 @@ pub mod extract;
 pub mod health;
 pub mod jobs;
 pub mod keys;
+pub mod maintenance;
 pub mod models;
 pub mod openapi;
 pub mod retrieve;
@@ -81,6 +82,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(sources::router())
         .merge(jobs::router())
         .merge(retrieve::router())
+        .merge(maintenance::router())
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()

@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{error, health, jobs, keys, models, retrieve, sources, worlds};
+use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,6 +35,7 @@ use super::{error, health, jobs, keys, models, retrieve, sources, worlds};
         jobs::resume_job,
         jobs::cancel_job,
         jobs::job_events,
+        maintenance::repair_world,
         retrieve::retrieve,
         keys::create_key,
         keys::list_keys,

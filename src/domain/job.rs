@@ -45,6 +45,12 @@ string_enum!(
 );
 
 string_enum!(
+    /// A run's place in its world: the one retrieval serves, one a re-ingest is building, or an
+    /// old one whose points and rows are being removed.
+    RunStatus { Building => "building", Active => "active", Retired => "retired" }
+);
+
+string_enum!(
     /// Where a job is in its life.
     JobStatus {
         Queued => "queued",

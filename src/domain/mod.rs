@@ -9,8 +9,8 @@ pub mod work;
 pub mod world;
 
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
-pub use job::{Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, ManifestState};
+pub use job::{Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, ManifestState, RunStatus};
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{Chunk, ChunkView, NewChunk, NewSource, Source, SourceCounts};
-pub use work::WorkItem;
+pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats};

@@ -1,6 +1,7 @@
 //! A unit of embedding work as a worker sees it.
 
 use super::ids::{ChunkId, JobId, RunId, SourceId, WorldId};
+use super::job::{ManifestState, RunStatus};
 use super::world::EmbeddingProfile;
 
 /// One claimed manifest entry with everything needed to embed and index its chunk.
@@ -22,4 +23,27 @@ pub struct WorkItem {
     pub profile: EmbeddingProfile,
     pub collection: String,
     pub hybrid: bool,
+}
+
+/// A manifest entry as repair sees it: what the store says about one slot's vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestEntry {
+    pub chunk_id: ChunkId,
+    pub point_id: uuid::Uuid,
+    pub run_id: RunId,
+    pub source_id: SourceId,
+    pub chunk_number: u32,
+    pub state: ManifestState,
+    /// The chunk's current text hash.
+    pub text_sha256: String,
+    /// A worker holds a live lease on it.
+    pub leased: bool,
+}
+
+/// One run of a world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub collection: String,
+    pub status: RunStatus,
 }

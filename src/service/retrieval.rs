@@ -476,6 +476,7 @@ impl RetrievalService {
                             world.active_run,
                             &chunk_ids,
                             "stale_point",
+                            None,
                             super::worlds::now(),
                         )
                         .await?;

@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    ChunkId, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobStatus, KeyId, NewChunk, NewKey,
-    NewSource, NewWorld, ProviderKind, RunId, Source, SourceCounts, SourceId, StoredKey, WorkItem, World, WorldId,
-    WorldStats,
+    ChunkId, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId, ManifestEntry,
+    NewChunk, NewKey, NewSource, NewWorld, ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceId, StoredKey,
+    WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -191,17 +191,40 @@ pub trait RetrievalStore: Send + Sync {
         to: u32,
     ) -> Result<Vec<ChunkView>>;
     /// Marks embedded or failed entries of `run` pending again (no attempts spent, embedded
-    /// hash cleared, `warning` recorded) under the world's running `repair` job, which is
-    /// created when there is none. Entries already pending are left to the job that holds them.
-    /// Returns the repair job when at least one entry was requeued.
+    /// hash cleared, `warning` recorded) under `job`, or when `None` under the newest running
+    /// `repair` or `reingest` job of that world and run, created as a `repair` job when there is
+    /// none. Entries already pending are left to the job that holds them. Returns the job and
+    /// how many entries were requeued, when at least one was.
     async fn requeue_entries(
         &self,
         world: WorldId,
         run: RunId,
         chunks: &[ChunkId],
         warning: &str,
+        job: Option<JobId>,
         now: DateTime<Utc>,
-    ) -> Result<Option<JobId>>;
+    ) -> Result<Option<(JobId, u64)>>;
+}
+
+/// What repair reconciles: runs and manifest entries against the points.
+#[async_trait]
+pub trait RepairStore: Send + Sync {
+    /// The world's runs, oldest first.
+    async fn world_runs(&self, world: WorldId) -> Result<Vec<RunInfo>>;
+    /// Every manifest entry of `run`; `leased` is judged against `now`.
+    async fn manifest_entries(&self, world: WorldId, run: RunId, now: DateTime<Utc>) -> Result<Vec<ManifestEntry>>;
+    /// Marks pending, unleased entries embedded because a point made from their current text
+    /// exists; counts them as embedded on the live jobs holding them. Returns how many were
+    /// marked and the jobs holding them (to be finished if they are done).
+    async fn adopt_entries(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[ChunkId],
+        now: DateTime<Utc>,
+    ) -> Result<(u64, Vec<JobId>)>;
+    /// Creates a running job with no entries yet.
+    async fn create_job(&self, world: WorldId, run: RunId, kind: JobKind, now: DateTime<Utc>) -> Result<Job>;
 }
 
 /// Where an identical text already has a vector.
@@ -253,7 +276,17 @@ pub trait KeyStore: Send + Sync {
 /// Everything the services need from the relational store.
 #[async_trait]
 pub trait Store:
-    WorldStore + SourceStore + JobStore + WorkStore + KeyStore + RetrievalStore + ReuseStore + Send + Sync + 'static
+    WorldStore
+    + SourceStore
+    + JobStore
+    + WorkStore
+    + KeyStore
+    + RetrievalStore
+    + ReuseStore
+    + RepairStore
+    + Send
+    + Sync
+    + 'static
 {
     /// Which backend this is ("sqlite" or "postgres").
     fn kind(&self) -> &'static str;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkView, ChunkingProfile, EmbeddingProfile, GroupCooldown, Job, JobCounts, JobError, JobEvent,
-    JobId, KeyId, KeyOrigin, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
+    JobId, KeyId, KeyOrigin, ManifestEntry, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 pub(super) const INSERT_WORLD: &str = "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, \
@@ -248,7 +248,26 @@ pub(super) const REUSABLE_IN_WORLD: &str = "SELECT c.text_sha256, m.point_id FRO
      AND m.world_id = $2 AND c.text_sha256 IN ";
 
 pub(super) const RUNNING_REPAIR_JOB: &str = "SELECT id FROM jobs WHERE world_id = $1 AND run_id = $2 \
-     AND kind = 'repair' AND status = 'running' ORDER BY created_at DESC, id LIMIT 1";
+     AND kind IN ('repair', 'reingest') AND status = 'running' ORDER BY created_at DESC, id LIMIT 1";
+
+/// Jobs that ended keep their counts: only a live job counts an adopted entry.
+pub(super) const COUNT_ADOPTED: &str = "UPDATE jobs SET embedded = embedded + 1 \
+     WHERE id = $1 AND status IN ('queued', 'running', 'paused')";
+
+pub(super) const WORLD_RUNS: &str =
+    "SELECT id, collection, status FROM runs WHERE world_id = $1 ORDER BY created_at, id";
+
+pub(super) const RUN_MANIFEST: &str = "SELECT m.chunk_id, m.point_id, m.run_id, m.source_id, c.chunk_number, \
+     m.state, c.text_sha256, (m.lease_owner IS NOT NULL AND m.lease_expires_at >= $3) AS leased \
+     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.world_id = $1 AND m.run_id = $2";
+
+/// A pending entry no worker holds (an entry given back with a "not before" time has no owner)
+/// whose point is known good: embedded, no provider call.
+pub(super) const ADOPT_ENTRY: &str = "UPDATE manifest_entries SET state = 'embedded', \
+     embedded_text_sha256 = (SELECT c.text_sha256 FROM chunks c WHERE c.id = manifest_entries.chunk_id), \
+     lease_owner = NULL, lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, \
+     updated_at = $4 WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state = 'pending' \
+     AND (lease_owner IS NULL OR lease_expires_at < $4) RETURNING job_id";
 
 /// Puts an embedded or failed entry back in the queue under job `$4`, spending nothing.
 pub(super) const REQUEUE_ENTRY: &str = "UPDATE manifest_entries SET state = 'pending', job_id = $4, \
@@ -262,6 +281,35 @@ pub(super) const ADD_JOB_TOTAL: &str = "UPDATE jobs SET total = total + $2 WHERE
 pub(super) fn in_list(first: usize, n: usize) -> String {
     let params: Vec<String> = (first..first + n).map(|i| format!("${i}")).collect();
     format!("({})", params.join(", "))
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ManifestRow {
+    chunk_id: Uuid,
+    point_id: Uuid,
+    run_id: Uuid,
+    source_id: Uuid,
+    chunk_number: i64,
+    state: String,
+    text_sha256: String,
+    leased: bool,
+}
+
+impl TryFrom<ManifestRow> for ManifestEntry {
+    type Error = Error;
+
+    fn try_from(r: ManifestRow) -> Result<ManifestEntry> {
+        Ok(ManifestEntry {
+            chunk_id: ChunkId(r.chunk_id),
+            point_id: r.point_id,
+            run_id: RunId(r.run_id),
+            source_id: SourceId(r.source_id),
+            chunk_number: narrow("chunks", r.chunk_number)?,
+            state: r.state.parse().map_err(|reason| corrupt("manifest_entries", reason))?,
+            text_sha256: r.text_sha256,
+            leased: r.leased,
+        })
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -1344,18 +1392,24 @@ macro_rules! impl_store {
                 run: $crate::domain::RunId,
                 chunks: &[$crate::domain::ChunkId],
                 warning: &str,
+                job: Option<$crate::domain::JobId>,
                 now: chrono::DateTime<chrono::Utc>,
-            ) -> $crate::store::Result<Option<$crate::domain::JobId>> {
+            ) -> $crate::store::Result<Option<($crate::domain::JobId, u64)>> {
                 use $crate::store::sql::*;
                 if chunks.is_empty() {
                     return Ok(None);
                 }
                 let mut tx = self.pool.begin().await?;
-                let existing: Option<uuid::Uuid> = sqlx::query_scalar(RUNNING_REPAIR_JOB)
-                    .bind(world.0)
-                    .bind(run.0)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let existing: Option<uuid::Uuid> = match job {
+                    Some(job) => Some(job.0),
+                    None => {
+                        sqlx::query_scalar(RUNNING_REPAIR_JOB)
+                            .bind(world.0)
+                            .bind(run.0)
+                            .fetch_optional(&mut *tx)
+                            .await?
+                    }
+                };
                 let job = existing.unwrap_or_else(uuid::Uuid::new_v4);
                 let mut requeued = 0u64;
                 for chunk in chunks {
@@ -1394,7 +1448,7 @@ macro_rules! impl_store {
                         .await?;
                 }
                 tx.commit().await?;
-                Ok(Some($crate::domain::JobId(job)))
+                Ok(Some(($crate::domain::JobId(job), requeued)))
             }
         }
 
@@ -1431,6 +1485,103 @@ macro_rules! impl_store {
                     }
                 }
                 Ok(found)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::RepairStore for $store {
+            async fn world_runs(
+                &self,
+                world: $crate::domain::WorldId,
+            ) -> $crate::store::Result<Vec<$crate::domain::RunInfo>> {
+                use $crate::store::sql::*;
+                let rows: Vec<(uuid::Uuid, String, String)> = sqlx::query_as(WORLD_RUNS)
+                    .bind(world.0)
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter()
+                    .map(|(id, collection, status)| {
+                        Ok($crate::domain::RunInfo {
+                            id: $crate::domain::RunId(id),
+                            collection,
+                            status: status.parse().map_err(|reason| corrupt("runs", reason))?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn manifest_entries(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Vec<$crate::domain::ManifestEntry>> {
+                use $crate::store::sql::*;
+                let rows: Vec<ManifestRow> = sqlx::query_as(RUN_MANIFEST)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .bind(now)
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter().map(TryInto::try_into).collect()
+            }
+
+            async fn adopt_entries(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                chunks: &[$crate::domain::ChunkId],
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<(u64, Vec<$crate::domain::JobId>)> {
+                use $crate::store::sql::*;
+                let mut jobs: Vec<$crate::domain::JobId> = Vec::new();
+                let mut adopted = 0u64;
+                let mut tx = self.pool.begin().await?;
+                for chunk in chunks {
+                    let job: Option<Option<uuid::Uuid>> = sqlx::query_scalar(ADOPT_ENTRY)
+                        .bind(chunk.0)
+                        .bind(world.0)
+                        .bind(run.0)
+                        .bind(now)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if job.is_some() {
+                        adopted += 1;
+                    }
+                    if let Some(Some(job)) = job {
+                        sqlx::query(COUNT_ADOPTED).bind(job).execute(&mut *tx).await?;
+                        let job = $crate::domain::JobId(job);
+                        if !jobs.contains(&job) {
+                            jobs.push(job);
+                        }
+                    }
+                }
+                tx.commit().await?;
+                Ok((adopted, jobs))
+            }
+
+            async fn create_job(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                kind: $crate::domain::JobKind,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<$crate::domain::Job> {
+                use $crate::store::sql::*;
+                let id = uuid::Uuid::new_v4();
+                sqlx::query(INSERT_JOB)
+                    .bind(id)
+                    .bind(world.0)
+                    .bind(kind.as_str())
+                    .bind($crate::domain::JobStatus::Running.as_str())
+                    .bind(run.0)
+                    .bind(0i64)
+                    .bind(now)
+                    .bind(now)
+                    .execute(&self.pool)
+                    .await?;
+                let row: JobRow = sqlx::query_as(SELECT_JOB).bind(id).fetch_one(&self.pool).await?;
+                row.into_job(Vec::new())
             }
         }
 

@@ -12,6 +12,7 @@ mod keys;
 mod local_model;
 mod operations;
 mod remote_providers;
+mod repair;
 mod retrieval;
 mod scheduler;
 mod store_conformance;

@@ -14,45 +14,45 @@ use crate::fake_providers::{Failure, FakeGoogle};
 use crate::helpers::{TestApp, assert_error, spawn_app_with};
 
 /// One sentence per chunk at `max_tokens: 16`.
-const ISLES: &str = "Queen Maren rules the northern isles from a tower of salt. \
+pub const ISLES: &str = "Queen Maren rules the northern isles from a tower of salt. \
     Her fleet guards the cold straits every winter. \
     The river cities of the south trade amber and wool. \
     Their councils elect a speaker every spring. \
     The dragons of the east sleep under the glacier. \
     Miners dig copper in the western hills.";
 
-struct Setup {
-    fake: FakeGoogle,
-    app: TestApp,
-    world: Value,
+pub struct Setup {
+    pub fake: FakeGoogle,
+    pub app: TestApp,
+    pub world: Value,
 }
 
 impl Setup {
-    fn world_id(&self) -> String {
+    pub fn world_id(&self) -> String {
         id(&self.world)
     }
 
-    fn path(&self) -> String {
+    pub fn path(&self) -> String {
         format!("/v1/worlds/{}/retrieve", self.world_id())
     }
 
-    async fn retrieve(&self, body: Value) -> (StatusCode, Value) {
+    pub async fn retrieve(&self, body: Value) -> (StatusCode, Value) {
         self.app.post(&self.path(), body).await
     }
 
     /// Retrieves and expects 200.
-    async fn ok(&self, body: Value) -> Value {
+    pub async fn ok(&self, body: Value) -> Value {
         let (status, answer) = self.retrieve(body).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         answer
     }
 
-    async fn add(&self, filename: &str, text: &str) -> Value {
+    pub async fn add(&self, filename: &str, text: &str) -> Value {
         add_to(&self.app, &self.world, filename, text).await
     }
 
     /// Adds sources, embeds everything and forgets the provider calls made so far.
-    async fn ingest(&self, sources: &[(&str, &str)]) {
+    pub async fn ingest(&self, sources: &[(&str, &str)]) {
         for (filename, text) in sources {
             self.add(filename, text).await;
         }
@@ -60,12 +60,12 @@ impl Setup {
         self.fake.reset_stats();
     }
 
-    async fn stats(&self) -> Value {
+    pub async fn stats(&self) -> Value {
         let (_, world) = self.app.get(&format!("/v1/worlds/{}", self.world_id())).await;
         world["stats"].clone()
     }
 
-    async fn point_count(&self) -> u64 {
+    pub async fn point_count(&self) -> u64 {
         let wid = WorldId(uuid::Uuid::parse_str(&self.world_id()).unwrap());
         self.app
             .state
@@ -76,7 +76,7 @@ impl Setup {
     }
 
     /// Runs SQL on the app's SQLite file, under the API (to corrupt what the API never would).
-    async fn sql(&self, statement: &'static str, binds: &[&str]) {
+    pub async fn sql(&self, statement: &'static str, binds: &[&str]) {
         use sqlx::ConnectOptions as _;
         let options: sqlx::sqlite::SqliteConnectOptions = self.app.store_url().parse().unwrap();
         let mut conn = options.foreign_keys(true).connect().await.unwrap();
@@ -89,7 +89,7 @@ impl Setup {
     }
 }
 
-fn id(v: &Value) -> String {
+pub fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
@@ -133,11 +133,11 @@ async fn setup_with(hybrid: bool) -> Setup {
     Setup { fake, app, world }
 }
 
-async fn setup() -> Setup {
+pub async fn setup() -> Setup {
     setup_with(false).await
 }
 
-fn texts(answer: &Value) -> Vec<String> {
+pub fn texts(answer: &Value) -> Vec<String> {
     answer["results"]
         .as_array()
         .unwrap()
@@ -164,7 +164,7 @@ fn warning_codes(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-fn sentence(n: usize) -> String {
+pub fn sentence(n: usize) -> String {
     let sentences: Vec<&str> = ISLES.split_inclusive(". ").map(str::trim).collect();
     sentences[n].to_owned()
 }

@@ -534,23 +534,35 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);
     let repair = store
-        .requeue_entries(world.id, run, &[mine[0].chunk_id], "stale_point", now)
+        .requeue_entries(world.id, run, &[mine[0].chunk_id], "stale_point", None, now)
         .await
         .unwrap()
-        .expect("a repair job");
+        .expect("a repair job")
+        .0;
     assert_ne!(repair, ingest.id);
     let again = store
-        .requeue_entries(world.id, run, &[mine[0].chunk_id, mine[1].chunk_id], "stale_point", now)
+        .requeue_entries(
+            world.id,
+            run,
+            &[mine[0].chunk_id, mine[1].chunk_id],
+            "stale_point",
+            None,
+            now,
+        )
         .await
         .unwrap();
-    assert_eq!(again, Some(repair), "the running repair job is reused");
+    assert_eq!(
+        again,
+        Some((repair, 1)),
+        "the running repair job is reused; one entry was still embedded"
+    );
     let job = store.get_job(repair).await.unwrap().unwrap();
     assert_eq!((job.kind, job.status), (JobKind::Repair, JobStatus::Running));
     assert_eq!(job.counts.total, 2, "the already pending slot was not counted twice");
     assert_eq!(store.count_embedded(world.id, run).await.unwrap(), 2);
     assert_eq!(
         store
-            .requeue_entries(world.id, run, &[mine[0].chunk_id], "stale_point", now)
+            .requeue_entries(world.id, run, &[mine[0].chunk_id], "stale_point", None, now)
             .await
             .unwrap(),
         None,

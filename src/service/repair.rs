@@ -1,0 +1,377 @@
+//! Repair: reconcile a world's manifests with its chunks and live points.
+//!
+//! The relational store is the authority; repair makes the vector store agree with it again
+//! after a crash, a lost or restored vector folder, a failed delete or a tampered row. For every
+//! run of the world that is not retired, and every collection the world has used:
+//! - a point with no manifest entry (its chunk or run is gone) is an orphan: deleted;
+//! - a point whose payload does not match its slot (text hash, run, source or chunk number, or
+//!   an unreadable payload) is stale: deleted, and the slot queued for embedding again;
+//! - an entry marked embedded whose point is missing is queued for embedding again;
+//! - a pending entry (not held by a worker) whose point exists and matches is marked embedded
+//!   without any provider call ("adopted"), and counted on its job if that job is still live.
+//!
+//! Entries are read before points are scrolled, and both kinds of deletion and requeue are
+//! checked once more right before they happen, so work that lands meanwhile (a new source, a
+//! worker's write) is never mistaken for damage. Requeued slots go to the repair job (an
+//! explicit `POST /v1/worlds/{id}/repair` job, or one created on demand) or, for a run being
+//! re-ingested, to the re-ingest job that owns it; the embedding workers do the rest.
+//!
+//! Repair runs at startup for every world (unless `embedding.repair_on_startup = false`) and on
+//! demand; both run in the background on the app's task tracker and stop at shutdown.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use super::worlds::now;
+use super::{Missing, ServiceError, ServiceResult};
+use crate::domain::{
+    ChunkId, Job, JobEventKind, JobId, JobKind, JobStatus, ManifestEntry, ManifestState, RunId, RunStatus, World,
+    WorldId,
+};
+use crate::store::Store;
+use crate::vector::{PointFilter, VectorRepo};
+use crate::workers::embedding::EmbeddingWorkers;
+
+/// Points read per scroll page.
+const PAGE: usize = 512;
+
+/// What one reconciliation found and did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RepairSummary {
+    pub points_checked: u64,
+    pub orphan_points_deleted: u64,
+    pub stale_points_deleted: u64,
+    pub missing_points_requeued: u64,
+    pub entries_adopted: u64,
+}
+
+impl RepairSummary {
+    pub fn changed_anything(&self) -> bool {
+        self.orphan_points_deleted + self.stale_points_deleted + self.missing_points_requeued + self.entries_adopted > 0
+    }
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    workers: EmbeddingWorkers,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct RepairService {
+    inner: Arc<Inner>,
+}
+
+impl RepairService {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        workers: EmbeddingWorkers,
+        tracker: TaskTracker,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                vectors,
+                workers,
+                tracker,
+                cancel,
+            }),
+        }
+    }
+
+    /// Starts a `repair` job for the world and reconciles in the background.
+    pub async fn start(&self, world_id: WorldId) -> ServiceResult<Job> {
+        let store = &self.inner.store;
+        let world = store
+            .get_world(world_id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        let job = store
+            .create_job(world.id, world.active_run, JobKind::Repair, now())
+            .await?;
+        store
+            .append_job_event(
+                job.id,
+                JobEventKind::Status,
+                &json!({"status": "running"}).to_string(),
+                now(),
+            )
+            .await?;
+        let this = self.clone();
+        let job_id = job.id;
+        self.inner.tracker.spawn(async move {
+            let cancel = this.inner.cancel.clone();
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = this.run_job(world, job_id) => {}
+            }
+        });
+        Ok(job)
+    }
+
+    /// Reconciles every world once, in the background (startup), finishes running jobs that
+    /// have nothing left to do (e.g. after a crash between the last write and the finish), and
+    /// then runs `then` (starting this process's embedding workers, so that they do not hold
+    /// leases on entries the reconciliation looks at).
+    pub fn spawn_startup(&self, then: impl FnOnce() + Send + 'static) {
+        let this = self.clone();
+        self.inner.tracker.spawn(async move {
+            let cancel = this.inner.cancel.clone();
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = this.startup() => then(),
+            }
+        });
+    }
+
+    async fn startup(&self) {
+        let worlds = match self.inner.store.list_worlds().await {
+            Ok(worlds) => worlds,
+            Err(err) => {
+                tracing::warn!(error = %err, "startup repair could not list worlds");
+                return;
+            }
+        };
+        for world in worlds {
+            match self.reconcile(&world, None).await {
+                Ok(summary) if summary.changed_anything() => {
+                    tracing::info!(world = %world.id, ?summary, "startup repair fixed the world's index");
+                }
+                Ok(_) => {}
+                Err(err) => tracing::warn!(world = %world.id, error = %err, "startup repair failed"),
+            }
+            if let Err(err) = self.finish_idle_jobs(world.id).await {
+                tracing::warn!(world = %world.id, error = %err, "finishing idle jobs failed");
+            }
+        }
+        self.inner.workers.wake();
+    }
+
+    async fn run_job(&self, world: World, job: JobId) {
+        let store = &self.inner.store;
+        let outcome = self.reconcile(&world, Some(job)).await;
+        let result: crate::store::Result<()> = async {
+            match outcome {
+                Ok(summary) => {
+                    let data = serde_json::to_string(&summary).unwrap_or_default();
+                    store
+                        .append_job_event(job, JobEventKind::Progress, &data, now())
+                        .await?;
+                    self.finish(job).await?;
+                }
+                Err(err) => {
+                    tracing::warn!(world = %world.id, %job, error = %err, "repair failed");
+                    let data = json!({"code": "repair_failed", "message": err.to_string()});
+                    store
+                        .append_job_event(job, JobEventKind::Error, &data.to_string(), now())
+                        .await?;
+                    if store
+                        .transition_job(job, &[JobStatus::Running], JobStatus::Failed, now())
+                        .await?
+                        .is_some()
+                    {
+                        let data = json!({"status": "failed"});
+                        store
+                            .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
+                            .await?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(err) = result {
+            tracing::warn!(%job, error = %err, "recording the repair outcome failed");
+        }
+        self.inner.workers.wake();
+    }
+
+    /// Completes a job with nothing pending, with its status event.
+    async fn finish(&self, job: JobId) -> crate::store::Result<()> {
+        let store = &self.inner.store;
+        if let Some(done) = store.finish_job_if_done(job, now()).await? {
+            let data = json!({"status": done.status.as_str()});
+            store
+                .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn finish_idle_jobs(&self, world: WorldId) -> crate::store::Result<()> {
+        for job in self.inner.store.list_jobs(world).await? {
+            if job.status == JobStatus::Running {
+                self.finish(job.id).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One reconciliation of `world` (see the module docs). Requeued slots of the active run go
+    /// to `job` when given.
+    pub async fn reconcile(&self, world: &World, job: Option<JobId>) -> ServiceResult<RepairSummary> {
+        let store = &self.inner.store;
+        let vectors = &self.inner.vectors;
+        let mut summary = RepairSummary::default();
+        let runs = store.world_runs(world.id).await?;
+        let kept: HashMap<RunId, String> = runs
+            .iter()
+            .filter(|r| r.status != RunStatus::Retired)
+            .map(|r| (r.id, r.collection.clone()))
+            .collect();
+        let mut collections: Vec<String> = runs.iter().map(|r| r.collection.clone()).collect();
+        collections.sort();
+        collections.dedup();
+
+        // Entries first, then points: a point written after this read belongs to an entry that
+        // is either in it already or re-checked below.
+        let read_at = now();
+        let mut entries: HashMap<Uuid, ManifestEntry> = HashMap::new();
+        for run in kept.keys() {
+            for entry in store.manifest_entries(world.id, *run, read_at).await? {
+                entries.insert(entry.point_id, entry);
+            }
+        }
+
+        let mut seen: HashSet<Uuid> = HashSet::new();
+        let mut orphans: HashMap<String, Vec<Uuid>> = HashMap::new();
+        let mut stale: Vec<(String, Uuid, RunId, ChunkId)> = Vec::new();
+        let mut adopt: HashMap<RunId, Vec<ChunkId>> = HashMap::new();
+        for collection in &collections {
+            let mut offset = None;
+            loop {
+                let page = vectors
+                    .scroll(collection, PointFilter::world(world.id), offset, PAGE)
+                    .await?;
+                for point in page.points {
+                    summary.points_checked += 1;
+                    let Some(entry) = entries
+                        .get(&point.id)
+                        .filter(|e| kept.get(&e.run_id) == Some(collection))
+                    else {
+                        orphans.entry(collection.clone()).or_default().push(point.id);
+                        continue;
+                    };
+                    seen.insert(point.id);
+                    let matches = point.payload.as_ref().is_some_and(|p| {
+                        p.world_id == world.id
+                            && p.run_id == entry.run_id
+                            && p.source_id == entry.source_id
+                            && p.chunk_number == entry.chunk_number
+                            && p.text_sha256 == entry.text_sha256
+                    });
+                    if !matches {
+                        stale.push((collection.clone(), point.id, entry.run_id, entry.chunk_id));
+                    } else if entry.state == ManifestState::Pending && !entry.leased {
+                        adopt.entry(entry.run_id).or_default().push(entry.chunk_id);
+                    }
+                }
+                match page.next {
+                    Some(next) => offset = Some(next),
+                    None => break,
+                }
+            }
+        }
+
+        // Orphans: delete only what still has no entry now.
+        for (collection, points) in orphans {
+            let mut still: HashSet<Uuid> = points.iter().copied().collect();
+            for (run, run_collection) in &kept {
+                if *run_collection == collection {
+                    for found in store.chunks_by_points(world.id, *run, &points).await? {
+                        still.remove(&found.point_id);
+                    }
+                }
+            }
+            let still: Vec<Uuid> = still.into_iter().collect();
+            if !still.is_empty() {
+                vectors.delete_points(&collection, &still).await?;
+                summary.orphan_points_deleted += still.len() as u64;
+            }
+        }
+
+        // Stale points: delete, then requeue their slots.
+        let mut requeue: HashMap<RunId, Vec<ChunkId>> = HashMap::new();
+        let mut by_collection: HashMap<String, Vec<Uuid>> = HashMap::new();
+        for (collection, point, run, chunk) in &stale {
+            by_collection.entry(collection.clone()).or_default().push(*point);
+            requeue.entry(*run).or_default().push(*chunk);
+        }
+        for (collection, points) in by_collection {
+            vectors.delete_points(&collection, &points).await?;
+            summary.stale_points_deleted += points.len() as u64;
+        }
+        for (run, chunks) in requeue {
+            self.requeue(world, run, &chunks, "stale_point", job).await?;
+        }
+
+        // Embedded entries without a point: requeue those still missing now.
+        let mut missing: HashMap<RunId, Vec<&ManifestEntry>> = HashMap::new();
+        for entry in entries.values() {
+            if entry.state == ManifestState::Embedded && !seen.contains(&entry.point_id) {
+                missing.entry(entry.run_id).or_default().push(entry);
+            }
+        }
+        for (run, lost) in missing {
+            let Some(collection) = kept.get(&run) else { continue };
+            let ids: Vec<Uuid> = lost.iter().map(|e| e.point_id).collect();
+            let present: HashSet<Uuid> = vectors
+                .retrieve(collection, &ids)
+                .await?
+                .into_iter()
+                .map(|p| p.id)
+                .collect();
+            let chunks: Vec<ChunkId> = lost
+                .iter()
+                .filter(|e| !present.contains(&e.point_id))
+                .map(|e| e.chunk_id)
+                .collect();
+            summary.missing_points_requeued += self.requeue(world, run, &chunks, "point_missing", job).await?;
+        }
+
+        // Pending entries whose point is already right: embedded, no provider call.
+        for (run, chunks) in adopt {
+            let (adopted, jobs) = store.adopt_entries(world.id, run, &chunks, now()).await?;
+            summary.entries_adopted += adopted;
+            for held_by in jobs {
+                self.finish(held_by).await?;
+            }
+        }
+        if summary.changed_anything() {
+            self.inner.workers.wake();
+        }
+        Ok(summary)
+    }
+
+    /// Requeues `chunks` of `run`; the active run's go to `job` when given. Returns how many.
+    async fn requeue(
+        &self,
+        world: &World,
+        run: RunId,
+        chunks: &[ChunkId],
+        warning: &str,
+        job: Option<JobId>,
+    ) -> ServiceResult<u64> {
+        if chunks.is_empty() {
+            return Ok(0);
+        }
+        let target = if run == world.active_run { job } else { None };
+        let requeued = self
+            .inner
+            .store
+            .requeue_entries(world.id, run, chunks, warning, target, now())
+            .await?;
+        Ok(requeued.map_or(0, |(_, n)| n))
+    }
+}

@@ -1,0 +1,188 @@
+//! Repair: `POST /v1/worlds/{id}/repair` and the startup reconciliation bring manifests and
+//! points back into agreement — missing points re-embedded, stale and orphan points deleted,
+//! entries whose point is already right marked embedded without a provider call.
+
+use std::time::{Duration, Instant};
+
+use quarry::domain::{RunId, SourceId, WorldId, point_id};
+use quarry::vector::{Point, PointFilter, PointPayload};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use crate::helpers::assert_error;
+use crate::retrieval::{ISLES, Setup, id, sentence, setup, texts};
+
+/// Polls a job until `done(job)` holds (10 s at most).
+async fn wait_for_job(s: &Setup, job: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if done(&body) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "job never got there: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn world_id(s: &Setup) -> WorldId {
+    WorldId(uuid::Uuid::parse_str(&s.world_id()).unwrap())
+}
+
+async fn start_repair(s: &Setup) -> Value {
+    let (status, job) = s
+        .app
+        .post(&format!("/v1/worlds/{}/repair", s.world_id()), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    assert_eq!(job["kind"], "repair");
+    job
+}
+
+/// The point id of the chunk whose text is `text`, read through retrieval.
+async fn point_of(s: &Setup, text: &str) -> uuid::Uuid {
+    let answer = s.ok(json!({"query": text, "top_k": 1})).await;
+    assert_eq!(texts(&answer), [text]);
+    uuid::Uuid::parse_str(answer["results"][0]["point_id"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let collection = s.world["collection"].as_str().unwrap().to_owned();
+    let vectors = &s.app.state.vectors;
+
+    // 1. A point lost from the vector store.
+    let lost = point_of(&s, &sentence(1)).await;
+    vectors.delete_points(&collection, &[lost]).await.unwrap();
+    // 2. A chunk whose text changed under its point.
+    let changed = "The river cities of the south trade glass and silk.";
+    let hash = hex::encode(sha2::Sha256::digest(changed.as_bytes()));
+    s.sql(
+        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
+        &[changed, &hash, &sentence(2)],
+    )
+    .await;
+    // 3. A point of this world that no chunk backs (an old run's leftover).
+    let (old_run, source) = (RunId::new(), SourceId::new());
+    let orphan = point_id(world_id(&s), old_run, source, 0);
+    vectors
+        .upsert(
+            &collection,
+            vec![Point {
+                id: orphan,
+                dense: vec![1.0; 768],
+                sparse: None,
+                payload: PointPayload {
+                    world_id: world_id(&s),
+                    run_id: old_run,
+                    source_id: source,
+                    book_number: 9,
+                    chunk_number: 0,
+                    text_sha256: "0".repeat(64),
+                    token_count: 3,
+                },
+            }],
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.point_count().await, 6);
+    s.fake.reset_stats();
+
+    let job = start_repair(&s).await;
+    let job = wait_for_job(&s, &id(&job), |j| j["counts"]["total"] == 2).await;
+    assert_eq!(job["status"], "running", "two slots wait for the workers: {job}");
+    assert_eq!(s.point_count().await, 4, "the stale and the orphan point are gone");
+    assert_eq!(s.stats().await["pending"], 2);
+
+    s.app.state.workers.drain().await.unwrap();
+    let job = wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
+    assert_eq!(job["counts"]["embedded"], 2);
+    let sent: Vec<String> = s
+        .fake
+        .stats()
+        .embed_calls
+        .iter()
+        .flat_map(|c| c.texts.clone())
+        .collect();
+    assert_eq!(sent.len(), 2, "only the two damaged slots were embedded: {sent:?}");
+    assert!(sent.contains(&changed.to_owned()) && sent.contains(&sentence(1)));
+    assert_eq!(s.point_count().await, 6);
+    assert_eq!(s.stats().await["embedded"], 6);
+    let answer = s.ok(json!({"query": "glass and silk", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [changed]);
+
+    // The job's events tell what was found.
+    let (_, events) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(events["kind"], "repair");
+    let again = start_repair(&s).await;
+    let again = wait_for_job(&s, &id(&again), |j| j["status"] == "completed").await;
+    assert_eq!(again["counts"]["total"], 0, "a healthy world needs nothing: {again}");
+}
+
+#[tokio::test]
+async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls() {
+    let s = setup().await;
+    let accepted = s.add("isles.txt", ISLES).await;
+    s.app.state.workers.drain().await.unwrap();
+    s.fake.reset_stats();
+    // As if the process died after writing every point but before recording it.
+    s.sql(
+        "UPDATE manifest_entries SET state = 'pending', embedded_text_sha256 = NULL",
+        &[],
+    )
+    .await;
+    s.sql(
+        "UPDATE jobs SET status = 'running', embedded = 0, finished_at = NULL",
+        &[],
+    )
+    .await;
+    assert_eq!(s.stats().await["embedded"], 0);
+
+    let job = start_repair(&s).await;
+    wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
+    let ingest = wait_for_job(&s, &id(&accepted["job"]), |j| j["status"] == "completed").await;
+    assert_eq!(ingest["counts"]["embedded"], 6, "{ingest}");
+    assert_eq!(s.stats().await["embedded"], 6);
+    assert_eq!(s.fake.stats().requests, 0, "no provider call");
+    assert_eq!(s.point_count().await, 6);
+}
+
+#[tokio::test]
+async fn startup_repair_finishes_what_a_crash_left_behind() {
+    let s = setup().await;
+    let accepted = s.add("isles.txt", ISLES).await;
+    s.app.state.workers.drain().await.unwrap();
+    s.sql(
+        "UPDATE manifest_entries SET state = 'pending', embedded_text_sha256 = NULL",
+        &[],
+    )
+    .await;
+    s.sql(
+        "UPDATE jobs SET status = 'running', embedded = 0, finished_at = NULL",
+        &[],
+    )
+    .await;
+    s.fake.reset_stats();
+
+    let Setup { fake, app, world } = s;
+    let app = app.restart().await;
+    let s = Setup { fake, app, world };
+    let ingest = wait_for_job(&s, &id(&accepted["job"]), |j| j["status"] == "completed").await;
+    assert_eq!(ingest["counts"]["embedded"], 6);
+    assert_eq!(s.stats().await["embedded"], 6);
+    assert_eq!(s.fake.stats().requests, 0);
+}
+
+#[tokio::test]
+async fn repairing_an_unknown_world_is_404() {
+    let s = setup().await;
+    let (status, body) = s
+        .app
+        .post(&format!("/v1/worlds/{}/repair", uuid::Uuid::new_v4()), json!({}))
+        .await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
+}
