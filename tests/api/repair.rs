@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use quarry::domain::{RunId, SourceId, WorldId, point_id};
-use quarry::vector::{Point, PointFilter, PointPayload};
+use quarry::vector::{Point, PointPayload};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::Digest as _;
