@@ -96,7 +96,7 @@ impl App {
                 max_attempts: settings.embedding.max_attempts,
             },
         );
-        let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));
+        let sources = Arc::new(SourceService::new(store.clone(), vectors.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let retrieval = Arc::new(RetrievalService::new(
             store.clone(),
