@@ -14,6 +14,7 @@ mod operations;
 mod remote_providers;
 mod retrieval;
 mod scheduler;
+mod sources;
 mod store_conformance;
 mod vector_conformance;
 mod worlds;
