@@ -98,7 +98,7 @@ impl App {
                 reuse: settings.embedding.reuse,
             },
         );
-        let sources = Arc::new(SourceService::new(store.clone(), workers.clone()));
+        let sources = Arc::new(SourceService::new(store.clone(), vectors.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();

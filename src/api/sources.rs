@@ -1,8 +1,12 @@
-//! `/v1/worlds/{world_id}/sources`: add (JSON or multipart upload), list, get.
+//! `/v1/worlds/{world_id}/sources`: add (JSON or multipart upload), list, get, delete, and
+//! read back a source's stored text and its chunks.
+
+use std::collections::BTreeMap;
 
 use axum::Router;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -10,16 +14,21 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, ApiPath};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
-use crate::domain::{SourceId, WorldId};
-use crate::service::sources::{AddSource, SourceView};
+use crate::domain::{ChunkPage, ChunkState, SourceId, WorldId};
+use crate::service::sources::{AddSource, Paging, SourceView};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/worlds/{world_id}/sources", get(list_sources).post(add_source))
-        .route("/v1/worlds/{world_id}/sources/{source_id}", get(get_source))
+        .route(
+            "/v1/worlds/{world_id}/sources/{source_id}",
+            get(get_source).delete(delete_source),
+        )
+        .route("/v1/worlds/{world_id}/sources/{source_id}/text", get(source_text))
+        .route("/v1/worlds/{world_id}/sources/{source_id}/chunks", get(list_chunks))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -191,4 +200,138 @@ pub async fn get_source(
     Ok(axum::Json(
         state.sources.get(WorldId(world_id), SourceId(source_id)).await?.into(),
     ))
+}
+
+/// Delete a source: its points (in every collection the world uses), chunks and manifest
+/// entries. The world's other sources keep their book numbers; numbers are never reused.
+/// Unfinished jobs drop the deleted work; one left with nothing to do ends (`cancelled` when
+/// all its work was this source's).
+#[utoipa::path(delete, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path)),
+    responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody),
+        (status = 503, description = "vector_store_unavailable (nothing was deleted)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_source(
+    State(state): State<AppState>,
+    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+) -> Result<StatusCode, ApiError> {
+    state.sources.delete(WorldId(world_id), SourceId(source_id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The stored text of a source (HTML sources: the converted text). Chunk offsets count chars
+/// (Unicode scalar values) of exactly this text.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/{source_id}/text", tag = "sources",
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path)),
+    responses((status = 200, description = "the stored text", body = String, content_type = "text/plain; charset=utf-8"),
+        (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn source_text(
+    State(state): State<AppState>,
+    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+) -> Result<impl IntoResponse, ApiError> {
+    let text = state.sources.text(WorldId(world_id), SourceId(source_id)).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text))
+}
+
+/// A chunk of a source with the state of its embedding.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChunkDto {
+    /// 0-based reading order within the source.
+    pub chunk_number: u32,
+    /// Offsets in chars (Unicode scalar values) of the stored text, end exclusive.
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u32,
+    /// The embedded text: exactly the stored text's chars `char_start..char_end`.
+    pub chunk_text: String,
+    /// Context carried in from the previous chunk (ends at `char_start`); not embedded.
+    pub overlap_text: String,
+    /// Hex sha256 of `chunk_text`.
+    pub sha256: String,
+    /// `pending`, `embedded` or `failed`.
+    pub state: String,
+    /// Embedding attempts spent (rate limits spend none).
+    pub attempts: u32,
+    /// The failure of the latest attempt, while it stands: set on failed chunks and on pending
+    /// ones waiting for a retry, null otherwise.
+    pub last_error: Option<ChunkErrorDto>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChunkErrorDto {
+    /// Stable code, e.g. `provider_error`, `input_too_large`, `token_count_failed`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChunkList {
+    pub chunks: Vec<ChunkDto>,
+    /// Chunks of the source in the world's active run (all pages).
+    pub total: u64,
+}
+
+impl From<ChunkState> for ChunkDto {
+    fn from(c: ChunkState) -> Self {
+        ChunkDto {
+            chunk_number: c.chunk.chunk_number,
+            char_start: c.chunk.char_start,
+            char_end: c.chunk.char_end,
+            token_count: c.chunk.token_count,
+            chunk_text: c.chunk.chunk_text,
+            overlap_text: c.chunk.overlap_text,
+            sha256: c.chunk.sha256,
+            state: c.state.as_str().to_owned(),
+            attempts: c.attempts,
+            last_error: c.last_error.map(|e| ChunkErrorDto {
+                code: e.code,
+                message: e.message,
+            }),
+        }
+    }
+}
+
+impl From<ChunkPage> for ChunkList {
+    fn from(page: ChunkPage) -> Self {
+        ChunkList {
+            chunks: page.chunks.into_iter().map(Into::into).collect(),
+            total: page.total,
+        }
+    }
+}
+
+/// The chunks of a source in the world's active run, by chunk number, a page at a time.
+/// `offset` and `limit` are checked before anything is looked up.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/{source_id}/chunks", tag = "sources",
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path),
+        ("offset" = Option<u64>, Query, description = "chunks to skip (default 0)", minimum = 0),
+        ("limit" = Option<u32>, Query, description = "chunks to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
+    responses((status = 200, body = ChunkList),
+        (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_chunks(
+    State(state): State<AppState>,
+    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+    ApiQuery(query): ApiQuery<BTreeMap<String, String>>,
+) -> Result<axum::Json<ChunkList>, ApiError> {
+    if let Some(unknown) = query.keys().find(|k| *k != "offset" && *k != "limit") {
+        return Err(
+            ApiError::invalid_request(format!("unknown query parameter `{unknown}` (use offset and limit)"))
+                .with_details(serde_json::json!({ "field": unknown })),
+        );
+    }
+    let paging = Paging::parse(
+        query.get("offset").map(String::as_str),
+        query.get("limit").map(String::as_str),
+    )?;
+    let page = state
+        .sources
+        .chunks(WorldId(world_id), SourceId(source_id), paging)
+        .await?;
+    Ok(axum::Json(page.into()))
 }

@@ -11,6 +11,8 @@ pub mod world;
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
 pub use job::{Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, ManifestState, RunStatus};
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
-pub use source::{Chunk, ChunkView, NewChunk, NewSource, Source, SourceCounts};
+pub use source::{
+    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewSource, Source, SourceCounts, SourceDeletion,
+};
 pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats};

@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::ids::{ChunkId, RunId, SourceId, WorldId};
+use super::ids::{ChunkId, JobId, RunId, SourceId, WorldId};
+use super::job::{JobStatus, ManifestState};
 
 /// A stored source document. The full text is kept so a re-ingest needs no upload.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,4 +77,40 @@ pub struct ChunkView {
     pub source_filename: String,
     /// The vector point of the chunk's slot.
     pub point_id: uuid::Uuid,
+}
+
+/// The last failed attempt of a chunk's embedding, as recorded on its manifest entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryError {
+    pub code: String,
+    pub message: String,
+}
+
+/// A chunk with the state of its manifest entry, as the chunk listing shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkState {
+    pub chunk: Chunk,
+    pub state: ManifestState,
+    /// Attempts spent (rate limits spend none).
+    pub attempts: u32,
+    /// Set while the latest attempt's failure stands: on failed entries, and on pending ones
+    /// waiting for a retry. Cleared when the chunk is embedded or requeued.
+    pub last_error: Option<EntryError>,
+}
+
+/// One page of a source's chunks in the world's active run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChunkPage {
+    pub chunks: Vec<ChunkState>,
+    /// Chunks of the source in the active run, whatever the page.
+    pub total: u64,
+}
+
+/// What deleting a source removed and which unfinished jobs it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceDeletion {
+    /// Chunks removed, over every run of the world.
+    pub chunks: u64,
+    /// Unfinished jobs that lost all their remaining work and ended, with their new status.
+    pub finished_jobs: Vec<(JobId, JobStatus)>,
 }

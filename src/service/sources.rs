@@ -1,13 +1,17 @@
-//! Adding sources: validate, convert (HTML to text), split into chunks, and store the source,
+//! Sources: adding (validate, convert HTML to text, split into chunks, and store the source,
 //! its chunks, one pending manifest entry per chunk and the ingest job in one transaction;
-//! then wake the embedding workers.
+//! then wake the embedding workers), reading back the text and the chunks, and deleting a
+//! source with its rows and its points.
 
 use std::sync::Arc;
 
+use serde_json::json;
+
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
-use crate::domain::{Job, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
+use crate::domain::{ChunkPage, Job, JobEventKind, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
 use crate::store::Store;
+use crate::vector::{PointFilter, VectorRepo};
 use crate::workers::embedding::EmbeddingWorkers;
 
 /// A source upload as received.
@@ -23,14 +27,67 @@ pub struct SourceView {
     pub counts: SourceCounts,
 }
 
+/// A validated page of the chunk listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paging {
+    pub offset: u64,
+    pub limit: u32,
+}
+
+impl Paging {
+    pub const DEFAULT_LIMIT: u32 = 100;
+    pub const MAX_LIMIT: u32 = 1000;
+
+    /// Parses the raw query values: `offset` an integer ≥ 0 (default 0), `limit` an integer
+    /// in 1..=1000 (default 100). Anything else is `invalid_request` naming the parameter.
+    pub fn parse(offset: Option<&str>, limit: Option<&str>) -> ServiceResult<Paging> {
+        let offset = match offset {
+            None => 0,
+            Some(raw) => raw
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        Invalid::Request,
+                        "offset",
+                        format!("offset must be an integer of at least 0, not `{raw}`"),
+                    )
+                })?,
+        };
+        let limit = match limit {
+            None => Self::DEFAULT_LIMIT,
+            Some(raw) => raw
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=Self::MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        Invalid::Request,
+                        "limit",
+                        format!("limit must be an integer from 1 to {}, not `{raw}`", Self::MAX_LIMIT),
+                    )
+                })?,
+        };
+        Ok(Paging { offset, limit })
+    }
+}
+
 pub struct SourceService {
     store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
     workers: EmbeddingWorkers,
 }
 
 impl SourceService {
-    pub fn new(store: Arc<dyn Store>, workers: EmbeddingWorkers) -> Self {
-        Self { store, workers }
+    pub fn new(store: Arc<dyn Store>, vectors: Arc<dyn VectorRepo>, workers: EmbeddingWorkers) -> Self {
+        Self {
+            store,
+            vectors,
+            workers,
+        }
     }
 
     pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<(SourceView, Job)> {
@@ -91,6 +148,79 @@ impl SourceService {
             .ok_or(ServiceError::NotFound(Missing::Source))?;
         let counts = self.store.source_counts(world_id, id).await?;
         Ok(SourceView { source, counts })
+    }
+
+    /// The stored text (after HTML conversion): what chunk offsets refer to.
+    pub async fn text(&self, world_id: WorldId, id: SourceId) -> ServiceResult<String> {
+        self.require_world(world_id).await?;
+        self.store
+            .source_text(world_id, id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Source))
+    }
+
+    /// One page of the source's chunks in the world's active run, by chunk number.
+    pub async fn chunks(&self, world_id: WorldId, id: SourceId, paging: Paging) -> ServiceResult<ChunkPage> {
+        self.require_world(world_id).await?;
+        if self.store.get_source(world_id, id).await?.is_none() {
+            return Err(ServiceError::NotFound(Missing::Source));
+        }
+        Ok(self
+            .store
+            .list_chunks(world_id, id, paging.offset, paging.limit)
+            .await?)
+    }
+
+    /// Deletes a source: its points first, in every collection the world's runs use (the
+    /// vector store down: the error, and nothing deleted), then its rows in one transaction,
+    /// then its points once more, catching a worker's upsert that was in flight meanwhile.
+    ///
+    /// A failure of that last pass is logged, not returned: the source is gone by then, and a
+    /// point without a chunk is never served (retrieval checks every hit against the store,
+    /// skips it and deletes it). The same holds for a worker whose upsert lands even later.
+    pub async fn delete(&self, world_id: WorldId, id: SourceId) -> ServiceResult<()> {
+        self.require_world(world_id).await?;
+        if self.store.get_source(world_id, id).await?.is_none() {
+            return Err(ServiceError::NotFound(Missing::Source));
+        }
+        let filter = PointFilter::world(world_id).source(id);
+        let collections = self.store.world_collections(world_id).await?;
+        for collection in &collections {
+            self.vectors.delete_by_filter(collection, filter).await?;
+        }
+        let deletion = self
+            .store
+            .delete_source(world_id, id, super::worlds::now())
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Source))?;
+        for collection in &collections {
+            if let Err(err) = self.vectors.delete_by_filter(collection, filter).await {
+                tracing::warn!(world = %world_id, source = %id, %collection, error = %err,
+                    "deleting the points of a deleted source failed; retrieval skips and removes any left");
+            }
+        }
+        for (job, status) in &deletion.finished_jobs {
+            let data = json!({"status": status.as_str(), "reason": "source_deleted"});
+            // The source is gone whatever happens here; a missing event only means a stream
+            // ends on the job's status instead (it checks the status when no event comes).
+            if let Err(err) = self
+                .store
+                .append_job_event(*job, JobEventKind::Status, &data.to_string(), super::worlds::now())
+                .await
+            {
+                tracing::warn!(%job, error = %err, "recording the status of a job ended by a source delete failed");
+            }
+        }
+        tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,
+            jobs_finished = deletion.finished_jobs.len(), "source deleted");
+        Ok(())
+    }
+
+    async fn require_world(&self, world_id: WorldId) -> ServiceResult<()> {
+        match self.store.get_world(world_id).await? {
+            Some(_) => Ok(()),
+            None => Err(ServiceError::NotFound(Missing::World)),
+        }
     }
 
     pub async fn list(&self, world_id: WorldId) -> ServiceResult<Vec<SourceView>> {

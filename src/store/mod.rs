@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    ChunkId, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId, ManifestEntry,
-    NewChunk, NewKey, NewSource, NewWorld, ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceId, StoredKey,
-    WorkItem, World, WorldId, WorldStats,
+    ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
+    ManifestEntry, NewChunk, NewKey, NewSource, NewWorld, ProviderKind, RunId, RunInfo, Source, SourceCounts,
+    SourceDeletion, SourceId, StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -92,6 +92,18 @@ pub trait SourceStore: Send + Sync {
     async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>>;
     /// Chunk state counts of one source in the world's active run.
     async fn source_counts(&self, world: WorldId, id: SourceId) -> Result<SourceCounts>;
+    /// The stored text of a source; `None` when the world has no such source.
+    async fn source_text(&self, world: WorldId, id: SourceId) -> Result<Option<String>>;
+    /// Up to `limit` chunks of a source in the world's active run from position `offset`, in
+    /// chunk-number order, with their manifest entries' state, and the source's chunk total.
+    async fn list_chunks(&self, world: WorldId, id: SourceId, offset: u64, limit: u32) -> Result<ChunkPage>;
+    /// Deletes a source with its chunks and manifest entries (in every run) in one transaction;
+    /// `None` when the world has no such source. Jobs stay, kept coherent: an unfinished job
+    /// drops the deleted pending entries from its `total`; one left with no entry at all is
+    /// `cancelled`, and a running one left with nothing pending finishes as the workers would
+    /// finish it (`completed`, or `failed` when failed entries remain). Finished jobs keep their
+    /// counters as history. The world's `next_book_number` is untouched: numbers are not reused.
+    async fn delete_source(&self, world: WorldId, id: SourceId, now: DateTime<Utc>) -> Result<Option<SourceDeletion>>;
 }
 
 /// Jobs and their event history.

@@ -10,8 +10,9 @@ use uuid::Uuid;
 
 use super::{Error, Result};
 use crate::domain::{
-    Chunk, ChunkId, ChunkView, ChunkingProfile, EmbeddingProfile, GroupCooldown, Job, JobCounts, JobError, JobEvent,
-    JobId, KeyId, KeyOrigin, ManifestEntry, RunId, SealedSecret, Source, SourceId, StoredKey, WorkItem, World, WorldId,
+    Chunk, ChunkId, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown, Job,
+    JobCounts, JobError, JobEvent, JobId, KeyId, KeyOrigin, ManifestEntry, RunId, SealedSecret, Source, SourceId,
+    StoredKey, WorkItem, World, WorldId,
 };
 
 pub(super) const INSERT_WORLD: &str = "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, \
@@ -75,6 +76,39 @@ pub(super) const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
      COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
      FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
      WHERE m.world_id = $1 AND m.source_id = $2";
+
+pub(super) const SOURCE_TEXT: &str = "SELECT text FROM sources WHERE world_id = $1 AND id = $2";
+
+/// Chunks of one source in the world's active run with their entries. `$1` world, `$2`
+/// source, `$3` limit, `$4` offset.
+pub(super) const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, \
+     c.chunk_number, c.char_start, c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, \
+     m.state, m.attempts, m.last_error_code, m.last_error_message \
+     FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+     JOIN manifest_entries m ON m.chunk_id = c.id \
+     WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
+
+pub(super) const COUNT_CHUNKS: &str = "SELECT COUNT(*) FROM chunks c \
+     JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+     JOIN manifest_entries m ON m.chunk_id = c.id WHERE c.world_id = $1 AND c.source_id = $2";
+
+/// Removes a source's entries in every run, returning what each one meant to its job.
+pub(super) const DELETE_SOURCE_ENTRIES: &str =
+    "DELETE FROM manifest_entries WHERE world_id = $1 AND source_id = $2 RETURNING job_id, state";
+
+pub(super) const DELETE_SOURCE_CHUNKS: &str = "DELETE FROM chunks WHERE world_id = $1 AND source_id = $2";
+
+pub(super) const DELETE_SOURCE: &str = "DELETE FROM sources WHERE world_id = $1 AND id = $2";
+
+/// Takes `$2` pending entries that no longer exist out of an unfinished job's `total`, so that
+/// its `pending` (total − embedded − failed) counts only work that still exists.
+pub(super) const DROP_JOB_PENDING: &str = "UPDATE jobs SET total = CASE WHEN total > $2 THEN total - $2 ELSE 0 END \
+     WHERE id = $1 AND status IN ('queued', 'running', 'paused')";
+
+/// Ends an unfinished job that has no entry left at all (its whole subject was deleted).
+pub(super) const CANCEL_EMPTIED_JOB: &str = "UPDATE jobs SET status = 'cancelled', finished_at = $2 \
+     WHERE id = $1 AND status IN ('queued', 'running', 'paused') \
+     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1) RETURNING id";
 
 pub(super) const SELECT_JOB: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
      rate_limited, reused, created_at, started_at, finished_at FROM jobs WHERE id = $1";
@@ -351,6 +385,56 @@ impl TryFrom<ChunkViewRow> for ChunkView {
             },
             source_filename: r.filename,
             point_id: r.point_id,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ChunkStateRow {
+    id: Uuid,
+    world_id: Uuid,
+    run_id: Uuid,
+    source_id: Uuid,
+    book_number: i64,
+    chunk_number: i64,
+    char_start: i64,
+    char_end: i64,
+    token_count: i64,
+    chunk_text: String,
+    overlap_text: String,
+    text_sha256: String,
+    state: String,
+    attempts: i64,
+    last_error_code: Option<String>,
+    last_error_message: Option<String>,
+}
+
+impl TryFrom<ChunkStateRow> for ChunkState {
+    type Error = Error;
+
+    fn try_from(r: ChunkStateRow) -> Result<ChunkState> {
+        Ok(ChunkState {
+            chunk: Chunk {
+                id: ChunkId(r.id),
+                world_id: WorldId(r.world_id),
+                run_id: RunId(r.run_id),
+                source_id: SourceId(r.source_id),
+                book_number: narrow("chunks", r.book_number)?,
+                chunk_number: narrow("chunks", r.chunk_number)?,
+                char_start: narrow("chunks", r.char_start)?,
+                char_end: narrow("chunks", r.char_end)?,
+                token_count: narrow("chunks", r.token_count)?,
+                chunk_text: r.chunk_text,
+                overlap_text: r.overlap_text,
+                sha256: r.text_sha256,
+            },
+            state: r.state.parse().map_err(|reason| corrupt("manifest_entries", reason))?,
+            attempts: narrow("manifest_entries", r.attempts)?,
+            // Both columns are written together; a code is what makes an error.
+            last_error: r.last_error_code.map(|code| EntryError {
+                code,
+                message: r.last_error_message.unwrap_or_default(),
+            }),
         })
     }
 }
@@ -903,6 +987,125 @@ macro_rules! impl_store {
                     pending: narrow("manifest_entries", row.pending)?,
                     failed: narrow("manifest_entries", row.failed)?,
                 })
+            }
+            async fn source_text(
+                &self,
+                world: $crate::domain::WorldId,
+                id: $crate::domain::SourceId,
+            ) -> $crate::store::Result<Option<String>> {
+                use $crate::store::sql::*;
+                Ok(sqlx::query_scalar(SOURCE_TEXT)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .fetch_optional(&self.pool)
+                    .await?)
+            }
+
+            async fn list_chunks(
+                &self,
+                world: $crate::domain::WorldId,
+                id: $crate::domain::SourceId,
+                offset: u64,
+                limit: u32,
+            ) -> $crate::store::Result<$crate::domain::ChunkPage> {
+                use $crate::store::sql::*;
+                let rows: Vec<ChunkStateRow> = sqlx::query_as(LIST_CHUNKS)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .bind(i64::from(limit))
+                    .bind(wide(offset))
+                    .fetch_all(&self.pool)
+                    .await?;
+                let total: i64 = sqlx::query_scalar(COUNT_CHUNKS)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok($crate::domain::ChunkPage {
+                    chunks: rows
+                        .into_iter()
+                        .map(TryInto::try_into)
+                        .collect::<$crate::store::Result<_>>()?,
+                    total: narrow("chunks", total)?,
+                })
+            }
+
+            async fn delete_source(
+                &self,
+                world: $crate::domain::WorldId,
+                id: $crate::domain::SourceId,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<Option<$crate::domain::SourceDeletion>> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                // What each removed entry meant to its job, read from the delete itself so a
+                // worker's concurrent completion is counted once, on whichever side it landed.
+                let removed: Vec<(Option<uuid::Uuid>, String)> = sqlx::query_as(DELETE_SOURCE_ENTRIES)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let chunks = sqlx::query(DELETE_SOURCE_CHUNKS)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                let deleted = sqlx::query(DELETE_SOURCE)
+                    .bind(world.0)
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if deleted == 0 {
+                    tx.rollback().await?;
+                    return Ok(None);
+                }
+                // Pending entries removed per job; a sorted map so concurrent deletes lock
+                // job rows in the same order.
+                let mut jobs: std::collections::BTreeMap<uuid::Uuid, u64> = std::collections::BTreeMap::new();
+                for (job, state) in removed {
+                    if let Some(job) = job {
+                        *jobs.entry(job).or_default() += u64::from(state == "pending");
+                    }
+                }
+                let mut finished_jobs = Vec::new();
+                for (job, pending) in jobs {
+                    if pending > 0 {
+                        sqlx::query(DROP_JOB_PENDING)
+                            .bind(job)
+                            .bind(wide(pending))
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    let cancelled: Option<uuid::Uuid> = sqlx::query_scalar(CANCEL_EMPTIED_JOB)
+                        .bind(job)
+                        .bind(now)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if cancelled.is_some() {
+                        finished_jobs.push(($crate::domain::JobId(job), $crate::domain::JobStatus::Cancelled));
+                        continue;
+                    }
+                    let done: Option<uuid::Uuid> = sqlx::query_scalar(FINISH_JOB_IF_DONE)
+                        .bind(job)
+                        .bind(now)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if done.is_some() {
+                        let status: String = sqlx::query_scalar(JOB_STATUS)
+                            .bind(job)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        let status = status.parse().map_err(|reason| corrupt("jobs", reason))?;
+                        finished_jobs.push(($crate::domain::JobId(job), status));
+                    }
+                }
+                tx.commit().await?;
+                Ok(Some($crate::domain::SourceDeletion {
+                    chunks,
+                    finished_jobs,
+                }))
             }
         }
 

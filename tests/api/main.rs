@@ -15,6 +15,7 @@ mod remote_providers;
 mod repair;
 mod retrieval;
 mod scheduler;
+mod sources;
 mod store_conformance;
 mod vector_conformance;
 mod worlds;
