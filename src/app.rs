@@ -78,12 +78,7 @@ impl App {
         let registry = Arc::new(ModelRegistry::new(&settings.providers.openai.models));
         let cipher = settings.master_key()?.map(SecretCipher::new);
         let scheduler = build_scheduler(&settings, store.clone(), cipher.clone()).await?;
-        let worlds = Arc::new(WorldService::new(
-            store.clone(),
-            vectors.clone(),
-            registry.clone(),
-            scheduler.clone(),
-        ));
+
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
         let providers = build_providers(&settings, &registry)?;
         let workers = EmbeddingWorkers::new(
@@ -98,6 +93,13 @@ impl App {
                 reuse: settings.embedding.reuse,
             },
         );
+        let worlds = Arc::new(WorldService::new(
+            store.clone(),
+            vectors.clone(),
+            registry.clone(),
+            scheduler.clone(),
+            workers.clone(),
+        ));
         let sources = Arc::new(SourceService::new(store.clone(), vectors.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let cancel = CancellationToken::new();

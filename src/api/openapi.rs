@@ -39,6 +39,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         jobs::cancel_job,
         jobs::job_events,
         maintenance::repair_world,
+        maintenance::reingest_world,
         retrieve::retrieve,
         keys::create_key,
         keys::list_keys,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{Conflict, Missing, ServiceError, ServiceResult};
-use crate::domain::{Job, JobEventKind, JobId, JobStatus, WorldId};
+use crate::domain::{Job, JobEventKind, JobId, JobKind, JobStatus, RunStatus, WorldId};
 use crate::store::Store;
 use crate::workers::embedding::EmbeddingWorkers;
 
@@ -39,24 +39,37 @@ impl JobService {
     }
 
     pub async fn resume(&self, id: JobId) -> ServiceResult<Job> {
-        let job = self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
+        self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
         self.workers.wake();
         // A job paused after its last entry was embedded finishes now.
-        if let Some(done) = self.store.finish_job_if_done(id, super::worlds::now()).await? {
-            self.event(id, JobEventKind::Status, json!({"status": done.status.as_str()}))
-                .await?;
-            return Ok(done);
-        }
-        Ok(job)
+        self.workers.finish_job(id).await?;
+        self.get(id).await
     }
 
+    /// Cancels a job. Cancelling a re-ingest also removes the run it was building: the world
+    /// keeps serving its active run.
     pub async fn cancel(&self, id: JobId) -> ServiceResult<Job> {
-        self.transition(
-            id,
-            &[JobStatus::Queued, JobStatus::Running, JobStatus::Paused],
-            JobStatus::Cancelled,
-        )
-        .await
+        let job = self
+            .transition(
+                id,
+                &[JobStatus::Queued, JobStatus::Running, JobStatus::Paused],
+                JobStatus::Cancelled,
+            )
+            .await?;
+        if job.kind == JobKind::Reingest {
+            let collection = self
+                .store
+                .world_runs(job.world_id)
+                .await?
+                .into_iter()
+                .find(|r| r.id == job.run_id && r.status == RunStatus::Building)
+                .map(|r| r.collection);
+            if let Some(collection) = collection {
+                self.store.retire_run(job.run_id).await?;
+                self.workers.remove_run(job.world_id, job.run_id, &collection).await?;
+            }
+        }
+        Ok(job)
     }
 
     async fn transition(&self, id: JobId, from: &[JobStatus], to: JobStatus) -> ServiceResult<Job> {

@@ -144,6 +144,9 @@ impl RepairService {
             }
         };
         for world in worlds {
+            if let Err(err) = self.remove_retired_runs(world.id).await {
+                tracing::warn!(world = %world.id, error = %err, "removing retired runs failed");
+            }
             match self.reconcile(&world, None).await {
                 Ok(summary) if summary.changed_anything() => {
                     tracing::info!(world = %world.id, ?summary, "startup repair fixed the world's index");
@@ -209,10 +212,35 @@ impl RepairService {
         Ok(())
     }
 
+    /// Runs a re-ingest replaced or abandoned whose points or rows are still there. The rows of
+    /// a run whose re-ingest failed stay, so that job keeps listing its failed chunks.
+    async fn remove_retired_runs(&self, world: WorldId) -> crate::store::Result<()> {
+        let jobs = self.inner.store.list_jobs(world).await?;
+        for run in self.inner.store.world_runs(world).await? {
+            if run.status != RunStatus::Retired {
+                continue;
+            }
+            let failed = jobs.iter().any(|j| j.run_id == run.id && j.status == JobStatus::Failed);
+            if failed {
+                self.inner
+                    .vectors
+                    .delete_by_filter(&run.collection, PointFilter::world(world).run(run.id))
+                    .await
+                    .map_err(|err| {
+                        tracing::warn!(%world, run = %run.id, error = %err, "deleting an abandoned run's points failed");
+                    })
+                    .ok();
+            } else {
+                self.inner.workers.remove_run(world, run.id, &run.collection).await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn finish_idle_jobs(&self, world: WorldId) -> crate::store::Result<()> {
         for job in self.inner.store.list_jobs(world).await? {
             if job.status == JobStatus::Running {
-                self.finish(job.id).await?;
+                self.inner.workers.finish_job(job.id).await?;
             }
         }
         Ok(())

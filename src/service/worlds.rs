@@ -5,14 +5,18 @@ use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound, Utc};
 
+use serde_json::json;
+
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{
-    ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, RunId, World, WorldId, WorldName, WorldStats,
+    ChunkingProfile, EmbeddingProfile, Job, JobEventKind, JobId, JobKind, NewWorld, ProviderKind, RunId, World,
+    WorldId, WorldName, WorldStats,
 };
 use crate::providers::scheduler::KeyScheduler;
 use crate::providers::{ModelRegistry, ModelSpec};
-use crate::store::Store;
+use crate::store::{NewRun, SourceChunks, Store};
 use crate::vector::{CollectionSpec, PointFilter, VectorRepo};
+use crate::workers::embedding::EmbeddingWorkers;
 
 /// Default chunk size when a world does not choose one.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
@@ -43,6 +47,16 @@ pub struct WorldService {
     vectors: Arc<dyn VectorRepo>,
     registry: Arc<ModelRegistry>,
     scheduler: KeyScheduler,
+    workers: EmbeddingWorkers,
+}
+
+/// A re-ingest request: what is absent keeps the world's current profile.
+#[derive(Clone, Debug, Default)]
+pub struct Reingest {
+    /// Provider, model and optional dimensions.
+    pub embedding: Option<(String, String, Option<i64>)>,
+    pub max_tokens: Option<i64>,
+    pub overlap_tokens: Option<i64>,
 }
 
 impl WorldService {
@@ -51,13 +65,102 @@ impl WorldService {
         vectors: Arc<dyn VectorRepo>,
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
+        workers: EmbeddingWorkers,
     ) -> Self {
         Self {
             store,
             vectors,
             registry,
             scheduler,
+            workers,
         }
+    }
+
+    /// Starts a re-ingest: validates the new profile like a creation (nothing is written when
+    /// it fails), then builds a new run from the stored sources beside the active one, under a
+    /// `reingest` job. The workers embed it; when every chunk is embedded the world switches to
+    /// the new run and profile in one transaction (see `RunStore::finish_reingest`), and until
+    /// then retrieval keeps serving the old run.
+    pub async fn reingest(&self, id: WorldId, req: Reingest) -> ServiceResult<Job> {
+        let world = self
+            .store
+            .get_world(id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        let (embedding, spec) = match &req.embedding {
+            Some((provider, model, dimensions)) => self.embedding_profile(provider, model, *dimensions)?,
+            None => {
+                let profile = world.embedding.clone();
+                let spec = self.registry.find(profile.provider, &profile.model).ok_or_else(|| {
+                    ServiceError::invalid(
+                        Invalid::EmbeddingProfile,
+                        "embedding",
+                        "the world's model is no longer configured; name a new embedding profile",
+                    )
+                })?;
+                (profile, spec)
+            }
+        };
+        let chunking = chunking_profile(
+            spec,
+            Some(req.max_tokens.unwrap_or(i64::from(world.chunking.max_tokens))),
+            Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
+        )?;
+        self.require_key(embedding.provider).await?;
+        let busy = self
+            .store
+            .list_jobs(id)
+            .await?
+            .into_iter()
+            .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal());
+        if busy {
+            return Err(ServiceError::conflict(
+                Conflict::JobState,
+                "a re-ingest of this world is already under way; wait for it or cancel it",
+            ));
+        }
+        self.vectors
+            .ensure_collection(&CollectionSpec {
+                name: embedding.collection_name(),
+                dimensions: embedding.dimensions,
+                sparse: true,
+            })
+            .await?;
+        let mut sources = Vec::new();
+        for source in self.store.list_sources(id).await? {
+            let Some(text) = self.store.source_text(id, source.id).await? else {
+                continue;
+            };
+            let chunks = tokio::task::spawn_blocking(move || crate::chunking::split(&text, chunking))
+                .await
+                .map_err(|e| ServiceError::Internal {
+                    message: format!("chunking failed: {e}"),
+                })?;
+            sources.push(SourceChunks {
+                source: source.id,
+                book_number: source.book_number,
+                chunks,
+            });
+        }
+        let run = NewRun {
+            id: RunId::new(),
+            world: id,
+            embedding,
+            chunking,
+        };
+        let job = self.store.begin_reingest(run, sources, JobId::new(), now()).await?;
+        self.store
+            .append_job_event(
+                job.id,
+                JobEventKind::Status,
+                &json!({"status": "running"}).to_string(),
+                now(),
+            )
+            .await?;
+        self.workers.wake();
+        // A world without sources has nothing to embed: switch at once.
+        self.workers.finish_job(job.id).await?;
+        Ok(self.store.get_job(job.id).await?.unwrap_or(job))
     }
 
     /// Validates everything, checks for a usable key, then creates the collection and the

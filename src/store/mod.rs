@@ -253,6 +253,83 @@ pub trait ReuseStore: Send + Sync {
     ) -> Result<Vec<(String, uuid::Uuid)>>;
 }
 
+/// A run to build beside the active one (a re-ingest).
+#[derive(Clone, Debug)]
+pub struct NewRun {
+    pub id: RunId,
+    pub world: WorldId,
+    pub embedding: crate::domain::EmbeddingProfile,
+    pub chunking: crate::domain::ChunkingProfile,
+}
+
+/// The chunks of one stored source, cut for a run.
+#[derive(Clone, Debug)]
+pub struct SourceChunks {
+    pub source: SourceId,
+    pub book_number: u32,
+    pub chunks: Vec<NewChunk>,
+}
+
+/// Where a re-ingest stands once its queue is empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReingestStep {
+    /// Entries are still pending, or the job is not a running re-ingest.
+    NotDone,
+    /// Sources added since the run began have no chunks in it yet: cut them and carry on.
+    MissingSources {
+        world: WorldId,
+        run: RunId,
+        sources: Vec<(SourceId, u32)>,
+    },
+    /// Some chunks failed: the job failed, the new run is retired (its points and rows are to
+    /// be removed) and the world keeps serving its old run.
+    Failed {
+        world: WorldId,
+        run: RunId,
+        collection: String,
+    },
+    /// The world now serves the new run and profile; the old run is retired (its points and
+    /// rows are to be removed).
+    Switched {
+        world: WorldId,
+        old_run: RunId,
+        old_collection: String,
+    },
+}
+
+/// Runs (generations) of a world: re-ingest builds one beside the active one and switches.
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Inserts a `building` run, its chunks with pending entries and a running `reingest` job,
+    /// in one transaction.
+    async fn begin_reingest(
+        &self,
+        run: NewRun,
+        sources: Vec<SourceChunks>,
+        job: JobId,
+        now: DateTime<Utc>,
+    ) -> Result<Job>;
+    /// Adds a source's chunks to `run` under `job` (counted in its total) unless the source
+    /// already has chunks there or no longer exists. Returns how many were added.
+    async fn add_run_chunks(
+        &self,
+        world: WorldId,
+        run: RunId,
+        job: JobId,
+        source: SourceChunks,
+        now: DateTime<Utc>,
+    ) -> Result<u64>;
+    /// With nothing pending: fails the job (some entry failed), asks for missing sources, or
+    /// switches the world to the job's run in one transaction (profile, chunking, collection,
+    /// run statuses, the old run's unfinished jobs completed, this job completed).
+    async fn finish_reingest(&self, job: JobId, now: DateTime<Utc>) -> Result<ReingestStep>;
+    /// The chunking profile of the run `job` fills.
+    async fn run_chunking(&self, job: JobId) -> Result<Option<crate::domain::ChunkingProfile>>;
+    async fn retire_run(&self, run: RunId) -> Result<()>;
+    /// Deletes a run with its chunks and manifest entries.
+    async fn delete_run(&self, run: RunId) -> Result<()>;
+}
+
 /// Provider keys: API keys (secret sealed) and mirrors of configuration keys, with the state
 /// the key scheduler persists so restarts and other replicas respect it.
 #[async_trait]
@@ -296,6 +373,7 @@ pub trait Store:
     + RetrievalStore
     + ReuseStore
     + RepairStore
+    + RunStore
     + Send
     + Sync
     + 'static

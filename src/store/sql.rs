@@ -288,6 +288,39 @@ pub(super) const RUNNING_REPAIR_JOB: &str = "SELECT id FROM jobs WHERE world_id 
 pub(super) const COUNT_ADOPTED: &str = "UPDATE jobs SET embedded = embedded + 1 \
      WHERE id = $1 AND status IN ('queued', 'running', 'paused')";
 
+pub(super) const INSERT_BUILDING_RUN: &str = "INSERT INTO runs (id, world_id, provider, model, dimensions, \
+     max_tokens, overlap_tokens, collection, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9)";
+
+/// Takes the world row's write lock first (Postgres row lock; SQLite's write lock), so source
+/// uploads and a run switch serialise.
+pub(super) const LOCK_WORLD: &str = "UPDATE worlds SET updated_at = updated_at WHERE id = $1 RETURNING active_run_id";
+
+pub(super) const SOURCES_MISSING_FROM_RUN: &str = "SELECT s.id, s.book_number FROM sources s WHERE s.world_id = $1 \
+     AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.run_id = $2 AND c.source_id = s.id) ORDER BY s.book_number";
+
+pub(super) const JOB_HAS_PENDING: &str =
+    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending')";
+
+pub(super) const JOB_HAS_FAILED: &str =
+    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed')";
+
+pub(super) const SWITCH_WORLD: &str = "UPDATE worlds SET active_run_id = r.id, provider = r.provider, \
+     model = r.model, dimensions = r.dimensions, max_tokens = r.max_tokens, overlap_tokens = r.overlap_tokens, \
+     collection = r.collection, updated_at = $3 FROM runs r WHERE r.id = $2 AND worlds.id = $1";
+
+pub(super) const SET_RUN_STATUS: &str = "UPDATE runs SET status = $2 WHERE id = $1";
+
+pub(super) const SELECT_RUN_COLLECTION: &str = "SELECT collection FROM runs WHERE id = $1";
+
+/// Jobs still filling a run that is being replaced: their sources are part of the new run.
+pub(super) const COMPLETE_RUN_JOBS: &str = "UPDATE jobs SET status = 'completed', finished_at = $3 \
+     WHERE world_id = $1 AND run_id = $2 AND status IN ('queued', 'running', 'paused')";
+
+pub(super) const DELETE_RUN: &str = "DELETE FROM runs WHERE id = $1";
+
+pub(super) const JOB_RUN_CHUNKING: &str =
+    "SELECT r.max_tokens, r.overlap_tokens FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = $1";
+
 pub(super) const WORLD_RUNS: &str =
     "SELECT id, collection, status FROM runs WHERE world_id = $1 ORDER BY created_at, id";
 
@@ -749,6 +782,44 @@ pub(super) fn wide<T: Into<u64>>(value: T) -> i64 {
     i64::try_from(value.into()).unwrap_or(i64::MAX)
 }
 
+/// Inserts `chunks` of one source into `run` with one pending manifest entry each, held by
+/// `job`, inside the transaction `tx`.
+macro_rules! insert_chunks {
+    ($tx:ident, $world:expr, $run:expr, $source:expr, $book:expr, $chunks:expr, $job:expr, $now:expr) => {
+        for chunk in $chunks {
+            use sha2::Digest as _;
+            let chunk_id = uuid::Uuid::new_v4();
+            let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
+            sqlx::query(INSERT_CHUNK)
+                .bind(chunk_id)
+                .bind($world.0)
+                .bind($run.0)
+                .bind($source.0)
+                .bind($book)
+                .bind(wide(chunk.chunk_number))
+                .bind(wide(chunk.char_start))
+                .bind(wide(chunk.char_end))
+                .bind(wide(chunk.token_count))
+                .bind(&chunk.chunk_text)
+                .bind(&chunk.overlap_text)
+                .bind(&text_sha)
+                .execute(&mut *$tx)
+                .await?;
+            let point = $crate::domain::point_id($world, $run, $source, chunk.chunk_number);
+            sqlx::query(INSERT_MANIFEST)
+                .bind(chunk_id)
+                .bind($world.0)
+                .bind($run.0)
+                .bind($source.0)
+                .bind($job.0)
+                .bind(point)
+                .bind($now)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
 /// Expands the store traits for a backend struct with a `pool` field.
 macro_rules! impl_store {
     ($store:ty, $kind:literal, $claim:expr) => {
@@ -893,36 +964,16 @@ macro_rules! impl_store {
                     .bind(source.now)
                     .execute(&mut *tx)
                     .await?;
-                for chunk in &chunks {
-                    let chunk_id = uuid::Uuid::new_v4();
-                    let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
-                    sqlx::query(INSERT_CHUNK)
-                        .bind(chunk_id)
-                        .bind(source.world_id.0)
-                        .bind(run_id)
-                        .bind(source.id.0)
-                        .bind(book_number)
-                        .bind(wide(chunk.chunk_number))
-                        .bind(wide(chunk.char_start))
-                        .bind(wide(chunk.char_end))
-                        .bind(wide(chunk.token_count))
-                        .bind(&chunk.chunk_text)
-                        .bind(&chunk.overlap_text)
-                        .bind(&text_sha)
-                        .execute(&mut *tx)
-                        .await?;
-                    let point = $crate::domain::point_id(source.world_id, run, source.id, chunk.chunk_number);
-                    sqlx::query(INSERT_MANIFEST)
-                        .bind(chunk_id)
-                        .bind(source.world_id.0)
-                        .bind(run_id)
-                        .bind(source.id.0)
-                        .bind(job.0)
-                        .bind(point)
-                        .bind(source.now)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                insert_chunks!(
+                    tx,
+                    source.world_id,
+                    run,
+                    source.id,
+                    book_number,
+                    &chunks,
+                    job,
+                    source.now
+                );
                 sqlx::query(INSERT_JOB)
                     .bind(job.0)
                     .bind(source.world_id.0)
@@ -1789,6 +1840,254 @@ macro_rules! impl_store {
         }
 
         #[async_trait::async_trait]
+        impl $crate::store::RunStore for $store {
+            async fn begin_reingest(
+                &self,
+                run: $crate::store::NewRun,
+                sources: Vec<$crate::store::SourceChunks>,
+                job: $crate::domain::JobId,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<$crate::domain::Job> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(INSERT_BUILDING_RUN)
+                    .bind(run.id.0)
+                    .bind(run.world.0)
+                    .bind(run.embedding.provider.as_str())
+                    .bind(&run.embedding.model)
+                    .bind(wide(run.embedding.dimensions))
+                    .bind(wide(run.chunking.max_tokens))
+                    .bind(wide(run.chunking.overlap_tokens))
+                    .bind(run.embedding.collection_name())
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                let mut total = 0u64;
+                for source in &sources {
+                    insert_chunks!(
+                        tx,
+                        run.world,
+                        run.id,
+                        source.source,
+                        wide(source.book_number),
+                        &source.chunks,
+                        job,
+                        now
+                    );
+                    total += source.chunks.len() as u64;
+                }
+                sqlx::query(INSERT_JOB)
+                    .bind(job.0)
+                    .bind(run.world.0)
+                    .bind($crate::domain::JobKind::Reingest.as_str())
+                    .bind($crate::domain::JobStatus::Running.as_str())
+                    .bind(run.id.0)
+                    .bind(wide(total))
+                    .bind(now)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                let row: JobRow = sqlx::query_as(SELECT_JOB).bind(job.0).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                row.into_job(Vec::new())
+            }
+
+            async fn add_run_chunks(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+                job: $crate::domain::JobId,
+                source: $crate::store::SourceChunks,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<u64> {
+                use $crate::store::sql::*;
+                let mut tx = self.pool.begin().await?;
+                let missing: Vec<(uuid::Uuid, i64)> = sqlx::query_as(SOURCES_MISSING_FROM_RUN)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                if !missing.iter().any(|(id, _)| *id == source.source.0) {
+                    // Chunked meanwhile, or deleted: nothing to add.
+                    tx.rollback().await?;
+                    return Ok(0);
+                }
+                insert_chunks!(
+                    tx,
+                    world,
+                    run,
+                    source.source,
+                    wide(source.book_number),
+                    &source.chunks,
+                    job,
+                    now
+                );
+                let n = source.chunks.len() as u64;
+                sqlx::query(ADD_JOB_TOTAL)
+                    .bind(job.0)
+                    .bind(wide(n))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(n)
+            }
+
+            async fn finish_reingest(
+                &self,
+                job: $crate::domain::JobId,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::store::Result<$crate::store::ReingestStep> {
+                use $crate::store::ReingestStep;
+                use $crate::store::sql::*;
+                let Some(row) = sqlx::query_as::<_, JobRow>(SELECT_JOB)
+                    .bind(job.0)
+                    .fetch_optional(&self.pool)
+                    .await?
+                else {
+                    return Ok(ReingestStep::NotDone);
+                };
+                let current = row.into_job(Vec::new())?;
+                if current.kind != $crate::domain::JobKind::Reingest
+                    || current.status != $crate::domain::JobStatus::Running
+                {
+                    return Ok(ReingestStep::NotDone);
+                }
+                let (world, run) = (current.world_id, current.run_id);
+                let mut tx = self.pool.begin().await?;
+                let old: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_WORLD)
+                    .bind(world.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(old) = old else {
+                    tx.rollback().await?;
+                    return Ok(ReingestStep::NotDone);
+                };
+                let pending: bool = sqlx::query_scalar(JOB_HAS_PENDING)
+                    .bind(job.0)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if pending {
+                    tx.rollback().await?;
+                    return Ok(ReingestStep::NotDone);
+                }
+                let collection: String = sqlx::query_scalar(SELECT_RUN_COLLECTION)
+                    .bind(run.0)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let failed: bool = sqlx::query_scalar(JOB_HAS_FAILED)
+                    .bind(job.0)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if failed {
+                    sqlx::query(SET_JOB_STATUS)
+                        .bind(job.0)
+                        .bind($crate::domain::JobStatus::Running.as_str())
+                        .bind($crate::domain::JobStatus::Failed.as_str())
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(SET_RUN_STATUS)
+                        .bind(run.0)
+                        .bind($crate::domain::RunStatus::Retired.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    return Ok(ReingestStep::Failed {
+                        world,
+                        run,
+                        collection,
+                    });
+                }
+                let missing: Vec<(uuid::Uuid, i64)> = sqlx::query_as(SOURCES_MISSING_FROM_RUN)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                if !missing.is_empty() {
+                    tx.rollback().await?;
+                    let sources = missing
+                        .into_iter()
+                        .map(|(id, book)| Ok(($crate::domain::SourceId(id), narrow("sources", book)?)))
+                        .collect::<$crate::store::Result<Vec<_>>>()?;
+                    return Ok(ReingestStep::MissingSources { world, run, sources });
+                }
+                let old_collection: String = sqlx::query_scalar(SELECT_RUN_COLLECTION)
+                    .bind(old)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                sqlx::query(SWITCH_WORLD)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(SET_RUN_STATUS)
+                    .bind(old)
+                    .bind($crate::domain::RunStatus::Retired.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(SET_RUN_STATUS)
+                    .bind(run.0)
+                    .bind($crate::domain::RunStatus::Active.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(COMPLETE_RUN_JOBS)
+                    .bind(world.0)
+                    .bind(old)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(SET_JOB_STATUS)
+                    .bind(job.0)
+                    .bind($crate::domain::JobStatus::Running.as_str())
+                    .bind($crate::domain::JobStatus::Completed.as_str())
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(ReingestStep::Switched {
+                    world,
+                    old_run: $crate::domain::RunId(old),
+                    old_collection,
+                })
+            }
+
+            async fn run_chunking(
+                &self,
+                job: $crate::domain::JobId,
+            ) -> $crate::store::Result<Option<$crate::domain::ChunkingProfile>> {
+                use $crate::store::sql::*;
+                let row: Option<(i64, i64)> = sqlx::query_as(JOB_RUN_CHUNKING)
+                    .bind(job.0)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(max, overlap)| {
+                    Ok($crate::domain::ChunkingProfile {
+                        max_tokens: narrow("runs", max)?,
+                        overlap_tokens: narrow("runs", overlap)?,
+                    })
+                })
+                .transpose()
+            }
+
+            async fn retire_run(&self, run: $crate::domain::RunId) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                sqlx::query(SET_RUN_STATUS)
+                    .bind(run.0)
+                    .bind($crate::domain::RunStatus::Retired.as_str())
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn delete_run(&self, run: $crate::domain::RunId) -> $crate::store::Result<()> {
+                use $crate::store::sql::*;
+                sqlx::query(DELETE_RUN).bind(run.0).execute(&self.pool).await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait::async_trait]
         impl $crate::store::Store for $store {
             fn kind(&self) -> &'static str {
                 $kind
@@ -1807,6 +2106,7 @@ macro_rules! impl_store {
 }
 
 pub(crate) use impl_store;
+pub(crate) use insert_chunks;
 
 impl JobRow {
     pub(super) fn id_uuid(&self) -> Uuid {

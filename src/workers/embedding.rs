@@ -32,10 +32,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::ReuseScope;
-use crate::domain::{ChunkId, JobEventKind, JobId, JobStatus, ProviderKind, WorkItem};
+use crate::domain::{ChunkId, JobEventKind, JobId, JobKind, JobStatus, ProviderKind, WorkItem};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
-use crate::store::Store;
+use crate::store::{ReingestStep, SourceChunks, Store};
 use crate::vector::{Point, PointPayload, VectorRepo};
 
 /// How long a claim is held before another worker may take the entries over.
@@ -363,6 +363,7 @@ impl EmbeddingWorkers {
                 .await?;
             embedded += marked;
             if marked < done.len() as u64 {
+                self.drop_dead_points(&sendable).await?;
                 // The job was paused or cancelled meanwhile: stop and give the rest back.
                 let ids: Vec<ChunkId> = queue.iter().map(|i| i.chunk_id).collect();
                 store.release_work(owner, job, &ids, None, false, now()).await?;
@@ -540,15 +541,143 @@ impl EmbeddingWorkers {
                 .append_job_event(job, JobEventKind::Progress, &data.to_string(), now())
                 .await?;
         }
-        if let Some(finished) = store.finish_job_if_done(job, now()).await? {
-            let data = json!({"status": finished.status.as_str()});
-            store
-                .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
-                .await?;
-            tracing::info!(%job, status = %finished.status, "job finished");
-            debug_assert!(matches!(finished.status, JobStatus::Completed | JobStatus::Failed));
+        self.finish_job(job).await
+    }
+
+    /// Finishes `job` if nothing is pending. An ingest or repair job completes (or fails); a
+    /// re-ingest first gets the sources added since it began, then switches the world to its
+    /// run (or, with failed chunks, fails and leaves the world on its old run), and the run that
+    /// lost is removed: points first, then rows (a failed point delete leaves the run retired,
+    /// and startup repair removes it later).
+    pub async fn finish_job(&self, job: JobId) -> crate::store::Result<()> {
+        let store = &self.shared.store;
+        let Some(current) = store.get_job(job).await? else {
+            return Ok(());
+        };
+        if current.kind != JobKind::Reingest {
+            if let Some(finished) = store.finish_job_if_done(job, now()).await? {
+                self.status_event(job, finished.status).await?;
+                debug_assert!(matches!(finished.status, JobStatus::Completed | JobStatus::Failed));
+            }
+            return Ok(());
+        }
+        match store.finish_reingest(job, now()).await? {
+            ReingestStep::NotDone => Ok(()),
+            ReingestStep::MissingSources { world, run, sources } => {
+                let Some(chunking) = store.run_chunking(job).await? else {
+                    return Ok(());
+                };
+                for (source, book_number) in sources {
+                    let Some(text) = store.source_text(world, source).await? else {
+                        continue;
+                    };
+                    let chunks = crate::chunking::split(&text, chunking);
+                    let added = store
+                        .add_run_chunks(
+                            world,
+                            run,
+                            job,
+                            SourceChunks {
+                                source,
+                                book_number,
+                                chunks,
+                            },
+                            now(),
+                        )
+                        .await?;
+                    tracing::info!(%job, %source, added, "source added during the re-ingest chunked into the new run");
+                }
+                self.wake();
+                Ok(())
+            }
+            ReingestStep::Failed { world, run, collection } => {
+                // The run's rows stay (retired) so the job keeps listing its failed chunks.
+                self.status_event(job, JobStatus::Failed).await?;
+                if let Err(err) = self
+                    .shared
+                    .vectors
+                    .delete_by_filter(&collection, crate::vector::PointFilter::world(world).run(run))
+                    .await
+                {
+                    tracing::warn!(%world, %run, error = %err, "deleting an abandoned run's points failed; repair will retry");
+                }
+                Ok(())
+            }
+            ReingestStep::Switched {
+                world,
+                old_run,
+                old_collection,
+            } => {
+                self.status_event(job, JobStatus::Completed).await?;
+                tracing::info!(%job, %world, "re-ingest complete: the world now serves its new run");
+                self.remove_run(world, old_run, &old_collection).await
+            }
+        }
+    }
+
+    async fn status_event(&self, job: JobId, status: JobStatus) -> crate::store::Result<()> {
+        let data = json!({"status": status.as_str()});
+        self.shared
+            .store
+            .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
+            .await?;
+        tracing::info!(%job, %status, "job finished");
+        Ok(())
+    }
+
+    /// After a refused completion (job paused or cancelled, source or run deleted meanwhile):
+    /// deletes the points just written for slots that no longer exist or whose run is no longer
+    /// live, so a late answer never leaves a point behind that nothing accounts for. Slots that
+    /// still exist keep their point (a paused job, or repair, picks them up).
+    async fn drop_dead_points(&self, items: &[WorkItem]) -> crate::store::Result<()> {
+        let (world, run) = (items[0].world_id, items[0].run_id);
+        let live = self
+            .shared
+            .store
+            .world_runs(world)
+            .await?
+            .iter()
+            .any(|r| r.id == run && r.status != crate::domain::RunStatus::Retired);
+        let ids: Vec<uuid::Uuid> = items.iter().map(|i| i.point_id).collect();
+        let alive: std::collections::HashSet<uuid::Uuid> = if live {
+            self.shared
+                .store
+                .chunks_by_points(world, run, &ids)
+                .await?
+                .into_iter()
+                .map(|c| c.point_id)
+                .collect()
+        } else {
+            std::collections::HashSet::new()
+        };
+        let dead: Vec<uuid::Uuid> = ids.into_iter().filter(|id| !alive.contains(id)).collect();
+        if !dead.is_empty()
+            && let Err(err) = self.shared.vectors.delete_points(&items[0].collection, &dead).await
+        {
+            tracing::warn!(%world, %run, error = %err, "deleting points of vanished slots failed; repair will retry");
         }
         Ok(())
+    }
+
+    /// Deletes a retired run's points, then its rows.
+    pub async fn remove_run(
+        &self,
+        world: crate::domain::WorldId,
+        run: crate::domain::RunId,
+        collection: &str,
+    ) -> crate::store::Result<()> {
+        match self
+            .shared
+            .vectors
+            .delete_by_filter(collection, crate::vector::PointFilter::world(world).run(run))
+            .await
+        {
+            Ok(()) => self.shared.store.delete_run(run).await,
+            Err(err) => {
+                tracing::warn!(%world, %run, error = %err, "deleting a retired run's points failed; repair will retry");
+                Ok(())
+            }
+        }
     }
 }
 

@@ -11,6 +11,7 @@ mod ingestion;
 mod keys;
 mod local_model;
 mod operations;
+mod reingest;
 mod remote_providers;
 mod repair;
 mod retrieval;

@@ -1,0 +1,213 @@
+//! Re-ingest: `POST /v1/worlds/{id}/reingest` builds a new run from the stored sources beside
+//! the active one, retrieval keeps serving the old run until the new one is complete, then the
+//! world switches profile and run at once and the old run's points and rows go.
+
+use quarry::domain::WorldId;
+use quarry::vector::PointFilter;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::fake_providers::Failure;
+use crate::helpers::assert_error;
+use crate::retrieval::{ISLES, Setup, id, setup, texts};
+
+fn wid(s: &Setup) -> WorldId {
+    WorldId(uuid::Uuid::parse_str(&s.world_id()).unwrap())
+}
+
+async fn points_in(s: &Setup, collection: &str) -> u64 {
+    s.app
+        .state
+        .vectors
+        .count(collection, PointFilter::world(wid(s)))
+        .await
+        .unwrap()
+}
+
+async fn reingest(s: &Setup, body: Value) -> (StatusCode, Value) {
+    s.app.post(&format!("/v1/worlds/{}/reingest", s.world_id()), body).await
+}
+
+async fn world(s: &Setup) -> Value {
+    let (status, world) = s.app.get(&format!("/v1/worlds/{}", s.world_id())).await;
+    assert_eq!(status, StatusCode::OK);
+    world
+}
+
+const NEW_PROFILE: &str = r#"{"embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 256},
+    "chunking": {"max_tokens": 40, "overlap_tokens": 0}}"#;
+
+#[tokio::test]
+async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let old_collection = s.world["collection"].as_str().unwrap().to_owned();
+    let (status, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    assert_eq!(
+        (job["kind"].as_str(), job["status"].as_str()),
+        (Some("reingest"), Some("running"))
+    );
+    let new_chunks = job["counts"]["total"].as_u64().unwrap();
+    assert!((1..6).contains(&new_chunks), "bigger chunks, fewer of them: {job}");
+
+    // Until the new run is embedded, nothing changes for readers.
+    let before = world(&s).await;
+    assert_eq!(before["embedding"]["dimensions"], 768);
+    assert_eq!(before["collection"], old_collection.as_str());
+    assert_eq!(before["stats"]["chunks"], 6);
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 10}))
+        .await;
+    assert_eq!(answer["effective_top_k"], 6);
+
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let after = world(&s).await;
+    assert_eq!(after["embedding"]["dimensions"], 256);
+    assert_eq!(after["chunking"], json!({"max_tokens": 40, "overlap_tokens": 0}));
+    let new_collection = after["collection"].as_str().unwrap().to_owned();
+    assert_ne!(new_collection, old_collection);
+    assert_eq!(after["stats"]["chunks"], new_chunks);
+    assert_eq!(after["stats"]["embedded"], new_chunks);
+    assert_eq!(points_in(&s, &old_collection).await, 0, "the old run's points are gone");
+    assert_eq!(points_in(&s, &new_collection).await, new_chunks);
+
+    // New chunks were embedded in document mode at the new size; retrieval serves them.
+    let calls = s.fake.stats().embed_calls;
+    let documents: Vec<_> = calls
+        .iter()
+        .filter(|c| c.task_types.iter().all(|t| t.as_deref() == Some("RETRIEVAL_DOCUMENT")))
+        .collect();
+    assert!(documents.iter().all(|c| c.dimensions.iter().all(|d| *d == Some(256))));
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 10}))
+        .await;
+    assert_eq!(answer["effective_top_k"], new_chunks);
+    assert!(texts(&answer)[0].contains("Queen Maren"), "{answer}");
+    assert!(texts(&answer)[0].len() > "Queen Maren rules the northern isles from a tower of salt.".len());
+}
+
+#[tokio::test]
+async fn a_source_added_during_a_reingest_is_part_of_the_new_run() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    let late = s
+        .add("late.txt", "Glass towers shine in the desert of the far south.")
+        .await;
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let (_, late_job) = s.app.get(&format!("/v1/jobs/{}", id(&late["job"]))).await;
+    assert_eq!(late_job["status"], "completed", "{late_job}");
+    let after = world(&s).await;
+    assert_eq!(after["chunking"]["max_tokens"], 40);
+    assert_eq!(after["stats"]["sources"], 2);
+    assert_eq!(after["stats"]["pending"], 0);
+    let answer = s.ok(json!({"query": "glass towers in the desert", "top_k": 1})).await;
+    assert_eq!(texts(&answer), ["Glass towers shine in the desert of the far south."]);
+    assert_eq!(answer["results"][0]["book_number"], 2);
+}
+
+#[tokio::test]
+async fn bad_reingest_requests_are_refused_and_write_nothing() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let cases = [
+        (
+            json!({"embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 7}}),
+            "invalid_embedding_profile",
+        ),
+        (
+            json!({"embedding": {"provider": "nope", "model": "x"}}),
+            "invalid_embedding_profile",
+        ),
+        (
+            json!({"chunking": {"max_tokens": 40, "overlap_tokens": 39}}),
+            "invalid_chunking_profile",
+        ),
+        (json!({"chunking": {"max_tokens": 5}}), "invalid_chunking_profile"),
+        (json!({"hybrid": true}), "invalid_request"),
+    ];
+    for (body, code) in cases {
+        let (status, answer) = reingest(&s, body.clone()).await;
+        assert_error(status, &answer, StatusCode::BAD_REQUEST, code);
+    }
+    let (status, answer) = reingest(
+        &s,
+        json!({"embedding": {"provider": "openai", "model": "text-embedding-3-small"}}),
+    )
+    .await;
+    assert_error(status, &answer, StatusCode::CONFLICT, "no_eligible_provider_key");
+    let (status, answer) = s
+        .app
+        .post(&format!("/v1/worlds/{}/reingest", uuid::Uuid::new_v4()), json!({}))
+        .await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    let (_, jobs) = s.app.get(&format!("/v1/worlds/{}/jobs", s.world_id())).await;
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "only the ingest job: {jobs}");
+
+    // One re-ingest at a time.
+    let (status, _) = reingest(&s, json!({"chunking": {"max_tokens": 40}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, answer) = reingest(&s, json!({"chunking": {"max_tokens": 30}})).await;
+    assert_error(status, &answer, StatusCode::CONFLICT, "job_state_conflict");
+}
+
+#[tokio::test]
+async fn a_cancelled_reingest_leaves_the_world_as_it_was() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let before = world(&s).await;
+    let (_, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
+    let new_collection = "chunks_google_gemini-embedding-001_256";
+    // Cancel while the provider is still answering: the late answer must leave nothing behind.
+    s.fake.set_latency(std::time::Duration::from_millis(400));
+    let workers = s.app.state.workers.clone();
+    let in_flight = tokio::spawn(async move { workers.run_once("w").await });
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let (status, cancelled) = s.app.post(&format!("/v1/jobs/{}/cancel", id(&job)), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    let step = in_flight.await.unwrap().unwrap();
+    assert!(step.claimed > 0, "the worker was mid-flight");
+    assert_eq!(step.embedded, 0, "a late answer after cancel advances nothing");
+    let mut after = world(&s).await;
+    after["updated_at"] = before["updated_at"].clone();
+    assert_eq!(after, before);
+    assert_eq!(
+        points_in(&s, new_collection).await,
+        0,
+        "the abandoned run's points are gone"
+    );
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 10}))
+        .await;
+    assert_eq!(answer["effective_top_k"], 6);
+}
+
+#[tokio::test]
+async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let before = world(&s).await;
+    // One big chunk, refused for good.
+    let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 512, "overlap_tokens": 0}})).await;
+    assert_eq!(job["counts"]["total"], 1);
+    s.fake.fail_next(Failure::Status(400));
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["errors"][0]["code"], "provider_error");
+    let after = world(&s).await;
+    assert_eq!(after["chunking"], before["chunking"]);
+    assert_eq!(after["stats"], before["stats"]);
+    assert_eq!(after["collection"], before["collection"]);
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 10}))
+        .await;
+    assert_eq!(answer["effective_top_k"], 6);
+}
