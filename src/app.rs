@@ -91,6 +91,7 @@ impl App {
                 workers: settings.embedding.workers,
                 max_attempts: settings.embedding.max_attempts,
                 reuse: settings.embedding.reuse,
+                lease: Duration::from_secs(settings.embedding.lease_s.max(1)),
             },
         );
         let worlds = Arc::new(WorldService::new(

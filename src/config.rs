@@ -181,6 +181,10 @@ pub struct EmbeddingSettings {
     pub reuse: ReuseScope,
     /// Reconcile every world's manifests with its points in the background at startup.
     pub repair_on_startup: bool,
+    /// How long a worker's claim on entries lasts; entries of a process that died are claimed
+    /// again after this. Longer than one provider call; a claim outlived by slow work only costs
+    /// a duplicate embedding (the first answer is then dropped).
+    pub lease_s: u64,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -259,6 +263,7 @@ impl Default for EmbeddingSettings {
             max_attempts: 3,
             reuse: ReuseScope::World,
             repair_on_startup: true,
+            lease_s: 120,
         }
     }
 }
@@ -357,6 +362,9 @@ impl Settings {
         }
         if self.embedding.max_attempts == 0 {
             return fail("embedding.max_attempts must be at least 1".into());
+        }
+        if self.embedding.lease_s == 0 {
+            return fail("embedding.lease_s must be at least 1".into());
         }
         if let Some(key) = &self.security.master_key {
             self.master_key_bytes(key)?;

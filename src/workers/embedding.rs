@@ -38,8 +38,6 @@ use crate::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry
 use crate::store::{ReingestStep, SourceChunks, Store};
 use crate::vector::{Point, PointPayload, VectorRepo};
 
-/// How long a claim is held before another worker may take the entries over.
-const LEASE: Duration = Duration::from_secs(300);
 /// How often idle workers look for work written by other processes.
 const POLL: Duration = Duration::from_secs(2);
 /// Most entries claimed at once.
@@ -71,6 +69,8 @@ pub struct WorkerConfig {
     pub max_attempts: u32,
     /// Where an existing vector of identical text may be reused instead of a provider call.
     pub reuse: ReuseScope,
+    /// How long a claim is held before another worker may take the entries over.
+    pub lease: Duration,
 }
 
 struct Shared {
@@ -178,7 +178,7 @@ impl EmbeddingWorkers {
     /// Claims one set of entries and processes it.
     pub async fn run_once(&self, owner: &str) -> crate::store::Result<Step> {
         let now = now();
-        let lease_until = now + chrono::Duration::from_std(LEASE).unwrap_or_else(|_| chrono::Duration::minutes(5));
+        let lease_until = now + to_chrono(self.shared.config.lease);
         let items = self
             .shared
             .store

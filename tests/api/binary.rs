@@ -244,3 +244,127 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let _ = child.wait();
 }
+
+/// A process killed (SIGKILL) in the middle of a job, and a new one started on the same files:
+/// the new one takes the dead one's claims over once their lease ends and finishes the job with
+/// every chunk embedded exactly once (one point per chunk).
+#[tokio::test]
+async fn a_killed_process_leaves_a_job_the_next_one_finishes_exactly_once() {
+    use crate::fake_providers::FakeGoogle;
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    fake.set_latency(Duration::from_millis(700));
+    let dir = tempfile::tempdir().unwrap();
+    let base = fake.base_url();
+    let env = [
+        ("QUARRY__PROVIDERS__GOOGLE__BASE_URL", base.as_str()),
+        ("QUARRY__PROVIDERS__GOOGLE__KEYS", "key-a"),
+        ("QUARRY__EMBEDDING__WORKERS", "2"),
+        ("QUARRY__EMBEDDING__LEASE_S", "2"),
+    ];
+    let (child, addr, _rx) = start_server_with(dir.path(), &env);
+    let mut child = KillOnDrop::new(child);
+    let q = format!("http://{addr}");
+    let client = crate::helpers::http_client();
+    let world: Value = client
+        .post(format!("{q}/v1/worlds"))
+        .bearer_auth("t")
+        .json(&serde_json::json!({"name": "K", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 128},
+            "chunking": {"max_tokens": 16, "overlap_tokens": 0}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let world_id = world["id"].as_str().unwrap().to_owned();
+    let text: String = (0..40)
+        .map(|i| format!("Line {i} speaks of the tide at harbour gate {i} before the storm. "))
+        .collect();
+    let accepted: Value = client
+        .post(format!("{q}/v1/worlds/{world_id}/sources"))
+        .bearer_auth("t")
+        .json(&serde_json::json!({"filename": "tides.txt", "text": text}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let chunks = accepted["source"]["chunks"].as_u64().unwrap();
+    let job_id = accepted["job"]["id"].as_str().unwrap().to_owned();
+
+    // Kill it as soon as it is talking to the provider.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.stats().requests == 0 {
+        assert!(Instant::now() < deadline, "the worker never called the provider");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.child().kill().unwrap();
+    child.child().wait().unwrap();
+    fake.set_latency(Duration::ZERO);
+
+    let (child, addr, _rx) = start_server_with(dir.path(), &env);
+    let child = KillOnDrop::new(child);
+    let q = format!("http://{addr}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let job = loop {
+        let job: Value = client
+            .get(format!("{q}/v1/jobs/{job_id}"))
+            .bearer_auth("t")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if job["status"] == "completed" {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "the job never finished: {job}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(job["counts"]["embedded"], chunks, "{job}");
+    assert_eq!(job["counts"]["failed"], 0);
+    let mut child = child.disarm();
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+
+    // One point per chunk, no more.
+    let repo = quarry::vector::edge::EdgeRepo::open(&dir.path().join("data/vectors")).unwrap();
+    let wid = quarry::domain::WorldId(uuid::Uuid::parse_str(&world_id).unwrap());
+    let points = quarry::vector::VectorRepo::count(
+        &repo,
+        world["collection"].as_str().unwrap(),
+        quarry::vector::PointFilter::world(wid),
+    )
+    .await
+    .unwrap();
+    assert_eq!(points, chunks);
+    quarry::vector::VectorRepo::close(&repo).await.unwrap();
+}
+
+/// Kills the child when a failing test unwinds, so no server outlives its test.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("the child is still owned")
+    }
+
+    fn disarm(mut self) -> Child {
+        self.0.take().expect("the child is still owned")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -621,3 +621,85 @@ async fn reuse_stays_inside_a_world_unless_configured_global_and_can_be_off() {
         );
     }
 }
+
+/// Twenty-four one-sentence chunks at `max_tokens: 16`.
+fn many_sentences() -> String {
+    (0..24)
+        .map(|i| {
+            format!(
+                "Sentence {} tells of harbour number {} and its grey stone walls. ",
+                i,
+                i * 7
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_429_storm_across_two_keys_fails_nothing_and_spends_no_attempt() {
+    let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
+    // Google counts every text of a batch: four texts per key per 400 ms.
+    fake.set_quota("key-a", 4, Duration::from_millis(400));
+    fake.set_quota("key-b", 4, Duration::from_millis(400));
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a"), SecretString::from("key-b")];
+        s.providers.google.scheduling.acquire_timeout_s = 5;
+        s.embedding.workers = 0;
+        s.embedding.max_attempts = 1;
+    })
+    .await;
+    let world = google_world(&app, 16).await;
+    let accepted = add(&app, &world, &many_sentences()).await;
+    let chunks = accepted["source"]["chunks"].as_u64().unwrap();
+    assert!(chunks >= 20, "{accepted}");
+
+    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(job["counts"]["failed"], 0);
+    assert_eq!(job["counts"]["retries"], 0, "rate limits spend no attempt: {job}");
+    assert!(job["counts"]["rate_limited"].as_u64().unwrap() > 0, "{job}");
+
+    let stats = fake.stats();
+    assert!(stats.quota_rejections > 0);
+    assert!(
+        stats.key("key-a") > 0 && stats.key("key-b") > 0,
+        "both keys carried work"
+    );
+    assert_eq!(stats.items_embedded, chunks, "every chunk embedded exactly once");
+    // Rejected batches were halved until they fit the quota.
+    let sizes: Vec<usize> = stats.embed_calls.iter().map(|c| c.texts.len()).collect();
+    assert!(sizes[0] > 4, "the first batch was larger than the quota: {sizes:?}");
+    assert!(sizes.iter().any(|&n| n <= 4), "{sizes:?}");
+}
+
+#[tokio::test]
+async fn answers_arriving_after_a_cancel_change_nothing() {
+    let (fake, app, world) = setup(16).await;
+    let accepted = add(&app, &world, TEXT).await;
+    fake.set_latency(Duration::from_millis(400));
+    let workers = app.state.workers.clone();
+    let in_flight = tokio::spawn(async move { workers.run_once("w").await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let (status, cancelled) = app
+        .post(&format!("/v1/jobs/{}/cancel", id(&accepted["job"])), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    let step = in_flight.await.unwrap().unwrap();
+    assert!(step.claimed > 0);
+    assert_eq!(step.embedded, 0, "the late answer advanced nothing");
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "cancelled");
+    assert_eq!(job["counts"]["embedded"], 0);
+    let (_, world_now) = app.get(&format!("/v1/worlds/{}", id(&world))).await;
+    assert_eq!(world_now["stats"]["embedded"], 0);
+    let (_, answer) = app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&world)),
+            json!({"query": "Queen Maren"}),
+        )
+        .await;
+    assert_eq!(answer["warnings"][0]["code"], "no_embedded_chunks", "{answer}");
+}
