@@ -351,30 +351,57 @@ async fn multipart_uploads_and_html_are_accepted() {
 }
 
 #[tokio::test]
-async fn background_workers_finish_a_job_end_to_end() {
+async fn background_workers_finish_several_sources_end_to_end() {
     let fake = FakeGoogle::start(&["key-a"]).await;
     let app = app_with_google(&fake, 2).await;
     let world = google_world(&app, 24).await;
-    let (_, accepted) = app
-        .post(
-            &format!("/v1/worlds/{}/sources", id(&world)),
-            json!({"filename": "isles.md", "text": TEXT}),
-        )
-        .await;
-    let job = format!("/v1/jobs/{}", id(&accepted["job"]));
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, current) = app.get(&job).await;
-        if current["status"] == "completed" {
-            assert_eq!(current["counts"]["embedded"], accepted["source"]["chunks"]);
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "job did not complete in time: {current}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let texts = [
+        TEXT.to_owned(),
+        many_sentences(),
+        "A third, short book about the sea.".to_owned(),
+    ];
+    let mut accepted = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let (status, body) = app
+            .post(
+                &format!("/v1/worlds/{}/sources", id(&world)),
+                json!({"filename": format!("book-{i}.md"), "text": text}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["source"]["book_number"], i + 1);
+        accepted.push(body);
     }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for body in &accepted {
+        let job = format!("/v1/jobs/{}", id(&body["job"]));
+        loop {
+            let (_, current) = app.get(&job).await;
+            if current["status"] == "completed" {
+                assert_eq!(current["counts"]["embedded"], body["source"]["chunks"]);
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job did not complete in time: {current}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let total: u64 = accepted.iter().map(|b| b["source"]["chunks"].as_u64().unwrap()).sum();
+    let (_, world_now) = app.get(&format!("/v1/worlds/{}", id(&world))).await;
+    assert_eq!(world_now["stats"]["sources"], 3);
+    assert_eq!(world_now["stats"]["embedded"], total);
+    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
+    let collection = world["collection"].as_str().unwrap();
+    let points = app
+        .state
+        .vectors
+        .count(collection, PointFilter::world(wid))
+        .await
+        .unwrap();
+    assert_eq!(points, total, "one point per chunk");
+    assert_eq!(fake.stats().items_embedded, total, "each chunk embedded once");
 }
 
 #[tokio::test]
