@@ -379,8 +379,9 @@ impl TryFrom<ManifestRow> for ManifestEntry {
     }
 }
 
+/// The columns of a chunk, shared by the rows that carry one.
 #[derive(sqlx::FromRow)]
-pub(super) struct ChunkViewRow {
+pub(super) struct ChunkRow {
     id: Uuid,
     world_id: Uuid,
     run_id: Uuid,
@@ -393,6 +394,33 @@ pub(super) struct ChunkViewRow {
     chunk_text: String,
     overlap_text: String,
     text_sha256: String,
+}
+
+impl TryFrom<ChunkRow> for Chunk {
+    type Error = Error;
+
+    fn try_from(r: ChunkRow) -> Result<Chunk> {
+        Ok(Chunk {
+            id: ChunkId(r.id),
+            world_id: WorldId(r.world_id),
+            run_id: RunId(r.run_id),
+            source_id: SourceId(r.source_id),
+            book_number: narrow("chunks", r.book_number)?,
+            chunk_number: narrow("chunks", r.chunk_number)?,
+            char_start: narrow("chunks", r.char_start)?,
+            char_end: narrow("chunks", r.char_end)?,
+            token_count: narrow("chunks", r.token_count)?,
+            chunk_text: r.chunk_text,
+            overlap_text: r.overlap_text,
+            sha256: r.text_sha256,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ChunkViewRow {
+    #[sqlx(flatten)]
+    chunk: ChunkRow,
     point_id: Uuid,
     filename: String,
 }
@@ -402,20 +430,7 @@ impl TryFrom<ChunkViewRow> for ChunkView {
 
     fn try_from(r: ChunkViewRow) -> Result<ChunkView> {
         Ok(ChunkView {
-            chunk: Chunk {
-                id: ChunkId(r.id),
-                world_id: WorldId(r.world_id),
-                run_id: RunId(r.run_id),
-                source_id: SourceId(r.source_id),
-                book_number: narrow("chunks", r.book_number)?,
-                chunk_number: narrow("chunks", r.chunk_number)?,
-                char_start: narrow("chunks", r.char_start)?,
-                char_end: narrow("chunks", r.char_end)?,
-                token_count: narrow("chunks", r.token_count)?,
-                chunk_text: r.chunk_text,
-                overlap_text: r.overlap_text,
-                sha256: r.text_sha256,
-            },
+            chunk: r.chunk.try_into()?,
             source_filename: r.filename,
             point_id: r.point_id,
         })
@@ -424,18 +439,8 @@ impl TryFrom<ChunkViewRow> for ChunkView {
 
 #[derive(sqlx::FromRow)]
 pub(super) struct ChunkStateRow {
-    id: Uuid,
-    world_id: Uuid,
-    run_id: Uuid,
-    source_id: Uuid,
-    book_number: i64,
-    chunk_number: i64,
-    char_start: i64,
-    char_end: i64,
-    token_count: i64,
-    chunk_text: String,
-    overlap_text: String,
-    text_sha256: String,
+    #[sqlx(flatten)]
+    chunk: ChunkRow,
     state: String,
     attempts: i64,
     last_error_code: Option<String>,
@@ -447,20 +452,7 @@ impl TryFrom<ChunkStateRow> for ChunkState {
 
     fn try_from(r: ChunkStateRow) -> Result<ChunkState> {
         Ok(ChunkState {
-            chunk: Chunk {
-                id: ChunkId(r.id),
-                world_id: WorldId(r.world_id),
-                run_id: RunId(r.run_id),
-                source_id: SourceId(r.source_id),
-                book_number: narrow("chunks", r.book_number)?,
-                chunk_number: narrow("chunks", r.chunk_number)?,
-                char_start: narrow("chunks", r.char_start)?,
-                char_end: narrow("chunks", r.char_end)?,
-                token_count: narrow("chunks", r.token_count)?,
-                chunk_text: r.chunk_text,
-                overlap_text: r.overlap_text,
-                sha256: r.text_sha256,
-            },
+            chunk: r.chunk.try_into()?,
             state: r.state.parse().map_err(|reason| corrupt("manifest_entries", reason))?,
             attempts: narrow("manifest_entries", r.attempts)?,
             // Both columns are written together; a code is what makes an error.

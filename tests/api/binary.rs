@@ -173,16 +173,12 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
     let q = format!("http://{addr}");
     let client = crate::helpers::http_client();
 
-    let world: Value = client
-        .post(format!("{q}/v1/worlds"))
-        .bearer_auth("t")
-        .json(&serde_json::json!({"name": "Isles", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let world: Value = post_json(
+        &client,
+        format!("{q}/v1/worlds"),
+        serde_json::json!({"name": "Isles", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}),
+    )
+    .await;
     let world_id = world["id"].as_str().unwrap().to_owned();
 
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/northern-isles.md");
@@ -204,15 +200,7 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
 
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        let job: Value = client
-            .get(format!("{q}/v1/jobs/{job_id}"))
-            .bearer_auth("t")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let job: Value = get_json(&client, format!("{q}/v1/jobs/{job_id}")).await;
         if job["status"] == "completed" {
             break;
         }
@@ -227,16 +215,12 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
         ("What food is served at the winter celebration?", "smoked mutton"),
         ("When do the seals have their young?", "pups"),
     ] {
-        let answer: Value = client
-            .post(format!("{q}/v1/worlds/{world_id}/retrieve"))
-            .bearer_auth("t")
-            .json(&serde_json::json!({"query": question, "top_k": 3}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let answer: Value = post_json(
+            &client,
+            format!("{q}/v1/worlds/{world_id}/retrieve"),
+            serde_json::json!({"query": question, "top_k": 3}),
+        )
+        .await;
         let best = answer["results"][0]["chunk_text"].as_str().unwrap_or_default();
         assert!(best.contains(expected), "{question} → {answer}");
         assert_eq!(answer["context"]["chunks"][0].as_str(), Some(best));
@@ -265,31 +249,18 @@ async fn a_killed_process_leaves_a_job_the_next_one_finishes_exactly_once() {
     let mut child = KillOnDrop::new(child);
     let q = format!("http://{addr}");
     let client = crate::helpers::http_client();
-    let world: Value = client
-        .post(format!("{q}/v1/worlds"))
-        .bearer_auth("t")
-        .json(&serde_json::json!({"name": "K", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 128},
-            "chunking": {"max_tokens": 16, "overlap_tokens": 0}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let world: Value = post_json(&client, format!("{q}/v1/worlds"), serde_json::json!({"name": "K", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 128},
+            "chunking": {"max_tokens": 16, "overlap_tokens": 0}})).await;
     let world_id = world["id"].as_str().unwrap().to_owned();
     let text: String = (0..40)
         .map(|i| format!("Line {i} speaks of the tide at harbour gate {i} before the storm. "))
         .collect();
-    let accepted: Value = client
-        .post(format!("{q}/v1/worlds/{world_id}/sources"))
-        .bearer_auth("t")
-        .json(&serde_json::json!({"filename": "tides.txt", "text": text}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let accepted: Value = post_json(
+        &client,
+        format!("{q}/v1/worlds/{world_id}/sources"),
+        serde_json::json!({"filename": "tides.txt", "text": text}),
+    )
+    .await;
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
     let job_id = accepted["job"]["id"].as_str().unwrap().to_owned();
 
@@ -308,15 +279,7 @@ async fn a_killed_process_leaves_a_job_the_next_one_finishes_exactly_once() {
     let q = format!("http://{addr}");
     let deadline = Instant::now() + Duration::from_secs(60);
     let job = loop {
-        let job: Value = client
-            .get(format!("{q}/v1/jobs/{job_id}"))
-            .bearer_auth("t")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let job: Value = get_json(&client, format!("{q}/v1/jobs/{job_id}")).await;
         if job["status"] == "completed" {
             break job;
         }
@@ -367,4 +330,31 @@ impl Drop for KillOnDrop {
             let _ = child.wait();
         }
     }
+}
+
+/// POSTs JSON with the test token and returns the JSON answer.
+async fn post_json(client: &reqwest::Client, url: String, body: Value) -> Value {
+    client
+        .post(url)
+        .bearer_auth("t")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// GETs with the test token and returns the JSON answer.
+async fn get_json(client: &reqwest::Client, url: String) -> Value {
+    client
+        .get(url)
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

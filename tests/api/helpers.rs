@@ -244,3 +244,77 @@ pub fn http_client() -> reqwest::Client {
     quarry::providers::http::install_tls_provider();
     reqwest::Client::new()
 }
+
+/// An app on the Google provider at `google_base_url` (key `key-a`, no background workers)
+/// whose vector store is a Qdrant server that cannot be reached, with one world and one source
+/// of one chunk written under the API (creating them through it needs the vector store).
+pub async fn spawn_app_with_unreachable_vectors(
+    google_base_url: String,
+) -> (
+    TestApp,
+    quarry::domain::World,
+    quarry::domain::Source,
+    quarry::domain::Job,
+) {
+    use quarry::domain::{
+        ChunkingProfile, EmbeddingProfile, JobId, NewChunk, NewSource, NewWorld, ProviderKind, RunId, SourceId, WorldId,
+    };
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = google_base_url;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.providers.google.scheduling.query_wait_s = 1;
+        s.embedding.workers = 0;
+        s.vectors.kind = quarry::config::VectorKind::Qdrant;
+        s.vectors.url = Some(format!("http://127.0.0.1:{port}"));
+    })
+    .await;
+    let store = &app.state.store;
+    let world = store
+        .create_world(NewWorld {
+            id: WorldId::new(),
+            name: "Offline".into(),
+            embedding: EmbeddingProfile {
+                provider: ProviderKind::Google,
+                model: "gemini-embedding-001".into(),
+                dimensions: 768,
+            },
+            chunking: ChunkingProfile {
+                max_tokens: 64,
+                overlap_tokens: 0,
+            },
+            hybrid: false,
+            run: RunId::new(),
+            now: chrono::Utc::now(),
+        })
+        .await
+        .expect("world stored");
+    let text = "Queen Maren rules.";
+    let (source, job) = store
+        .add_source(
+            NewSource {
+                id: SourceId::new(),
+                world_id: world.id,
+                filename: "a.txt".into(),
+                content_type: "text/plain".into(),
+                text: text.into(),
+                now: chrono::Utc::now(),
+            },
+            vec![NewChunk {
+                chunk_number: 0,
+                char_start: 0,
+                char_end: text.chars().count() as u64,
+                token_count: 4,
+                chunk_text: text.into(),
+                overlap_text: String::new(),
+            }],
+            JobId::new(),
+        )
+        .await
+        .expect("source stored");
+    (app, world, source, job)
+}

@@ -724,70 +724,8 @@ async fn a_world_without_usable_keys_is_409() {
 
 #[tokio::test]
 async fn an_unreachable_vector_store_is_503_and_changes_nothing() {
-    use quarry::config::VectorKind;
-    use quarry::domain::{ChunkingProfile, EmbeddingProfile, JobId, NewChunk, NewSource, NewWorld, RunId, SourceId};
-
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let base = fake.base_url();
-    // A port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let app = spawn_app_with(move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.providers.google.scheduling.query_wait_s = 1;
-        s.embedding.workers = 0;
-        s.vectors.kind = VectorKind::Qdrant;
-        s.vectors.url = Some(format!("http://127.0.0.1:{port}"));
-    })
-    .await;
-    // The world and an embedded chunk are written under the API: creating a world through it
-    // needs the vector store.
-    let store = &app.state.store;
-    let world = store
-        .create_world(NewWorld {
-            id: WorldId::new(),
-            name: "Offline".into(),
-            embedding: EmbeddingProfile {
-                provider: quarry::domain::ProviderKind::Google,
-                model: "gemini-embedding-001".into(),
-                dimensions: 768,
-            },
-            chunking: ChunkingProfile {
-                max_tokens: 64,
-                overlap_tokens: 0,
-            },
-            hybrid: false,
-            run: RunId::new(),
-            now: chrono::Utc::now(),
-        })
-        .await
-        .unwrap();
-    store
-        .add_source(
-            NewSource {
-                id: SourceId::new(),
-                world_id: world.id,
-                filename: "a.txt".into(),
-                content_type: "text/plain".into(),
-                text: "Queen Maren rules.".into(),
-                now: chrono::Utc::now(),
-            },
-            vec![NewChunk {
-                chunk_number: 0,
-                char_start: 0,
-                char_end: 18,
-                token_count: 4,
-                chunk_text: "Queen Maren rules.".into(),
-                overlap_text: String::new(),
-            }],
-            JobId::new(),
-        )
-        .await
-        .unwrap();
+    let (app, world, _, _) = crate::helpers::spawn_app_with_unreachable_vectors(fake.base_url()).await;
     let s = Setup {
         fake,
         app,

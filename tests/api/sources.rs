@@ -571,66 +571,8 @@ async fn a_late_upsert_from_a_worker_in_flight_is_never_served() {
 
 #[tokio::test]
 async fn a_vector_store_outage_is_503_and_deletes_nothing() {
-    use quarry::config::VectorKind;
-    use quarry::domain::{ChunkingProfile, EmbeddingProfile, JobId, NewChunk, NewSource, NewWorld, RunId};
-
     let fake = FakeGoogle::start(&["key-a"]).await;
-    // A port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let google = google(fake.base_url());
-    let app = spawn_app_with(move |s| {
-        google(s);
-        s.vectors.kind = VectorKind::Qdrant;
-        s.vectors.url = Some(format!("http://127.0.0.1:{port}"));
-    })
-    .await;
-    // Seeded under the API: creating a world through it needs the vector store.
-    let store = &app.state.store;
-    let world = store
-        .create_world(NewWorld {
-            id: WorldId::new(),
-            name: "Offline".into(),
-            embedding: EmbeddingProfile {
-                provider: quarry::domain::ProviderKind::Google,
-                model: "gemini-embedding-001".into(),
-                dimensions: 768,
-            },
-            chunking: ChunkingProfile {
-                max_tokens: 64,
-                overlap_tokens: 0,
-            },
-            hybrid: false,
-            run: RunId::new(),
-            now: chrono::Utc::now(),
-        })
-        .await
-        .unwrap();
-    let (source, job) = store
-        .add_source(
-            NewSource {
-                id: SourceId::new(),
-                world_id: world.id,
-                filename: "a.txt".into(),
-                content_type: "text/plain".into(),
-                text: "Queen Maren rules.".into(),
-                now: chrono::Utc::now(),
-            },
-            vec![NewChunk {
-                chunk_number: 0,
-                char_start: 0,
-                char_end: 18,
-                token_count: 4,
-                chunk_text: "Queen Maren rules.".into(),
-                overlap_text: String::new(),
-            }],
-            JobId::new(),
-        )
-        .await
-        .unwrap();
+    let (app, world, source, job) = crate::helpers::spawn_app_with_unreachable_vectors(fake.base_url()).await;
     let path = format!("/v1/worlds/{}/sources/{}", world.id, source.id);
     let (status, body) = app.delete(&path).await;
     assert_error(
