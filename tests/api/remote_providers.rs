@@ -1,10 +1,11 @@
 //! The Google and OpenAI adapters against the fake servers: request shapes, batching and
 //! splitting, normalisation, local refusals (no embed call made), the token cache, and every
 //! failure classification end to end, with the key never showing in an error; then, through
-//! the whole app, the adapters' configured limits and timeouts.
+//! the whole app, the adapters' configured limits and timeouts and OpenAI's per-day limits.
 
 use std::time::{Duration, SystemTime};
 
+use chrono::{DateTime, Utc};
 use quarry::config::{ExtraModel, OpenAiSettings, RemoteProviderSettings, Settings};
 use quarry::domain::ProviderKind;
 use quarry::providers::google::GoogleProvider;
@@ -999,7 +1000,7 @@ async fn fake_quota_windows_follow_a_paused_clock() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Adapter settings, through the whole application
+// Adapter settings and per-day limits, through the whole application
 
 /// An app whose OpenAI provider is `fake` with one configuration key, no background workers
 /// and short waits for a key, then `tweak`.
@@ -1146,5 +1147,65 @@ async fn a_configured_google_request_timeout_applies_to_its_calls() {
             .as_str()
             .is_some_and(|m| m.contains("timed out")),
         "{listing}"
+    );
+}
+
+/// The next 08:00 UTC strictly after `now` (the daily reset the scheduler waits for).
+fn next_daily_reset(now: DateTime<Utc>) -> DateTime<Utc> {
+    let today = now.date_naive().and_hms_opt(8, 0, 0).unwrap().and_utc();
+    if today > now {
+        today
+    } else {
+        today + chrono::Duration::days(1)
+    }
+}
+
+#[tokio::test]
+async fn an_openai_per_day_limit_cools_the_key_until_the_daily_reset() {
+    let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
+    let app = app_with_openai(&fake, |_| {}).await;
+    let world = remote_world(&app, "openai", "text-embedding-3-small").await;
+    let chunks = add_sentences(&app, &world, 2).await["source"]["chunks"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+
+    // "Rate limit reached … on requests per day (RPD)", no retry headers.
+    fake.reset_stats();
+    fake.fail_next(Failure::DailyQuota);
+    let before = Utc::now();
+    let (status, body) = app
+        .post(
+            &format!("/v1/worlds/{world}/retrieve"),
+            json!({"query": "where do the gulls fly?"}),
+        )
+        .await;
+    let after = Utc::now();
+    let error = assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "provider_rate_limited");
+    assert_eq!(
+        fake.stats().embed_requests(),
+        1,
+        "one call, then no retry on the cooled key"
+    );
+
+    let key = only_key(&app, "openai").await;
+    assert_eq!(key["rate_limited"], 1, "{key}");
+    let until: DateTime<Utc> = key["cooling_down_until"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not cooling down: {key}"))
+        .parse()
+        .unwrap();
+    // Until the daily reset (hours away unless the test runs just before 08:00 UTC), not for
+    // the few seconds of a per-minute backoff.
+    let close_to = |reset: DateTime<Utc>| (until - reset).num_seconds().abs() <= 5;
+    assert!(
+        close_to(next_daily_reset(before)) || close_to(next_daily_reset(after)),
+        "cooling down until {until}, expected the next 08:00 UTC after {before}"
+    );
+    let retry_after = error["details"]["retry_after_s"].as_f64().unwrap();
+    let left = (until - after).num_seconds() as f64;
+    assert!(
+        (retry_after - left).abs() <= 5.0,
+        "retry_after_s {retry_after}, cooldown left {left}"
     );
 }
