@@ -18,6 +18,7 @@ use crate::crypto::SecretCipher;
 use crate::domain::ProviderKind;
 use crate::providers::ModelRegistry;
 use crate::providers::google::GoogleProvider;
+use crate::providers::http::HttpOptions;
 use crate::providers::local::LocalProvider;
 use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
@@ -244,8 +245,8 @@ impl App {
 
 fn build_providers(settings: &Settings, registry: &ModelRegistry) -> Result<Providers, StartupError> {
     let p = &settings.providers;
-    let google = GoogleProvider::new(&p.google, registry, Default::default())?;
-    let openai = OpenAiProvider::new(&p.openai, registry, OpenAiOptions::default())?;
+    let google = GoogleProvider::new(&p.google, registry, HttpOptions::from(&p.google))?;
+    let openai = OpenAiProvider::new(&p.openai, registry, OpenAiOptions::from(&p.openai))?;
     let local = LocalProvider::new(&p.local.model_dir, p.local.max_concurrency);
     Ok(Providers::default()
         .with(Arc::new(google))

@@ -16,6 +16,11 @@ use serde::Deserialize;
 /// Keys whose environment value is a comma-separated list.
 const LIST_KEYS: [&str; 3] = ["auth.tokens", "providers.google.keys", "providers.openai.keys"];
 
+/// Default seconds to open a connection to a remote provider.
+const DEFAULT_CONNECT_TIMEOUT_S: u64 = 5;
+/// Default seconds for one whole request to a remote provider.
+const DEFAULT_REQUEST_TIMEOUT_S: u64 = 60;
+
 /// A configuration problem; the message names the key.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration: {0}")]
@@ -97,6 +102,10 @@ pub struct RemoteProviderSettings {
     /// Quota group shared by every configuration key (keys of one Google project share quota).
     pub quota_group: Option<String>,
     pub scheduling: SchedulingSettings,
+    /// Seconds allowed to open a connection (TCP and TLS) to the provider.
+    pub connect_timeout_s: u64,
+    /// Seconds allowed for one whole HTTP request, from sending to the end of the answer.
+    pub request_timeout_s: u64,
 }
 
 /// How the key scheduler paces one provider.
@@ -137,6 +146,15 @@ pub struct OpenAiSettings {
     pub scheduling: SchedulingSettings,
     /// Extra models served by an OpenAI-compatible server (file only: `[[providers.openai.models]]`).
     pub models: Vec<ExtraModel>,
+    /// Seconds allowed to open a connection (TCP and TLS) to the server.
+    pub connect_timeout_s: u64,
+    /// Seconds allowed for one whole HTTP request, from sending to the end of the answer.
+    pub request_timeout_s: u64,
+    /// Most inputs in one `/embeddings` request (OpenAI takes 2048; TEI, Ollama and the like
+    /// often far fewer). Larger work is split into several requests.
+    pub max_batch_size: usize,
+    /// Most tokens summed over one `/embeddings` request (OpenAI: 300,000); also caps one input.
+    pub max_tokens_per_request: u64,
 }
 
 /// An OpenAI-compatible model declared in configuration.
@@ -231,6 +249,8 @@ impl Default for RemoteProviderSettings {
             keys: Vec::new(),
             quota_group: None,
             scheduling: SchedulingSettings::default(),
+            connect_timeout_s: DEFAULT_CONNECT_TIMEOUT_S,
+            request_timeout_s: DEFAULT_REQUEST_TIMEOUT_S,
         }
     }
 }
@@ -243,6 +263,10 @@ impl Default for OpenAiSettings {
             quota_group: None,
             scheduling: SchedulingSettings::default(),
             models: Vec::new(),
+            connect_timeout_s: DEFAULT_CONNECT_TIMEOUT_S,
+            request_timeout_s: DEFAULT_REQUEST_TIMEOUT_S,
+            max_batch_size: 2048,
+            max_tokens_per_request: 300_000,
         }
     }
 }
@@ -335,6 +359,31 @@ impl Settings {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return fail(format!("{key} must be an http(s) URL"));
             }
+        }
+        for (key, connect, request) in [
+            (
+                "providers.google",
+                self.providers.google.connect_timeout_s,
+                self.providers.google.request_timeout_s,
+            ),
+            (
+                "providers.openai",
+                self.providers.openai.connect_timeout_s,
+                self.providers.openai.request_timeout_s,
+            ),
+        ] {
+            if connect == 0 {
+                return fail(format!("{key}.connect_timeout_s must be at least 1"));
+            }
+            if request == 0 {
+                return fail(format!("{key}.request_timeout_s must be at least 1"));
+            }
+        }
+        if self.providers.openai.max_batch_size == 0 {
+            return fail("providers.openai.max_batch_size must be at least 1".into());
+        }
+        if self.providers.openai.max_tokens_per_request == 0 {
+            return fail("providers.openai.max_tokens_per_request must be at least 1".into());
         }
         for model in &self.providers.openai.models {
             if model.name.trim().is_empty() || model.dimensions == 0 || model.max_input_tokens == 0 {
@@ -429,6 +478,100 @@ mod tests {
         assert_eq!(s.providers.local.model_dir, PathBuf::from("models/all-minilm-l6-v2"));
         assert!(s.providers.google.base_url.ends_with("/v1beta"));
         assert!(s.providers.openai.base_url.ends_with("/v1"));
+        for (connect, request) in [
+            (
+                s.providers.google.connect_timeout_s,
+                s.providers.google.request_timeout_s,
+            ),
+            (
+                s.providers.openai.connect_timeout_s,
+                s.providers.openai.request_timeout_s,
+            ),
+        ] {
+            assert_eq!((connect, request), (5, 60));
+        }
+        assert_eq!(s.providers.openai.max_batch_size, 2048);
+        assert_eq!(s.providers.openai.max_tokens_per_request, 300_000);
+    }
+
+    #[test]
+    fn adapter_options_come_from_file_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quarry.toml");
+        std::fs::write(
+            &path,
+            "[providers.google]\nconnect_timeout_s = 3\nrequest_timeout_s = 20\n\
+             [providers.openai]\nmax_batch_size = 64\nmax_tokens_per_request = 100000\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(
+            Some(&path),
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__PROVIDERS__GOOGLE__REQUEST_TIMEOUT_S", "30"),
+                ("QUARRY__PROVIDERS__OPENAI__CONNECT_TIMEOUT_S", "2"),
+                ("QUARRY__PROVIDERS__OPENAI__REQUEST_TIMEOUT_S", "15"),
+                ("QUARRY__PROVIDERS__OPENAI__MAX_BATCH_SIZE", "32"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.providers.google.connect_timeout_s, 3);
+        assert_eq!(s.providers.google.request_timeout_s, 30);
+        assert_eq!(s.providers.openai.connect_timeout_s, 2);
+        assert_eq!(s.providers.openai.request_timeout_s, 15);
+        assert_eq!(s.providers.openai.max_batch_size, 32);
+        assert_eq!(s.providers.openai.max_tokens_per_request, 100_000);
+    }
+
+    #[test]
+    fn invalid_adapter_options_name_their_key() {
+        for (var, value, key) in [
+            (
+                "QUARRY__PROVIDERS__GOOGLE__CONNECT_TIMEOUT_S",
+                "0",
+                "providers.google.connect_timeout_s",
+            ),
+            (
+                "QUARRY__PROVIDERS__GOOGLE__REQUEST_TIMEOUT_S",
+                "soon",
+                "providers.google.request_timeout_s",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__CONNECT_TIMEOUT_S",
+                "-1",
+                "providers.openai.connect_timeout_s",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__REQUEST_TIMEOUT_S",
+                "0",
+                "providers.openai.request_timeout_s",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__MAX_BATCH_SIZE",
+                "0",
+                "providers.openai.max_batch_size",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__MAX_BATCH_SIZE",
+                "many",
+                "providers.openai.max_batch_size",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__MAX_TOKENS_PER_REQUEST",
+                "0",
+                "providers.openai.max_tokens_per_request",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__MAX_TOKENS_PER_REQUEST",
+                "plenty",
+                "providers.openai.max_tokens_per_request",
+            ),
+        ] {
+            let err = Settings::load_from(None, env(&[("QUARRY__AUTH__TOKENS", "t"), (var, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{var}={value}: {err}");
+        }
     }
 
     #[test]

@@ -12,10 +12,16 @@
 //! | any other status (other 4xx incl. TEI 413, stray 1xx/3xx)      | `Permanent`                   |
 //!
 //! Rate-limit hints, first found wins: Google `google.rpc.RetryInfo.retryDelay` ("38.123s"),
-//! then `retry-after-ms`, then `retry-after` (seconds or an HTTP date). A Google
-//! `google.rpc.QuotaFailure` whose `quotaId` contains `PerDay` makes the scope
-//! [`RateLimitScope::Daily`]. Messages carry the provider's own words, with every occurrence of
-//! the key replaced by `[REDACTED]` (some servers echo the key) and cut to a bounded length.
+//! then `retry-after-ms`, then `retry-after` (seconds or an HTTP date).
+//!
+//! Per-day limits make the scope [`RateLimitScope::Daily`] (cool down until the daily reset,
+//! not for the hint): a Google `google.rpc.QuotaFailure` whose `quotaId` contains `PerDay`, or
+//! an OpenAI-shaped error (one with a string `code` or a `type`) whose message names a per-day
+//! limit — "requests per day (RPD)" or "tokens per day (TPD)". OpenAI sends no header that tells
+//! per-day from per-minute limits, so its message is the only witness.
+//!
+//! Messages carry the provider's own words, with every occurrence of the key replaced by
+//! `[REDACTED]` (some servers echo the key) and cut to a bounded length.
 
 use std::time::{Duration, SystemTime};
 
@@ -28,6 +34,9 @@ use super::{ProviderError, RateLimitScope};
 
 /// Longest message kept from a provider, in bytes.
 const MAX_MESSAGE_BYTES: usize = 1000;
+
+/// Lower-case phrases by which an OpenAI-shaped 429 names a per-day limit.
+const PER_DAY_PHRASES: [&str; 4] = ["requests per day", "tokens per day", "(rpd)", "(tpd)"];
 
 /// Classifies a non-2xx answer. `secret` is the key the request was sent with, if any.
 pub fn response(status: StatusCode, headers: &HeaderMap, body: &[u8], secret: Option<&str>) -> ProviderError {
@@ -295,8 +304,13 @@ impl ErrorBody {
         })
     }
 
-    /// A violated per-day quota (`…PerDay…` quota id): nothing helps before the daily reset.
+    /// A violated per-day quota: nothing helps before the daily reset.
     fn is_per_day(&self) -> bool {
+        self.google_per_day_quota() || self.openai_per_day_limit()
+    }
+
+    /// Google: a `QuotaFailure` violation with a `…PerDay…` quota id.
+    fn google_per_day_quota(&self) -> bool {
         self.details_of("QuotaFailure").any(|d| {
             d.get("violations").and_then(Value::as_array).is_some_and(|violations| {
                 violations
@@ -305,6 +319,20 @@ impl ErrorBody {
                     .any(|id| id.contains("PerDay"))
             })
         })
+    }
+
+    /// OpenAI (and servers copying its error shape): "Rate limit reached for … on requests per
+    /// day (RPD): Limit 200, Used 200, Requested 1." — likewise "tokens per day (TPD)". Only
+    /// OpenAI-shaped bodies are read this way; Google's verdict comes from its quota ids.
+    fn openai_per_day_limit(&self) -> bool {
+        if self.openai_code.is_none() && self.openai_type.is_none() {
+            return false;
+        }
+        let Some(message) = &self.message else {
+            return false;
+        };
+        let message = message.to_ascii_lowercase();
+        PER_DAY_PHRASES.iter().any(|phrase| message.contains(phrase))
     }
 
     /// Google `ErrorInfo.reason` API_KEY_INVALID, API_KEY_EXPIRED, API_KEY_SERVICE_BLOCKED…
@@ -410,6 +438,96 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    fn scope_of(err: &ProviderError) -> RateLimitScope {
+        match err {
+            ProviderError::RateLimited { scope, .. } => *scope,
+            other => panic!("not a rate limit: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn openai_per_day_limits_are_daily() {
+        let rpd = openai(
+            "Rate limit reached for text-embedding-3-small in organization org-abc on requests per day (RPD): \
+             Limit 200, Used 200, Requested 1. Please try again in 7m12s. \
+             Visit https://platform.openai.com/account/rate-limits to learn more.",
+            "requests",
+            Some("rate_limit_exceeded"),
+        );
+        assert_eq!(scope_of(&classify(429, &[], rpd)), RateLimitScope::Daily);
+
+        // The hint still travels with the error; the scheduler decides what a daily limit means.
+        let tpd = openai(
+            "Rate limit reached for text-embedding-3-large in organization org-abc on tokens per day (TPD): \
+             Limit 3000000, Used 2999990, Requested 120. Please try again in 3.456s.",
+            "tokens",
+            Some("rate_limit_exceeded"),
+        );
+        let err = classify(429, &[("retry-after-ms", "3456")], tpd);
+        assert!(
+            matches!(err, ProviderError::RateLimited { scope: RateLimitScope::Daily, retry_after: Some(d), .. }
+                if d == Duration::from_millis(3456)),
+            "{err:?}"
+        );
+
+        // The abbreviation alone is enough, in any case, and so is the code without a type.
+        let abbreviated = json!({"error": {"message": "Limit reached (TPD)", "code": "rate_limit_exceeded"}});
+        assert_eq!(scope_of(&classify(429, &[], abbreviated)), RateLimitScope::Daily);
+    }
+
+    #[test]
+    fn openai_per_minute_limits_stay_short() {
+        for (message, kind) in [
+            (
+                "Rate limit reached for text-embedding-3-small in organization org-abc on requests per min (RPM): \
+                 Limit 3000, Used 3000, Requested 1. Please try again in 20ms.",
+                "requests",
+            ),
+            (
+                "Rate limit reached for text-embedding-3-small in organization org-abc on tokens per min (TPM): \
+                 Limit 1000000, Used 999000, Requested 2000. Please try again in 120ms.",
+                "tokens",
+            ),
+        ] {
+            let err = classify(
+                429,
+                &[("retry-after-ms", "20")],
+                openai(message, kind, Some("rate_limit_exceeded")),
+            );
+            assert_eq!(scope_of(&err), RateLimitScope::Short, "{message}");
+        }
+    }
+
+    #[test]
+    fn per_day_wording_counts_only_where_it_is_the_verdict() {
+        // Google decides by quota id: a per-minute violation stays short whatever the text says.
+        let details = json!([{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+            {"quotaId": "EmbedContentRequestsPerMinutePerProjectPerModel-FreeTier"}]}]);
+        let body = google(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "Quota exceeded; your plan also has a limit of 1000 requests per day.",
+            details,
+        );
+        assert_eq!(scope_of(&classify(429, &[], body)), RateLimitScope::Short);
+        // A plain-text error of a compatible server (TEI, Ollama) has no per-day notion.
+        let text = json!({"error": "too many requests per day (RPD)"});
+        assert_eq!(scope_of(&classify(429, &[], text)), RateLimitScope::Short);
+        // No quota left at all is still not a rate limit.
+        let quota = openai(
+            "You exceeded your current quota (requests per day), please check your plan and billing details.",
+            "insufficient_quota",
+            Some("insufficient_quota"),
+        );
+        assert!(matches!(
+            classify(429, &[], quota),
+            ProviderError::QuotaExhausted { .. }
+        ));
+        // And only a 429 is a rate limit.
+        let bad = openai("requests per day (RPD) must be positive", "invalid_request_error", None);
+        assert!(matches!(classify(400, &[], bad), ProviderError::Permanent { .. }));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use reqwest::header::HeaderValue;
 
 use super::ProviderError;
 use super::classify;
+use crate::config::{OpenAiSettings, RemoteProviderSettings};
 use crate::domain::ProviderKind;
 
 /// Timeouts for one provider's client.
@@ -25,12 +26,34 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
 }
 
+impl HttpOptions {
+    /// Timeouts given in whole seconds, as configuration holds them.
+    pub fn from_secs(connect_timeout_s: u64, request_timeout_s: u64) -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(connect_timeout_s),
+            request_timeout: Duration::from_secs(request_timeout_s),
+        }
+    }
+}
+
+/// The configured defaults (`providers.*.connect_timeout_s` and `request_timeout_s`).
 impl Default for HttpOptions {
     fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(60),
-        }
+        Self::from(&RemoteProviderSettings::default())
+    }
+}
+
+/// `providers.google.{connect,request}_timeout_s`.
+impl From<&RemoteProviderSettings> for HttpOptions {
+    fn from(settings: &RemoteProviderSettings) -> Self {
+        Self::from_secs(settings.connect_timeout_s, settings.request_timeout_s)
+    }
+}
+
+/// `providers.openai.{connect,request}_timeout_s`.
+impl From<&OpenAiSettings> for HttpOptions {
+    fn from(settings: &OpenAiSettings) -> Self {
+        Self::from_secs(settings.connect_timeout_s, settings.request_timeout_s)
     }
 }
 
@@ -157,6 +180,26 @@ mod tests {
         assert!(parse_base_url(p, "not a url").is_err());
         assert!(parse_base_url(p, "ftp://example.com/v1").is_err());
         assert!(parse_base_url(p, "https://example.com/v1?key=secret").is_err());
+    }
+
+    #[test]
+    fn options_come_from_the_settings_of_each_provider() {
+        let defaults = HttpOptions::default();
+        assert_eq!(defaults.connect_timeout, Duration::from_secs(5));
+        assert_eq!(defaults.request_timeout, Duration::from_secs(60));
+        assert_eq!(HttpOptions::from(&OpenAiSettings::default()), defaults);
+        let google = RemoteProviderSettings {
+            connect_timeout_s: 2,
+            request_timeout_s: 7,
+            ..RemoteProviderSettings::default()
+        };
+        assert_eq!(
+            HttpOptions::from(&google),
+            HttpOptions {
+                connect_timeout: Duration::from_secs(2),
+                request_timeout: Duration::from_secs(7),
+            }
+        );
     }
 
     #[test]

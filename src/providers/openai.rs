@@ -30,7 +30,8 @@ use super::{
 use crate::config::OpenAiSettings;
 use crate::domain::ProviderKind;
 
-/// Request limits of one OpenAI-compatible server, plus the client's timeouts.
+/// Request limits of one OpenAI-compatible server, plus the client's timeouts; configured as
+/// `providers.openai.{max_batch_size, max_tokens_per_request, connect_timeout_s, request_timeout_s}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenAiOptions {
     pub http: HttpOptions,
@@ -40,12 +41,20 @@ pub struct OpenAiOptions {
     pub max_tokens_per_request: u64,
 }
 
+/// The configured defaults: OpenAI's own limits, 5 s to connect, 60 s per request.
 impl Default for OpenAiOptions {
     fn default() -> Self {
+        Self::from(&OpenAiSettings::default())
+    }
+}
+
+/// `providers.openai.{connect_timeout_s, request_timeout_s, max_batch_size, max_tokens_per_request}`.
+impl From<&OpenAiSettings> for OpenAiOptions {
+    fn from(settings: &OpenAiSettings) -> Self {
         Self {
-            http: HttpOptions::default(),
-            max_batch_size: 2048,
-            max_tokens_per_request: 300_000,
+            http: HttpOptions::from(settings),
+            max_batch_size: settings.max_batch_size,
+            max_tokens_per_request: settings.max_tokens_per_request,
         }
     }
 }
@@ -273,6 +282,25 @@ mod tests {
         assert_eq!(plan_requests(&[1, 1, 1, 1, 1], 2, 100), vec![0..2, 2..4, 4..5]);
         assert_eq!(plan_requests(&[4, 4, 4, 1, 9], 10, 9), vec![0..2, 2..4, 4..5]);
         assert_eq!(plan_requests(&[10, 10], 10, 10), vec![0..1, 1..2]);
+    }
+
+    #[test]
+    fn options_come_from_the_settings() {
+        let defaults = OpenAiOptions::default();
+        assert_eq!(
+            (defaults.max_batch_size, defaults.max_tokens_per_request),
+            (2048, 300_000)
+        );
+        assert_eq!(defaults.http, HttpOptions::default());
+        let settings = OpenAiSettings {
+            max_batch_size: 32,
+            max_tokens_per_request: 8192,
+            request_timeout_s: 3,
+            ..OpenAiSettings::default()
+        };
+        let options = OpenAiOptions::from(&settings);
+        assert_eq!((options.max_batch_size, options.max_tokens_per_request), (32, 8192));
+        assert_eq!(options.http.request_timeout, std::time::Duration::from_secs(3));
     }
 
     #[test]

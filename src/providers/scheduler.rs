@@ -808,7 +808,9 @@ fn backoff(streak: u32) -> Duration {
 
 /// Time until the next daily quota reset. Gemini's per-day quotas reset at midnight Pacific
 /// time; 08:00 UTC is midnight PST, which is at or after midnight PDT, so waiting until then
-/// never retries early.
+/// never retries early. OpenAI publishes no reset time for its per-day limits (RPD, TPD; they
+/// refill gradually), and the same reset is used for them: a key that hit one is spent for the
+/// day in practice, and probing it every few seconds would only collect 429s.
 fn until_daily_reset(now: DateTime<Utc>) -> Duration {
     let today_reset = now.date_naive().and_hms_opt(8, 0, 0).map(|t| t.and_utc());
     let reset = match today_reset {

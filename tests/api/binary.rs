@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn quarry(dir: &std::path::Path) -> Command {
+/// `quarry` in `dir` with a clean environment (only `PATH`, and `RUST_LOG=info`).
+pub(crate) fn quarry(dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_quarry"));
     cmd.current_dir(dir)
         .env_clear()
@@ -307,18 +308,18 @@ async fn a_killed_process_leaves_a_job_the_next_one_finishes_exactly_once() {
 }
 
 /// Kills the child when a failing test unwinds, so no server outlives its test.
-struct KillOnDrop(Option<Child>);
+pub(crate) struct KillOnDrop(Option<Child>);
 
 impl KillOnDrop {
-    fn new(child: Child) -> Self {
+    pub(crate) fn new(child: Child) -> Self {
         Self(Some(child))
     }
 
-    fn child(&mut self) -> &mut Child {
+    pub(crate) fn child(&mut self) -> &mut Child {
         self.0.as_mut().expect("the child is still owned")
     }
 
-    fn disarm(mut self) -> Child {
+    pub(crate) fn disarm(mut self) -> Child {
         self.0.take().expect("the child is still owned")
     }
 }

@@ -10,6 +10,7 @@ mod fake_providers;
 mod ingestion;
 mod keys;
 mod local_model;
+mod log_secrets;
 mod operations;
 mod reingest;
 mod remote_providers;
