@@ -8,8 +8,9 @@
 //!   model's limit, so the embed endpoint is never called with something it would truncate or
 //!   refuse. Counts are cached by sha256 of (model, text) in a bounded FIFO cache
 //!   ([`TOKEN_CACHE_CAPACITY`] entries), so the chunker's count and the dispatch check cost one
-//!   request together. Counting fails closed: anything but a rate limit or a rejected key
-//!   becomes `TokenCountFailed`.
+//!   request together. Counting fails closed (nothing uncounted is sent): rate limits, rejected
+//!   or quota-less keys and transient faults pass through as themselves (cool down, retire,
+//!   retry), and any other failure becomes `TokenCountFailed`.
 //! - Model facts (per-text limit, dimension range, task-type names) come from the
 //!   [`ModelRegistry`] given to the constructor; a model it does not list is refused locally.
 //! - Google unit-normalises only the full-size output, so vectors with fewer dimensions than the
@@ -282,14 +283,17 @@ impl EmbeddingProvider for GoogleProvider {
     }
 }
 
-/// Counting must fail closed, but the scheduler still has to see rate limits (cool the key
-/// down) and rejected keys (retire it); everything else is "could not count".
+/// Counting must fail closed (nothing is sent uncounted), but what went wrong still matters:
+/// rate limits cool the key down, rejected or quota-less keys are retired, and a transient fault
+/// (5xx, timeout, cut connection) is retried like any other; only an answer that cannot be a
+/// count (a refusal, a malformed body) means the text is "uncountable".
 fn count_failure(err: ProviderError) -> ProviderError {
     match err {
-        ProviderError::RateLimited { .. } | ProviderError::KeyRejected { .. } => err,
-        ProviderError::QuotaExhausted { .. }
-        | ProviderError::Transient { .. }
-        | ProviderError::Permanent { .. }
+        ProviderError::RateLimited { .. }
+        | ProviderError::KeyRejected { .. }
+        | ProviderError::QuotaExhausted { .. }
+        | ProviderError::Transient { .. } => err,
+        ProviderError::Permanent { .. }
         | ProviderError::InputTooLarge { .. }
         | ProviderError::TokenCountFailed { .. }
         | ProviderError::Malformed { .. }
@@ -440,17 +444,21 @@ mod tests {
     }
 
     #[test]
-    fn counting_failures_fail_closed_except_rate_limits_and_rejected_keys() {
+    fn counting_failures_keep_what_the_scheduler_acts_on_and_otherwise_fail_closed() {
         let limited = ProviderError::RateLimited {
             retry_after: None,
             scope: super::super::RateLimitScope::Short,
             message: "slow".into(),
         };
-        assert_eq!(count_failure(limited.clone()), limited);
-        let rejected = ProviderError::KeyRejected { message: "bad".into() };
-        assert_eq!(count_failure(rejected.clone()), rejected);
         for err in [
+            limited,
+            ProviderError::KeyRejected { message: "bad".into() },
+            ProviderError::QuotaExhausted { message: "none".into() },
             ProviderError::Transient { message: "503".into() },
+        ] {
+            assert_eq!(count_failure(err.clone()), err);
+        }
+        for err in [
             ProviderError::Permanent { message: "400".into() },
             ProviderError::Malformed { message: "{".into() },
         ] {

@@ -271,12 +271,11 @@ async fn google_failed_token_counts_fail_closed_without_an_embed_call() {
     let fake = FakeGoogle::start(&[GOOGLE_KEY]).await;
     let provider = google(&fake);
     let key = api_key(GOOGLE_KEY);
+    // An answer that cannot be a count: the text is uncountable.
     let cases = [
-        (Failure::Status(500), "500"),
         (Failure::Status(400), "400"),
         (Failure::MalformedBody, "malformed"),
         (Failure::WrongCount, "not a number"),
-        (Failure::Disconnect, "cut"),
     ];
     for (i, (failure, label)) in cases.into_iter().enumerate() {
         fake.fail_next_count(failure);
@@ -289,6 +288,20 @@ async fn google_failed_token_counts_fail_closed_without_an_embed_call() {
             matches!(err, ProviderError::TokenCountFailed { .. }),
             "{label}: {err:?}"
         );
+        assert_no_secret(&err, GOOGLE_KEY);
+    }
+    // A transient fault while counting is retryable, still without sending the text.
+    for (i, (failure, label)) in [(Failure::Status(500), "500"), (Failure::Disconnect, "cut")]
+        .into_iter()
+        .enumerate()
+    {
+        fake.fail_next_count(failure);
+        let input = vec![format!("briefly uncounted text {i}")];
+        let err = provider
+            .embed(Some(&key), request(GEMINI, 768, EmbedMode::Document, &input))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ProviderError::Transient { .. }), "{label}: {err:?}");
         assert_no_secret(&err, GOOGLE_KEY);
     }
     assert_eq!(fake.stats().embed_requests(), 0);
@@ -585,9 +598,9 @@ async fn google_timeouts_are_transient() {
         .count_tokens(Some(&api_key(GOOGLE_KEY)), GEMINI, &texts(&["slow"]))
         .await
         .unwrap_err();
-    // A count that times out fails closed.
+    // A count that times out sends nothing and is retryable.
     assert!(
-        matches!(&err, ProviderError::TokenCountFailed { message } if message.contains("timed out")),
+        matches!(&err, ProviderError::Transient { message } if message.contains("timed out")),
         "{err:?}"
     );
 
@@ -620,9 +633,9 @@ async fn connection_refused_is_transient() {
         )
         .await
         .unwrap_err();
-    // The count comes first, and fails closed; its message says why.
+    // The count comes first; nothing is sent, and the failure is retryable.
     assert!(
-        matches!(&err, ProviderError::TokenCountFailed { message } if message.contains("transient")),
+        matches!(&err, ProviderError::Transient { message } if message.contains("connect")),
         "{err:?}"
     );
 }

@@ -654,10 +654,14 @@ async fn a_query_over_the_model_limit_is_refused_without_an_embedding_call() {
 async fn a_query_that_cannot_be_counted_is_refused() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
-    s.fake.fail_next_count(Failure::Status(500));
+    s.fake.fail_next_count(Failure::MalformedBody);
     let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
     assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "token_count_failed");
     assert_eq!(s.fake.stats().embed_requests(), 0);
+    // A transient fault while counting is retried at once.
+    s.fake.fail_next_count(Failure::Status(503));
+    let answer = s.ok(json!({"query": "who rules the isles"})).await;
+    assert_eq!(texts(&answer)[0], sentence(0));
 }
 
 #[tokio::test]
