@@ -243,7 +243,10 @@ impl RetrievalService {
             answer.timing.total_ms = ms(started.elapsed());
             return Ok(answer);
         }
-        let embedded = self.store.count_embedded(world.id, world.active_run).await?;
+        let embedded = self
+            .store
+            .count_embedded(world.id, world.active_run, settings.top_k)
+            .await?;
         if embedded == 0 {
             answer.warnings.push(Warning {
                 code: "no_embedded_chunks",

@@ -109,7 +109,16 @@ impl SourceService {
             ),
             ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
         })?;
-        let chunks = chunking::split(&text, world.chunking);
+        // Splitting a large upload takes seconds of CPU: keep it off the async workers.
+        let profile = world.chunking;
+        let (text, chunks) = tokio::task::spawn_blocking(move || {
+            let chunks = chunking::split(&text, profile);
+            (text, chunks)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal {
+            message: format!("chunking failed: {e}"),
+        })?;
         if chunks.is_empty() {
             return Err(ServiceError::invalid(
                 Invalid::Request,

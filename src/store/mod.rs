@@ -188,10 +188,11 @@ pub trait WorkStore: Send + Sync {
 /// What retrieval reads and repairs. Text always comes from here, never from the vector store.
 #[async_trait]
 pub trait RetrievalStore: Send + Sync {
-    /// Entries of `run` in `world` marked embedded.
-    async fn count_embedded(&self, world: WorldId, run: RunId) -> Result<u64>;
-    /// The chunks of `run` whose slots have these point ids (missing ones are simply absent),
-    /// in no particular order.
+    /// Entries of `run` in `world` marked embedded, counted up to `at_most` (retrieval only
+    /// needs to know whether there are `top_k`; counting stops there).
+    async fn count_embedded(&self, world: WorldId, run: RunId, at_most: u64) -> Result<u64>;
+    /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
+    /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
     /// Chunks `from..=to` of one source in `run`, in reading order.
     async fn chunk_window(

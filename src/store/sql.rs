@@ -245,8 +245,8 @@ pub(super) const INSERT_EVENT: &str =
 pub(super) const EVENTS_AFTER: &str = "SELECT id, job_id, kind, data, created_at FROM job_events \
      WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3";
 
-pub(super) const COUNT_EMBEDDED_IN_RUN: &str =
-    "SELECT COUNT(*) FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'embedded'";
+pub(super) const COUNT_EMBEDDED_IN_RUN: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries \
+     WHERE world_id = $1 AND run_id = $2 AND state = 'embedded' LIMIT $3) AS e";
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
 macro_rules! chunk_view_columns {
@@ -257,11 +257,10 @@ macro_rules! chunk_view_columns {
     };
 }
 
-/// `$1` world, `$2` run; the point ids follow as `$3…` (see [`in_list`]).
-pub(super) const CHUNKS_BY_POINTS: &str = concat!(
-    chunk_view_columns!(),
-    "WHERE m.world_id = $1 AND m.run_id = $2 AND m.point_id IN "
-);
+/// The point ids as `$1…` (see [`in_list`]). Only the point index may serve this: with world and
+/// run in the condition too, SQLite (without statistics) walks every entry of the world instead;
+/// the caller keeps the rows of its world and run.
+pub(super) const CHUNKS_BY_POINTS: &str = concat!(chunk_view_columns!(), "WHERE m.point_id IN ");
 
 pub(super) const CHUNK_WINDOW: &str = concat!(
     chunk_view_columns!(),
@@ -1579,11 +1578,13 @@ macro_rules! impl_store {
                 &self,
                 world: $crate::domain::WorldId,
                 run: $crate::domain::RunId,
+                at_most: u64,
             ) -> $crate::store::Result<u64> {
                 use $crate::store::sql::*;
                 let n: i64 = sqlx::query_scalar(COUNT_EMBEDDED_IN_RUN)
                     .bind(world.0)
                     .bind(run.0)
+                    .bind(wide(at_most))
                     .fetch_one(&self.pool)
                     .await?;
                 narrow("manifest_entries", n)
@@ -1600,13 +1601,16 @@ macro_rules! impl_store {
                 // Bounded parameter lists: SQLite caps the number of parameters per statement.
                 for batch in points.chunks(500) {
                     // Only generated `$n` placeholders are added to the constant text.
-                    let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(3, batch.len())));
-                    let mut query = sqlx::query_as::<_, ChunkViewRow>(sql).bind(world.0).bind(run.0);
+                    let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(1, batch.len())));
+                    let mut query = sqlx::query_as::<_, ChunkViewRow>(sql);
                     for point in batch {
                         query = query.bind(*point);
                     }
                     for row in query.fetch_all(&self.pool).await? {
-                        found.push(row.try_into()?);
+                        let view: $crate::domain::ChunkView = row.try_into()?;
+                        if view.chunk.world_id == world && view.chunk.run_id == run {
+                            found.push(view);
+                        }
                     }
                 }
                 Ok(found)

@@ -10,8 +10,8 @@
 //! and responses that arrive after a cancel, never advance state).
 //!
 //! Failures: a rate limit cools the key down (scheduler) and gives the entries back without
-//! spending an attempt, halving the batch size (Google counts every item of a batch against
-//! the quota); a key rejection retires the key and gives the entries back; a transient or
+//! spending an attempt, halving the batch size for Google (which counts every item of a batch
+//! against the quota; request quotas elsewhere count requests, so batches stay full); a key rejection retires the key and gives the entries back; a transient or
 //! malformed answer spends one attempt and retries later with backoff; a permanent refusal of
 //! a multi-item batch is retried item by item to find the culprit, and a single item refused
 //! permanently fails at once. Past `embedding.max_attempts` an entry is `failed` and the job
@@ -449,8 +449,13 @@ impl EmbeddingWorkers {
         let ids: Vec<ChunkId> = batch.iter().map(|i| i.chunk_id).collect();
         match err {
             ProviderError::RateLimited { .. } => {
-                // Not the chunks' fault: no attempt spent. Smaller batches next time.
-                sizer.shrink(batch.len());
+                // Not the chunks' fault: no attempt spent. Google counts every text of a batch
+                // against its quota, so smaller batches fit where a large one did not; request
+                // quotas (OpenAI-style) count a request whatever its size, so a smaller batch
+                // would only carry less per granted request.
+                if batch[0].profile.provider == ProviderKind::Google {
+                    sizer.shrink(batch.len());
+                }
                 store.release_work(owner, job, &ids, None, true, now()).await
             }
             ProviderError::KeyRejected { .. } | ProviderError::QuotaExhausted { .. } => {
