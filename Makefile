@@ -11,7 +11,7 @@ export QUARRY_TEST_POSTGRES_URL
 # A development token for `make run`; set QUARRY__AUTH__TOKENS yourself for anything else.
 QUARRY__AUTH__TOKENS ?= dev-token
 
-.PHONY: run test lint fmt openapi
+.PHONY: run test lint fmt openapi bench
 
 MODEL := models/all-minilm-l6-v2/model.safetensors
 
@@ -39,3 +39,9 @@ fmt:
 ## Regenerate the committed OpenAPI document.
 openapi:
 	$(CARGO) run --quiet -- openapi > openapi/openapi.json
+
+## Run the benchmark (examples/bench.rs) in release: chunking, ingestion under quotas, retrieval
+## on 100k-chunk worlds, memory. About 10 minutes on 2 cores; pass options with BENCH_ARGS, e.g.
+## `make bench BENCH_ARGS="--only retrieval --chunks 20000"`.
+bench:
+	$(CARGO) run --release --example bench -- $(BENCH_ARGS)
