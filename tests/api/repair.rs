@@ -123,13 +123,9 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     assert_eq!(again["counts"]["total"], 0, "a healthy world needs nothing: {again}");
 }
 
-#[tokio::test]
-async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls() {
-    let s = setup().await;
-    let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
-    s.fake.reset_stats();
-    // As if the process died after writing every point but before recording it.
+/// As if the process died after writing every point but before recording any of it: entries
+/// pending again, the ingest job running with nothing counted.
+async fn forget_what_was_embedded(s: &Setup) {
     s.sql(
         "UPDATE manifest_entries SET state = 'pending', embedded_text_sha256 = NULL",
         &[],
@@ -140,6 +136,15 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
         &[],
     )
     .await;
+}
+
+#[tokio::test]
+async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls() {
+    let s = setup().await;
+    let accepted = s.add("isles.txt", ISLES).await;
+    s.app.state.workers.drain().await.unwrap();
+    s.fake.reset_stats();
+    forget_what_was_embedded(&s).await;
     assert_eq!(s.stats().await["embedded"], 0);
 
     let job = start_repair(&s).await;
@@ -156,16 +161,7 @@ async fn startup_repair_finishes_what_a_crash_left_behind() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
     s.app.state.workers.drain().await.unwrap();
-    s.sql(
-        "UPDATE manifest_entries SET state = 'pending', embedded_text_sha256 = NULL",
-        &[],
-    )
-    .await;
-    s.sql(
-        "UPDATE jobs SET status = 'running', embedded = 0, finished_at = NULL",
-        &[],
-    )
-    .await;
+    forget_what_was_embedded(&s).await;
     s.fake.reset_stats();
 
     let Setup { fake, app, world } = s;
