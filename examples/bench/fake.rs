@@ -42,8 +42,14 @@ pub struct Counters {
     pub items: AtomicU64,
 }
 
-/// First and last quota window any request arrived in.
-type Span = Option<(u64, u64)>;
+/// The quota windows requests arrived in: the first, the last, and how many requests the last
+/// one admitted (over all keys).
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    first: u64,
+    last: u64,
+    last_admitted: u64,
+}
 
 /// A snapshot of [`Counters`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -55,6 +61,8 @@ pub struct Stats {
     pub items: u64,
     /// Quota windows from the first request's to the last one's, inclusive (0 without a quota).
     pub windows: u64,
+    /// Requests admitted in the last of those windows.
+    pub last_window_ok: u64,
 }
 
 impl Stats {
@@ -72,7 +80,7 @@ struct Shared {
     started: Instant,
     /// Per key: (window number, successful requests in it).
     windows: Mutex<Vec<(u64, u32)>>,
-    span: Mutex<Span>,
+    span: Mutex<Option<Span>>,
     counters: Counters,
 }
 
@@ -118,18 +126,19 @@ impl Fake {
 
     pub fn stats(&self) -> Stats {
         let c = &self.shared.counters;
+        let span = *self
+            .shared
+            .span
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         Stats {
             requests: c.requests.load(Ordering::Relaxed),
             ok: c.ok.load(Ordering::Relaxed),
             rate_limited: c.rate_limited.load(Ordering::Relaxed),
             rejected: c.rejected.load(Ordering::Relaxed),
             items: c.items.load(Ordering::Relaxed),
-            windows: self
-                .shared
-                .span
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .map_or(0, |(first, last)| last - first + 1),
+            windows: span.map_or(0, |s| s.last - s.first + 1),
+            last_window_ok: span.map_or(0, |s| s.last_admitted),
         }
     }
 }
@@ -164,16 +173,25 @@ impl Shared {
         let elapsed = self.started.elapsed();
         let window_ns = window.as_nanos().max(1);
         let number = (elapsed.as_nanos() / window_ns) as u64;
-        {
-            let mut span = self.span.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            *span = Some(span.map_or((number, number), |(first, _)| (first, number)));
-        }
         let mut windows = self.windows.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let slot = &mut windows[key];
         if slot.0 != number {
             *slot = (number, 0);
         }
-        if slot.1 < limit {
+        let admitted = slot.1 < limit;
+        let mut span = self.span.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let s = span.get_or_insert(Span {
+            first: number,
+            last: number,
+            last_admitted: 0,
+        });
+        if number > s.last {
+            (s.last, s.last_admitted) = (number, 0);
+        }
+        if admitted && number == s.last {
+            s.last_admitted += 1;
+        }
+        if admitted {
             slot.1 += 1;
             Verdict::Ok
         } else {
