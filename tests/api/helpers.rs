@@ -130,6 +130,20 @@ impl TestApp {
         self.request(reqwest::Method::PATCH, path, Some(body)).await
     }
 
+    /// Uploads `bytes` as the multipart field `file` named `filename`.
+    pub async fn upload(&self, path: &str, filename: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
+        let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_owned());
+        let resp = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(TOKEN)
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await
+            .expect("request sent");
+        read(resp).await
+    }
+
     pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
         self.request(reqwest::Method::DELETE, path, None).await
     }

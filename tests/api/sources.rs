@@ -608,16 +608,7 @@ async fn oversized_uploads_are_413_and_store_nothing() {
     let (status, body) = app.post(&path, json!({"filename": "big.txt", "text": big})).await;
     assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
 
-    let part = reqwest::multipart::Part::bytes(big.clone().into_bytes()).file_name("big.txt");
-    let resp = app
-        .client
-        .post(app.url(&path))
-        .bearer_auth(TOKEN)
-        .multipart(reqwest::multipart::Form::new().part("file", part))
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = read(resp).await;
+    let (status, body) = app.upload(&path, "big.txt", big.clone().into_bytes()).await;
     assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
 
     let (_, sources) = app.get(&path).await;
@@ -631,15 +622,7 @@ async fn oversized_uploads_are_413_and_store_nothing() {
     let small = "Queen Maren rules the northern isles.";
     let (status, body) = app.post(&path, json!({"filename": "small.txt", "text": small})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let part = reqwest::multipart::Part::bytes(small.as_bytes().to_vec()).file_name("small.txt");
-    let resp = app
-        .client
-        .post(app.url(&path))
-        .bearer_auth(TOKEN)
-        .multipart(reqwest::multipart::Form::new().part("file", part))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let (status, body) = app.upload(&path, "small.txt", small.as_bytes().to_vec()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(fake.stats().requests, 0);
 }
