@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use fake::{Fake, FakeConfig};
-use harness::{Quarry, Result, Table, mean, num, quantile_ms};
+use harness::{Load, Quarry, Result, Table, mean, num, quantile_ms};
 use text::Words;
 
 const HELP: &str = "\
@@ -60,6 +60,9 @@ usage: bench [options]
                        written with `state.vectors.upsert`, as the workers would), `api` (sources
                        uploaded and embedded like the first world; about 4 more minutes) or `none`
 ";
+
+/// Rounds per concurrency level in which `/retrieve` and the raw search take turns.
+const ROUNDS: usize = 5;
 
 /// How the second world of the retrieval section is filled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -547,10 +550,14 @@ async fn retrieval(o: &Options) -> Result<()> {
     println!();
     println!(
         "embed / search / verify / total: means of quarry's own `timing`; other = total − the three phases (world \
-         lookup, counting embedded chunks, waiting for a store connection). p50/p95/p99 are measured by the client."
+         lookup with its count of embedded chunks, waiting for a store connection). p50/p95/p99 are measured by the \
+         client. At each concurrency, requests and raw searches take turns in {ROUNDS} rounds with the same queries."
     );
     println!();
-    println!("Raw vector search (`state.vectors.search`, same filter and limit, query vector computed beforehand):");
+    println!(
+        "Raw vector search (`state.vectors.search`, same filter and limit, query vector computed beforehand), and \
+         the two store reads of a retrieval alone:"
+    );
     println!();
     raw.print();
     println!();
@@ -839,8 +846,19 @@ async fn measure(
         progress(format!(
             "retrieval ({label}): {requests} requests at concurrency {concurrency}"
         ));
-        let load = harness::run_load(concurrency, requests, retrieve.clone()).await;
-        let raw_load = harness::run_load(concurrency, requests, search.clone()).await;
+        // Requests and raw searches alternate in rounds with the same queries, so that both see
+        // the same machine (a shared host drifts by tens of percent over minutes).
+        let (mut load, mut raw_load) = (Load::empty(), Load::empty());
+        let per_round = requests.div_ceil(ROUNDS);
+        for round in 0..ROUNDS {
+            let (offset, n) = (
+                round * per_round,
+                per_round.min(requests.saturating_sub(round * per_round)),
+            );
+            let (retrieve, search) = (retrieve.clone(), search.clone());
+            load.absorb(harness::run_load(concurrency, n, move |i| retrieve(i + offset)).await);
+            raw_load.absorb(harness::run_load(concurrency, n, move |i| search(i + offset)).await);
+        }
         let t = &load.outputs;
         let embed = mean(t.iter().map(|t| t.embed));
         let search_ms = mean(t.iter().map(|t| t.search));
@@ -885,39 +903,68 @@ async fn measure(
         }
     }
 
-    // The store queries a retrieval makes besides the search, timed alone.
+    // The store query a retrieval makes before the search (the world with its embedded chunks
+    // counted up to top_k), timed alone.
     let store = quarry.state.store.clone();
-    let (world_id, run) = (world.id, world.active_run);
-    let count = harness::run_load(1, 200, move |_| {
+    let world_id = world.id;
+    let lookup = harness::run_load(1, 200, move |_| {
         let store = store.clone();
-        async move { store.count_embedded(world_id, run, 8).await.map_err(|e| e.to_string()) }
+        async move {
+            store
+                .world_for_retrieval(world_id, 8)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
     })
     .await;
     raw.row(vec![
         label.to_owned(),
-        "store.count_embedded (≤ 8)".into(),
+        "store.world_for_retrieval (≤ 8)".into(),
         "1".into(),
         "200".into(),
-        format!("{:.2}", quantile_ms(&count.latencies, 0.50)),
-        format!("{:.2}", quantile_ms(&count.latencies, 0.95)),
-        format!("{:.2}", quantile_ms(&count.latencies, 0.99)),
-        num(count.per_second(), 1),
+        format!("{:.2}", quantile_ms(&lookup.latencies, 0.50)),
+        format!("{:.2}", quantile_ms(&lookup.latencies, 0.95)),
+        format!("{:.2}", quantile_ms(&lookup.latencies, 0.99)),
+        num(lookup.per_second(), 1),
     ]);
+    // The verification read for one answer's hits, timed alone.
+    let hits = quarry
+        .state
+        .vectors
+        .search(
+            &corpus.collection,
+            DenseSearch {
+                vector: vectors[0].clone(),
+                filter: PointFilter::world(world.id).run(world.active_run),
+                limit: 8,
+                score_threshold: None,
+            },
+        )
+        .await?;
+    let points: Arc<Vec<Uuid>> = Arc::new(hits.iter().map(|h| h.id).collect());
     let store = quarry.state.store.clone();
-    let get_world = harness::run_load(1, 200, move |_| {
-        let store = store.clone();
-        async move { store.get_world(world_id).await.map(|_| ()).map_err(|e| e.to_string()) }
+    let run = world.active_run;
+    let verify = harness::run_load(1, 200, move |_| {
+        let (store, points) = (store.clone(), points.clone());
+        async move {
+            store
+                .chunks_by_points(world_id, run, &points)
+                .await
+                .map(|c| c.len())
+                .map_err(|e| e.to_string())
+        }
     })
     .await;
     raw.row(vec![
         label.to_owned(),
-        "store.get_world".into(),
+        "store.chunks_by_points (8 hits)".into(),
         "1".into(),
         "200".into(),
-        format!("{:.2}", quantile_ms(&get_world.latencies, 0.50)),
-        format!("{:.2}", quantile_ms(&get_world.latencies, 0.95)),
-        format!("{:.2}", quantile_ms(&get_world.latencies, 0.99)),
-        num(get_world.per_second(), 1),
+        format!("{:.2}", quantile_ms(&verify.latencies, 0.50)),
+        format!("{:.2}", quantile_ms(&verify.latencies, 0.95)),
+        format!("{:.2}", quantile_ms(&verify.latencies, 0.99)),
+        num(verify.per_second(), 1),
     ]);
     if let Some(ratio) = ratio_at_1 {
         notes.push(format!(

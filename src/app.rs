@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt as _;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -211,6 +212,12 @@ impl App {
             shutdown_timeout,
         } = self;
         let signal = cancel.clone();
+        // Small answers and SSE events go out at once instead of waiting on Nagle's algorithm.
+        let listener = listener.tap_io(|stream| {
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(error = %err, "could not set TCP_NODELAY on a connection");
+            }
+        });
         let serve = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;

@@ -162,8 +162,30 @@ pub struct Load<T> {
 }
 
 impl<T> Load<T> {
+    pub fn empty() -> Self {
+        Load {
+            latencies: Vec::new(),
+            wall: Duration::ZERO,
+            errors: 0,
+            first_error: None,
+            outputs: Vec::new(),
+        }
+    }
+
     pub fn per_second(&self) -> f64 {
         self.latencies.len() as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Adds another run's calls (latencies stay sorted; walls add up).
+    pub fn absorb(&mut self, other: Load<T>) {
+        self.latencies.extend(other.latencies);
+        self.latencies.sort();
+        self.outputs.extend(other.outputs);
+        self.wall += other.wall;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
     }
 }
 

@@ -9,12 +9,15 @@
 //! **Selection.** A key is eligible when it is enabled, not retired, neither it nor its quota
 //! group is cooling down, it has room under its in-flight limit (ingestion only), and its
 //! client-side budget (requests and tokens per minute, shared by a quota group) can pay for the
-//! request. Among eligible keys: fewest in flight, then least recently used.
+//! request. A budget is a token bucket that holds one second's worth, so a told quota is paced
+//! evenly from the first request rather than spent in a burst; after a rate limit its request
+//! budget resumes with one request and then the pace, not with a burst saved up during the
+//! cooldown. Among eligible keys: fewest in flight, then least recently used.
 //!
 //! **Who goes first.** Callers wait in one queue per provider. Queries for `/retrieve` (the
 //! priority lane) are served before any waiting ingestion work, may use one slot above the
-//! in-flight limit and may spend the budget reserve that ingestion leaves untouched — so a
-//! query is never queued behind ingestion. Ingestion waiters are served round-robin by world
+//! in-flight limit and may overdraw the budget by a tenth of a minute's worth, which ingestion
+//! then waits to repay — so a query is never queued behind ingestion. Ingestion waiters are served round-robin by world
 //! (the world served least recently goes first), so one large upload cannot starve another
 //! world. Only the head of the queue may take a key; everyone else waits to be woken.
 //!
@@ -47,7 +50,9 @@ use crate::store::{self, Store};
 const BACKOFF_BASE: Duration = Duration::from_secs(2);
 /// Longest cooldown from backoff alone (hints and daily quotas may be longer).
 const BACKOFF_CAP: Duration = Duration::from_secs(300);
-/// Share of every budget that ingestion leaves for queries.
+/// Queries may overdraw a budget by this share of a minute's worth (ingestion never does), so
+/// a query is not held back by ingestion's pacing; ingestion then waits until the debt is
+/// repaid, so the long-run rate stays within the budget.
 const QUERY_RESERVE: f64 = 0.1;
 /// The synthetic key id of the local model's slot.
 const LOCAL_SLOT: KeyId = KeyId(uuid::Uuid::nil());
@@ -166,9 +171,20 @@ pub struct KeyStatus {
     pub failures: u64,
 }
 
-/// A token bucket refilled continuously: `capacity` per minute.
+/// How much of a per-minute budget may go out at once: one second's worth (at least one
+/// request). Providers enforce "per minute" quotas over shorter spans too (OpenAI says so; a
+/// burst of a whole minute's requests draws 429s everywhere), so a told quota is paced from the
+/// first request instead of being spent in one burst.
+const BURST: Duration = Duration::from_secs(1);
+
+/// A token bucket refilled continuously at `per_minute`, holding at most a [`BURST`]'s worth.
+/// A request larger than the bucket goes out when the bucket is full and leaves it in debt
+/// (a negative level), so the long-run rate never exceeds the budget.
 #[derive(Clone, Debug)]
 struct Bucket {
+    /// Units per second.
+    rate: f64,
+    /// The most the bucket holds.
     capacity: f64,
     level: f64,
     updated: Instant,
@@ -176,35 +192,55 @@ struct Bucket {
 
 impl Bucket {
     fn new(per_minute: u32, now: Instant) -> Self {
+        let per_minute = f64::from(per_minute);
+        let capacity = (per_minute * BURST.as_secs_f64() / 60.0).max(1.0).min(per_minute);
         Self {
-            capacity: f64::from(per_minute),
-            level: f64::from(per_minute),
+            rate: per_minute / 60.0,
+            capacity,
+            level: capacity,
             updated: now,
         }
     }
 
     fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        self.level = (self.level + elapsed * self.capacity / 60.0).min(self.capacity);
+        self.level = (self.level + elapsed * self.rate).min(self.capacity);
         self.updated = now;
     }
 
-    /// Whether `amount` can be paid keeping `reserve` (a share of capacity) untouched.
-    fn can_pay(&self, amount: f64, reserve: f64) -> bool {
-        // A request larger than the whole bucket can never be paid in full: let it through
-        // when the bucket is full so it is not blocked forever.
-        let amount = amount.min(self.capacity * (1.0 - reserve));
-        self.level - amount >= self.capacity * reserve - 1e-9
+    /// What the bucket must hold before `amount` goes out: the amount, or a full bucket when
+    /// the amount is more than it can hold, less the `overdraft` (a share of a minute's budget)
+    /// the lane may borrow.
+    fn needed(&self, amount: f64, overdraft: f64) -> f64 {
+        amount.min(self.capacity) - overdraft * self.rate * 60.0
     }
 
-    /// When `amount` (kept within what can ever be paid) will be affordable.
-    fn ready_at(&self, amount: f64, reserve: f64) -> Instant {
-        let amount = amount.min(self.capacity * (1.0 - reserve));
-        let missing = self.capacity * reserve + amount - self.level;
+    /// Whether `amount` can go out now.
+    fn can_pay(&self, amount: f64, overdraft: f64) -> bool {
+        self.level >= self.needed(amount, overdraft) - 1e-9
+    }
+
+    /// When `amount` will be affordable.
+    fn ready_at(&self, amount: f64, overdraft: f64) -> Instant {
+        let missing = self.needed(amount, overdraft) - self.level;
         if missing <= 0.0 {
             return self.updated;
         }
-        self.updated + Duration::from_secs_f64(missing * 60.0 / self.capacity)
+        self.updated + Duration::from_secs_f64(missing / self.rate)
+    }
+
+    /// After a rate limit that pauses the budget for `pause`: when the pause ends the bucket
+    /// holds one request at most, so sending resumes at the budget's pace rather than with a
+    /// burst into a provider window that was just found full.
+    fn hold_for(&mut self, now: Instant, pause: Duration) {
+        self.refill(now);
+        self.level = self.level.min(1.0 - self.rate * pause.as_secs_f64());
+    }
+
+    /// Spends `amount` in full; the level may go below zero.
+    fn pay(&mut self, amount: f64, now: Instant) {
+        self.refill(now);
+        self.level -= amount;
     }
 }
 
@@ -610,12 +646,10 @@ impl KeyScheduler {
         let budget_id = inner.slots[index].budget_id();
         if let Some(budget) = inner.budgets.get_mut(&budget_id) {
             if let Some(b) = budget.requests.as_mut() {
-                b.refill(now);
-                b.level -= 1.0;
+                b.pay(1.0, now);
             }
             if let Some(b) = budget.tokens.as_mut() {
-                b.refill(now);
-                b.level -= f64::from(tokens).min(b.capacity);
+                b.pay(f64::from(tokens), now);
             }
         }
         let slot = &mut inner.slots[index];
@@ -724,9 +758,9 @@ fn is_head(inner: &Inner, ticket: u64) -> bool {
 }
 
 fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane, tokens: u32, now: Instant) -> Pick {
-    let (in_flight_limit, reserve) = match lane {
-        Lane::Query => (pool.max_in_flight_per_key + 1, 0.0),
-        Lane::Ingest(_) => (pool.max_in_flight_per_key, QUERY_RESERVE),
+    let (in_flight_limit, overdraft) = match lane {
+        Lane::Query => (pool.max_in_flight_per_key + 1, QUERY_RESERVE),
+        Lane::Ingest(_) => (pool.max_in_flight_per_key, 0.0),
     };
     let mut best: Option<(usize, usize, Option<Instant>)> = None;
     let mut soonest: Option<Instant> = None;
@@ -756,14 +790,14 @@ fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane
         let mut ready_at: Option<Instant> = None;
         if let Some(b) = budget.requests.as_mut() {
             b.refill(now);
-            if !b.can_pay(1.0, reserve) {
-                ready_at = Some(b.ready_at(1.0, reserve));
+            if !b.can_pay(1.0, overdraft) {
+                ready_at = Some(b.ready_at(1.0, overdraft));
             }
         }
         if let Some(b) = budget.tokens.as_mut() {
             b.refill(now);
-            if !b.can_pay(f64::from(tokens), reserve) {
-                let at = b.ready_at(f64::from(tokens), reserve);
+            if !b.can_pay(f64::from(tokens), overdraft) {
+                let at = b.ready_at(f64::from(tokens), overdraft);
                 ready_at = Some(ready_at.map_or(at, |r| r.max(at)));
             }
         }
@@ -841,6 +875,7 @@ impl KeyLease {
         {
             let mut inner = shared.lock();
             let mut group_cooldown: Option<(ProviderKind, String, Instant)> = None;
+            let mut paused_budget: Option<(BudgetId, Duration)> = None;
             if let Some(slot) = inner.slots.iter_mut().find(|s| s.id == self.slot) {
                 slot.in_flight = slot.in_flight.saturating_sub(1);
                 match &outcome {
@@ -861,6 +896,7 @@ impl KeyLease {
                             RateLimitScope::Short => retry_after.unwrap_or_else(|| backoff(slot.rate_limit_streak)),
                         };
                         let until = now + length;
+                        paused_budget = Some((slot.budget_id(), length));
                         let wall = Utc::now() + chrono::Duration::from_std(length).unwrap_or(chrono::Duration::zero());
                         match slot.quota_group.clone() {
                             Some(group) => {
@@ -900,6 +936,11 @@ impl KeyLease {
             if let Some((provider, group, until)) = group_cooldown {
                 let entry = inner.group_cooldowns.entry((provider, group)).or_insert(until);
                 *entry = (*entry).max(until);
+            }
+            if let Some((id, pause)) = paused_budget
+                && let Some(b) = inner.budgets.get_mut(&id).and_then(|b| b.requests.as_mut())
+            {
+                b.hold_for(now, pause);
             }
         }
         shared.changed.notify_waiters();
@@ -995,17 +1036,60 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_refill_continuously_and_keep_a_reserve() {
+    fn buckets_hold_a_second_and_let_queries_overdraw() {
         let t0 = Instant::now();
-        let mut b = Bucket::new(60, t0);
+        // 600 a minute: 10 at once, then 10 a second.
+        let mut b = Bucket::new(600, t0);
+        assert!((b.capacity - 10.0).abs() < 1e-9);
         b.level = 0.0;
         assert!(!b.can_pay(1.0, 0.0));
-        assert_eq!(b.ready_at(1.0, 0.0), t0 + Duration::from_secs(1));
+        let wait = b.ready_at(1.0, 0.0).duration_since(t0);
+        assert!(
+            wait.abs_diff(Duration::from_millis(100)) < Duration::from_millis(1),
+            "{wait:?}"
+        );
         b.refill(t0 + Duration::from_secs(10));
-        assert!((b.level - 10.0).abs() < 1e-6);
-        // With a 10 % reserve (6 of 60), ingestion can spend down to 6 only.
-        assert!(b.can_pay(4.0, 0.1));
-        assert!(!b.can_pay(5.0, 0.1));
+        assert!((b.level - 10.0).abs() < 1e-6, "the bucket holds one second's worth");
+        // Queries may overdraw by 10 % of a minute (60 here).
+        b.level = -59.0;
+        assert!(b.can_pay(1.0, 0.1));
+        assert!(!b.can_pay(1.0, 0.0));
+        // A tiny budget still lets one request through.
+        assert!((Bucket::new(5, t0).capacity - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_request_larger_than_the_bucket_waits_for_a_full_one_and_leaves_a_debt() {
+        let t0 = Instant::now();
+        // 60,000 tokens a minute: 1,000 at once.
+        let mut b = Bucket::new(60_000, t0);
+        assert!(b.can_pay(5_000.0, 0.0));
+        b.pay(5_000.0, t0);
+        assert!((b.level + 4_000.0).abs() < 1e-6);
+        // The debt is repaid before the next large request: 5 s to get back to a full bucket.
+        let wait = b.ready_at(5_000.0, 0.0).duration_since(t0);
+        assert!(
+            wait.abs_diff(Duration::from_secs(5)) < Duration::from_millis(1),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn after_a_rate_limit_the_budget_resumes_paced() {
+        let t0 = Instant::now();
+        // 300 a minute: 5 at once, 5 a second.
+        let mut b = Bucket::new(300, t0);
+        b.hold_for(t0, Duration::from_millis(800));
+        // When the 0.8 s cooldown ends: one request, then one every 0.2 s.
+        let end = t0 + Duration::from_millis(800);
+        b.refill(end);
+        assert!(b.can_pay(1.0, 0.0));
+        b.pay(1.0, end);
+        let next = b.ready_at(1.0, 0.0).duration_since(end);
+        assert!(
+            next.abs_diff(Duration::from_millis(200)) < Duration::from_millis(1),
+            "{next:?}"
+        );
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Retrieval: a query in, verified chunk text out.
 //!
 //! The order of work is fixed (DESIGN.md, "Retrieval flow"): settings are validated before
-//! anything is looked up ([`Settings::parse`]) → the world is loaded → a blank query is
-//! refused → `top_k = 0` answers at once → the world's embedded chunks are counted (none: an
-//! empty answer with a warning, no provider call) and `top_k` is clamped to that count → the
+//! anything is looked up ([`Settings::parse`]) → the world is loaded (with its active run's
+//! embedded chunks counted up to `top_k` in the same store round trip) → a blank query is
+//! refused → `top_k = 0` answers at once → no embedded chunks: an empty answer with a warning,
+//! no provider call; otherwise `top_k` is clamped to that count → the
 //! stripped query is embedded in query mode with the world's locked profile, through the key
 //! scheduler's priority lane → the profile's collection is searched, filtered by world and
 //! active run, with `min_score` applied inside the query → every hit is verified against the
@@ -216,9 +217,11 @@ impl RetrievalService {
     /// Runs one retrieval with settings already validated by [`Settings::parse`].
     pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
         let started = Instant::now();
-        let world = self
+        // The world and its embedded chunks (up to `top_k`) come in one store round trip; the
+        // count is only looked at after the checks below.
+        let (world, embedded) = self
             .store
-            .get_world(world_id)
+            .world_for_retrieval(world_id, settings.top_k)
             .await?
             .ok_or(ServiceError::NotFound(Missing::World))?;
         let query = query.trim();
@@ -243,10 +246,6 @@ impl RetrievalService {
             answer.timing.total_ms = ms(started.elapsed());
             return Ok(answer);
         }
-        let embedded = self
-            .store
-            .count_embedded(world.id, world.active_run, settings.top_k)
-            .await?;
         if embedded == 0 {
             answer.warnings.push(Warning {
                 code: "no_embedded_chunks",

@@ -188,9 +188,10 @@ pub trait WorkStore: Send + Sync {
 /// What retrieval reads and repairs. Text always comes from here, never from the vector store.
 #[async_trait]
 pub trait RetrievalStore: Send + Sync {
-    /// Entries of `run` in `world` marked embedded, counted up to `at_most` (retrieval only
-    /// needs to know whether there are `top_k`; counting stops there).
-    async fn count_embedded(&self, world: WorldId, run: RunId, at_most: u64) -> Result<u64>;
+    /// The world, with the entries of its active run marked embedded counted up to `at_most`
+    /// (retrieval only needs to know whether there are `top_k`; counting stops there), in one
+    /// round trip. `None` when there is no such world.
+    async fn world_for_retrieval(&self, world: WorldId, at_most: u64) -> Result<Option<(World, u64)>>;
     /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
     /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;

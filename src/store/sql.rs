@@ -245,8 +245,13 @@ pub(super) const INSERT_EVENT: &str =
 pub(super) const EVENTS_AFTER: &str = "SELECT id, job_id, kind, data, created_at FROM job_events \
      WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3";
 
-pub(super) const COUNT_EMBEDDED_IN_RUN: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries \
-     WHERE world_id = $1 AND run_id = $2 AND state = 'embedded' LIMIT $3) AS e";
+/// The world (as [`SELECT_WORLD`]) and its active run's embedded entries counted up to `$2`, in one
+/// round trip: retrieval needs both before anything else.
+pub(super) const WORLD_FOR_RETRIEVAL: &str = "SELECT w.id, w.name, w.provider, w.model, w.dimensions, \
+     w.max_tokens, w.overlap_tokens, w.hybrid, w.active_run_id, w.collection, w.created_at, w.updated_at, \
+     (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
+     AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
+     AS embedded FROM worlds w WHERE w.id = $1";
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
 macro_rules! chunk_view_columns {
@@ -533,6 +538,13 @@ impl TryFrom<EventRow> for JobEvent {
             created_at: r.created_at,
         })
     }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct WorldCountRow {
+    #[sqlx(flatten)]
+    pub(super) world: WorldRow,
+    pub(super) embedded: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -1574,20 +1586,24 @@ macro_rules! impl_store {
 
         #[async_trait::async_trait]
         impl $crate::store::RetrievalStore for $store {
-            async fn count_embedded(
+            async fn world_for_retrieval(
                 &self,
-                world: $crate::domain::WorldId,
-                run: $crate::domain::RunId,
+                id: $crate::domain::WorldId,
                 at_most: u64,
-            ) -> $crate::store::Result<u64> {
+            ) -> $crate::store::Result<Option<($crate::domain::World, u64)>> {
                 use $crate::store::sql::*;
-                let n: i64 = sqlx::query_scalar(COUNT_EMBEDDED_IN_RUN)
-                    .bind(world.0)
-                    .bind(run.0)
+                let row: Option<WorldCountRow> = sqlx::query_as(WORLD_FOR_RETRIEVAL)
+                    .bind(id.0)
                     .bind(wide(at_most))
-                    .fetch_one(&self.pool)
+                    .fetch_optional(&self.pool)
                     .await?;
-                narrow("manifest_entries", n)
+                match row {
+                    None => Ok(None),
+                    Some(row) => Ok(Some((
+                        row.world.try_into()?,
+                        narrow("manifest_entries", row.embedded)?,
+                    ))),
+                }
             }
 
             async fn chunks_by_points(

@@ -306,21 +306,21 @@ async fn client_side_budgets_pace_requests_and_keep_a_reserve_for_queries() {
     let s = scheduler(&f, keys(&["budgeted"], None), pool(100, Some(60))).await;
     tokio::time::pause();
     let started = Instant::now();
-    // 60 per minute with a 10 % reserve: ingestion gets 54 at once, then one per second.
-    for _ in 0..54 {
-        s.acquire(G, INGEST, 1).await.unwrap().finish(Outcome::Success).await;
-    }
-    assert_eq!(started.elapsed(), Duration::ZERO);
+    // 60 per minute, paced: one at once (the bucket holds a second's worth), then one per second.
     s.acquire(G, INGEST, 1).await.unwrap().finish(Outcome::Success).await;
-    let waited = started.elapsed();
-    // (timers have millisecond resolution)
-    assert!(
-        waited >= Duration::from_secs(1) && waited <= Duration::from_millis(1010),
-        "{waited:?}"
-    );
-    // A query may spend the reserve immediately.
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    for n in 1..=3u64 {
+        s.acquire(G, INGEST, 1).await.unwrap().finish(Outcome::Success).await;
+        let waited = started.elapsed();
+        // (timers have millisecond resolution)
+        assert!(
+            waited >= Duration::from_secs(n) && waited <= Duration::from_millis(1000 * n + 10),
+            "request {n} went out after {waited:?}"
+        );
+    }
+    // Queries may overdraw by a tenth of a minute (6 requests) at once.
     let before = Instant::now();
-    for _ in 0..5 {
+    for _ in 0..6 {
         s.acquire(G, Lane::Query, 1)
             .await
             .unwrap()
@@ -328,6 +328,14 @@ async fn client_side_budgets_pace_requests_and_keep_a_reserve_for_queries() {
             .await;
     }
     assert_eq!(before.elapsed(), Duration::ZERO);
+    // Ingestion then waits for the debt to be repaid: 6 s, and one more for its own request.
+    let before = Instant::now();
+    s.acquire(G, INGEST, 1).await.unwrap().finish(Outcome::Success).await;
+    let waited = before.elapsed();
+    assert!(
+        waited >= Duration::from_secs(7) && waited <= Duration::from_millis(7010),
+        "{waited:?}"
+    );
 }
 
 #[tokio::test]

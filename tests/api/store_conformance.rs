@@ -450,18 +450,23 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let (source, ingest) = add_source(&store, world.id, 4).await;
     add_source(&store, other.id, 2).await;
     let run = world.active_run;
-    assert_eq!(store.count_embedded(world.id, run, 100).await.unwrap(), 0);
+    let embedded = |at_most| {
+        let store = store.clone();
+        async move {
+            let (found, n) = store.world_for_retrieval(world.id, at_most).await.unwrap().unwrap();
+            assert_eq!(found.id, world.id);
+            n
+        }
+    };
+    assert_eq!(embedded(100).await, 0);
     let items = claim(&store, "w", 10).await;
     let mine: Vec<_> = items.iter().filter(|i| i.world_id == world.id).cloned().collect();
     assert_eq!(mine.len(), 4, "{items:?}");
     assert_eq!(complete(&store, "w", &mine).await, 4);
-    assert_eq!(store.count_embedded(world.id, run, 100).await.unwrap(), 4);
-    assert_eq!(
-        store.count_embedded(world.id, run, 3).await.unwrap(),
-        3,
-        "counting stops at the bound"
-    );
-    assert_eq!(store.count_embedded(world.id, RunId::new(), 100).await.unwrap(), 0);
+    assert_eq!(embedded(100).await, 4, "the other world's entries are not counted");
+    assert_eq!(embedded(3).await, 3, "counting stops at the bound");
+    assert_eq!(embedded(0).await, 0);
+    assert!(store.world_for_retrieval(WorldId::new(), 8).await.unwrap().is_none());
 
     // Reuse finds embedded text by hash, per world or anywhere, in the same collection only.
     let hashes: Vec<String> = mine.iter().map(|i| i.text_sha256.clone()).collect();
@@ -564,7 +569,7 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let job = store.get_job(repair).await.unwrap().unwrap();
     assert_eq!((job.kind, job.status), (JobKind::Repair, JobStatus::Running));
     assert_eq!(job.counts.total, 2, "the already pending slot was not counted twice");
-    assert_eq!(store.count_embedded(world.id, run, 100).await.unwrap(), 2);
+    assert_eq!(embedded(100).await, 2);
     assert_eq!(
         store
             .requeue_entries(world.id, run, &[mine[0].chunk_id], "stale_point", None, now)
