@@ -22,15 +22,22 @@ pub(super) const INSERT_WORLD: &str = "INSERT INTO worlds (id, name, provider, m
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, \
      overlap_tokens, collection, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
-pub(super) const SELECT_WORLD: &str = "SELECT id, name, provider, model, dimensions, max_tokens, overlap_tokens, \
-     hybrid, active_run_id, collection, created_at, updated_at FROM worlds WHERE id = $1";
+/// Columns of a [`WorldRow`].
+macro_rules! world_columns {
+    () => {
+        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, active_run_id, collection, \
+         created_at, updated_at"
+    };
+}
 
-pub(super) const LIST_WORLDS: &str = "SELECT id, name, provider, model, dimensions, max_tokens, overlap_tokens, \
-     hybrid, active_run_id, collection, created_at, updated_at FROM worlds ORDER BY created_at, id";
+pub(super) const SELECT_WORLD: &str = concat!("SELECT ", world_columns!(), " FROM worlds WHERE id = $1");
 
-pub(super) const RENAME_WORLD: &str = "UPDATE worlds SET name = $2, updated_at = $3 WHERE id = $1 \
-     RETURNING id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, active_run_id, \
-     collection, created_at, updated_at";
+pub(super) const LIST_WORLDS: &str = concat!("SELECT ", world_columns!(), " FROM worlds ORDER BY created_at, id");
+
+pub(super) const RENAME_WORLD: &str = concat!(
+    "UPDATE worlds SET name = $2, updated_at = $3 WHERE id = $1 RETURNING ",
+    world_columns!()
+);
 
 pub(super) const DELETE_WORLD: &str = "DELETE FROM worlds WHERE id = $1";
 
@@ -247,11 +254,13 @@ pub(super) const EVENTS_AFTER: &str = "SELECT id, job_id, kind, data, created_at
 
 /// The world (as [`SELECT_WORLD`]) and its active run's embedded entries counted up to `$2`, in one
 /// round trip: retrieval needs both before anything else.
-pub(super) const WORLD_FOR_RETRIEVAL: &str = "SELECT w.id, w.name, w.provider, w.model, w.dimensions, \
-     w.max_tokens, w.overlap_tokens, w.hybrid, w.active_run_id, w.collection, w.created_at, w.updated_at, \
-     (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
+pub(super) const WORLD_FOR_RETRIEVAL: &str = concat!(
+    "SELECT ",
+    world_columns!(),
+    ", (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
      AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
-     AS embedded FROM worlds w WHERE w.id = $1";
+     AS embedded FROM worlds WHERE id = $1"
+);
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
 macro_rules! chunk_view_columns {
