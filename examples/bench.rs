@@ -596,6 +596,26 @@ fn latency_table() -> Table {
     ])
 }
 
+/// One row of the raw table: a call timed alone. Failed calls are named in the notes.
+fn raw_row<T>(table: &mut Table, notes: &mut Vec<String>, label: &str, what: &str, concurrency: usize, load: &Load<T>) {
+    if let Some(err) = &load.first_error {
+        notes.push(format!(
+            "{label}, {what}: {} calls failed; first error: {err}",
+            load.errors
+        ));
+    }
+    table.row(vec![
+        label.to_owned(),
+        what.to_owned(),
+        concurrency.to_string(),
+        (load.latencies.len() + load.errors).to_string(),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.50)),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.95)),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.99)),
+        num(load.per_second(), 1),
+    ]);
+}
+
 fn raw_table() -> Table {
     Table::new(&[
         "worlds",
@@ -888,16 +908,7 @@ async fn measure(
             format!("{:.2}", total - embed - search_ms - verify),
             format!("{total:.2}"),
         ]);
-        raw.row(vec![
-            label.to_owned(),
-            "vectors.search".into(),
-            concurrency.to_string(),
-            requests.to_string(),
-            format!("{:.2}", quantile_ms(&raw_load.latencies, 0.50)),
-            format!("{:.2}", quantile_ms(&raw_load.latencies, 0.95)),
-            format!("{:.2}", quantile_ms(&raw_load.latencies, 0.99)),
-            num(raw_load.per_second(), 1),
-        ]);
+        raw_row(raw, notes, label, "vectors.search", concurrency, &raw_load);
         if concurrency == 1 {
             ratio_at_1 = Some(quantile_ms(&load.latencies, 0.50) / quantile_ms(&raw_load.latencies, 0.50));
         }
@@ -918,16 +929,7 @@ async fn measure(
         }
     })
     .await;
-    raw.row(vec![
-        label.to_owned(),
-        "store.world_for_retrieval (≤ 8)".into(),
-        "1".into(),
-        "200".into(),
-        format!("{:.2}", quantile_ms(&lookup.latencies, 0.50)),
-        format!("{:.2}", quantile_ms(&lookup.latencies, 0.95)),
-        format!("{:.2}", quantile_ms(&lookup.latencies, 0.99)),
-        num(lookup.per_second(), 1),
-    ]);
+    raw_row(raw, notes, label, "store.world_for_retrieval (≤ 8)", 1, &lookup);
     // The verification read for one answer's hits, timed alone.
     let hits = quarry
         .state
@@ -956,16 +958,7 @@ async fn measure(
         }
     })
     .await;
-    raw.row(vec![
-        label.to_owned(),
-        "store.chunks_by_points (8 hits)".into(),
-        "1".into(),
-        "200".into(),
-        format!("{:.2}", quantile_ms(&verify.latencies, 0.50)),
-        format!("{:.2}", quantile_ms(&verify.latencies, 0.95)),
-        format!("{:.2}", quantile_ms(&verify.latencies, 0.99)),
-        num(verify.per_second(), 1),
-    ]);
+    raw_row(raw, notes, label, "store.chunks_by_points (8 hits)", 1, &verify);
     if let Some(ratio) = ratio_at_1 {
         notes.push(format!(
             "{label}: quarry p50 ÷ raw search p50 at concurrency 1 = {ratio:.2} (target ≤ 1.5: {})",

@@ -17,9 +17,10 @@
 //! **Who goes first.** Callers wait in one queue per provider. Queries for `/retrieve` (the
 //! priority lane) are served before any waiting ingestion work, may use one slot above the
 //! in-flight limit and may overdraw the budget by a tenth of a minute's worth, which ingestion
-//! then waits to repay — so a query is never queued behind ingestion. Ingestion waiters are served round-robin by world
-//! (the world served least recently goes first), so one large upload cannot starve another
-//! world. Only the head of the queue may take a key; everyone else waits to be woken.
+//! then waits to repay — so a query is never queued behind ingestion. Ingestion waiters are
+//! served round-robin by world (the world served least recently goes first), so one large
+//! upload cannot starve another world. Only the head of the queue may take a key; everyone
+//! else waits to be woken.
 //!
 //! **Outcomes.** A rate limit cools the key down — or its whole quota group, since keys of one
 //! Google project share one quota — for the provider's hint, else an exponential backoff with
@@ -53,7 +54,7 @@ const BACKOFF_CAP: Duration = Duration::from_secs(300);
 /// Queries may overdraw a budget by this share of a minute's worth (ingestion never does), so
 /// a query is not held back by ingestion's pacing; ingestion then waits until the debt is
 /// repaid, so the long-run rate stays within the budget.
-const QUERY_RESERVE: f64 = 0.1;
+const QUERY_OVERDRAFT: f64 = 0.1;
 /// The synthetic key id of the local model's slot.
 const LOCAL_SLOT: KeyId = KeyId(uuid::Uuid::nil());
 
@@ -759,7 +760,7 @@ fn is_head(inner: &Inner, ticket: u64) -> bool {
 
 fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane, tokens: u32, now: Instant) -> Pick {
     let (in_flight_limit, overdraft) = match lane {
-        Lane::Query => (pool.max_in_flight_per_key + 1, QUERY_RESERVE),
+        Lane::Query => (pool.max_in_flight_per_key + 1, QUERY_OVERDRAFT),
         Lane::Ingest(_) => (pool.max_in_flight_per_key, 0.0),
     };
     let mut best: Option<(usize, usize, Option<Instant>)> = None;
