@@ -59,6 +59,9 @@ usage: bench [options]
   --second-world HOW   how the second world's points get into the collection: `direct` (default:
                        written with `state.vectors.upsert`, as the workers would), `api` (sources
                        uploaded and embedded like the first world; about 4 more minutes) or `none`
+  --data DIR           keep the retrieval section's SQLite file and vectors in DIR (default: a
+                       temporary directory) and reuse the worlds a previous run loaded there, for
+                       quicker retrieval runs; delete DIR to load afresh
 ";
 
 /// Rounds per concurrency level in which `/retrieve` and the raw search take turns.
@@ -89,6 +92,8 @@ struct Options {
     concurrency: Vec<usize>,
     requests: Vec<usize>,
     second_world: SecondWorld,
+    /// Where the retrieval section keeps quarry's data; worlds already loaded there are reused.
+    data: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -107,6 +112,7 @@ impl Default for Options {
             concurrency: vec![1, 8, 32],
             requests: vec![200, 800, 1600],
             second_world: SecondWorld::Direct,
+            data: None,
         }
     }
 }
@@ -161,6 +167,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
                     other => return Err(format!("--second-world: `{other}` is not direct, api or none")),
                 }
             }
+            "--data" => o.data = Some(value.into()),
             _ => return Err(format!("unknown option {flag}\n\n{HELP}")),
         }
     }
@@ -474,7 +481,7 @@ async fn retrieval(o: &Options) -> Result<()> {
         latency: Duration::ZERO,
     })
     .await?;
-    let quarry = Quarry::start(&fake.base_url(), &keys, |_| {}).await?;
+    let quarry = Quarry::start_in(o.data.as_deref(), &fake.base_url(), &keys, |_| {}).await?;
     let mut memory = Table::new(&[
         "after",
         "points",
@@ -510,7 +517,15 @@ async fn retrieval(o: &Options) -> Result<()> {
         "world A loaded, index settled",
         (o.chunks / o.sources * o.sources) as f64,
     );
-    measure(o, &quarry, &a, "1 world", &mut latency, &mut raw, &mut notes).await?;
+    let worlds = quarry.get("/v1/worlds").await?;
+    if worlds["worlds"]
+        .as_array()
+        .is_some_and(|all| all.iter().any(|w| w["name"] == "corpus-b"))
+    {
+        notes.push("the --data directory already holds the second world: no one-world rows".into());
+    } else {
+        measure(o, &quarry, &a, "1 world", &mut latency, &mut raw, &mut notes).await?;
+    }
 
     if o.second_world != SecondWorld::None {
         let b = if o.second_world == SecondWorld::Api {
@@ -630,15 +645,69 @@ fn raw_table() -> Table {
 }
 
 /// Creates a world and loads `o.chunks` one-sentence chunks into it through the API.
+/// The world named `name` in a reused data directory (`--data`), if a previous run loaded it
+/// completely: `total` chunks, all embedded (`points` false), or `total` points in its
+/// collection (`points` true, for a world whose points were written directly).
+async fn reusable(quarry: &Quarry, name: &str, total: usize, points: bool) -> Result<Option<Corpus>> {
+    let worlds = quarry.get("/v1/worlds").await?;
+    let Some(world) = worlds["worlds"]
+        .as_array()
+        .and_then(|all| all.iter().find(|w| w["name"] == name))
+    else {
+        return Ok(None);
+    };
+    let corpus = Corpus {
+        id: Uuid::parse_str(world["id"].as_str().ok_or("world without id")?)?,
+        collection: world["collection"]
+            .as_str()
+            .ok_or("world without collection")?
+            .to_owned(),
+    };
+    let complete = if points {
+        let stored = quarry
+            .state
+            .store
+            .get_world(WorldId(corpus.id))
+            .await?
+            .ok_or("the world vanished")?;
+        let filter = PointFilter::world(stored.id).run(stored.active_run);
+        quarry.state.vectors.count(&corpus.collection, filter).await? == total as u64
+    } else {
+        let stats = &world["stats"];
+        stats["embedded"].as_u64() == Some(total as u64) && stats["chunks"].as_u64() == Some(total as u64)
+    };
+    if !complete {
+        return Err(format!("world {name} in the --data directory is incomplete; delete the directory").into());
+    }
+    progress(format!("retrieval: reusing {name} from the --data directory"));
+    Ok(Some(corpus))
+}
+
+/// The preload table's row for a reused world (nothing was loaded; settling is still timed).
+async fn reused_row(table: &mut Table, name: &str, total: usize) {
+    let settled = harness::settle(Duration::from_secs(3), Duration::from_secs(600)).await;
+    table.row(vec![
+        format!("{name} (reused)"),
+        num(total as f64, 0),
+        "–".into(),
+        "–".into(),
+        format!("{:.0}", settled.as_secs_f64()),
+    ]);
+}
+
 async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mut Table) -> Result<Corpus> {
+    let per_source = o.chunks / o.sources;
+    let total = per_source * o.sources;
+    if let Some(corpus) = reusable(quarry, name, total, false).await? {
+        reused_row(table, name, total).await;
+        return Ok(corpus);
+    }
     let world = quarry.create_world(name, o.dims, 32, 0).await?;
     let id = world["id"].as_str().ok_or("world without id")?.to_owned();
     let collection = world["collection"]
         .as_str()
         .ok_or("world without collection")?
         .to_owned();
-    let per_source = o.chunks / o.sources;
-    let total = per_source * o.sources;
     progress(format!(
         "retrieval: preloading {name}: {total} chunks in {} sources",
         o.sources
@@ -704,6 +773,10 @@ async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mu
 /// the same kind as the fake provider's. The world has no chunk rows: it only makes the collection
 /// hold another world's points, which is what filtering has to step over.
 async fn preload_direct(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mut Table) -> Result<Corpus> {
+    if let Some(corpus) = reusable(quarry, name, o.chunks / o.sources * o.sources, true).await? {
+        reused_row(table, name, o.chunks / o.sources * o.sources).await;
+        return Ok(corpus);
+    }
     let world = quarry.create_world(name, o.dims, 32, 0).await?;
     let id = Uuid::parse_str(world["id"].as_str().ok_or("world without id")?)?;
     let collection = world["collection"]

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -28,20 +29,43 @@ pub struct Quarry {
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
-    _dir: tempfile::TempDir,
+    /// The temporary directory, removed on drop; `None` when the caller chose the directory.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Quarry {
     /// Starts quarry against an OpenAI-compatible server at `base_url` with `keys`;
     /// `tweak` adjusts anything else (scheduling, workers).
     pub async fn start(base_url: &str, keys: &[String], tweak: impl FnOnce(&mut Settings)) -> Result<Quarry> {
-        let dir = tempfile::Builder::new().prefix("quarry-bench-").tempdir()?;
+        Self::start_in(None, base_url, keys, tweak).await
+    }
+
+    /// [`Quarry::start`] with its data in `dir` (created if missing, kept afterwards) instead
+    /// of a temporary directory.
+    pub async fn start_in(
+        dir: Option<&Path>,
+        base_url: &str,
+        keys: &[String],
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Result<Quarry> {
+        let temporary = match dir {
+            Some(_) => None,
+            None => Some(tempfile::Builder::new().prefix("quarry-bench-").tempdir()?),
+        };
+        let path: PathBuf = match (dir, &temporary) {
+            (Some(dir), _) => {
+                std::fs::create_dir_all(dir)?;
+                dir.to_owned()
+            }
+            (None, Some(t)) => t.path().to_owned(),
+            (None, None) => return Err("no data directory".into()),
+        };
         let mut settings = Settings::default();
         settings.server.addr = SocketAddr::from(([127, 0, 0, 1], 0));
         settings.server.shutdown_timeout_s = 10;
         settings.auth.tokens = vec![SecretString::from(TOKEN)];
-        settings.store.url = SecretString::from(format!("sqlite://{}", dir.path().join("quarry.db").display()));
-        settings.vectors.path = dir.path().join("vectors");
+        settings.store.url = SecretString::from(format!("sqlite://{}", path.join("quarry.db").display()));
+        settings.vectors.path = path.join("vectors");
         settings.providers.openai.base_url = base_url.to_owned();
         settings.providers.openai.keys = keys.iter().map(|k| SecretString::from(k.clone())).collect();
         tweak(&mut settings);
@@ -58,7 +82,7 @@ impl Quarry {
             client: http_client(),
             stop: Some(stop),
             handle: Some(handle),
-            _dir: dir,
+            _dir: temporary,
         })
     }
 

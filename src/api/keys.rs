@@ -233,7 +233,7 @@ pub async fn list_providers(State(state): State<AppState>) -> axum::Json<Provide
 /// A metric: name, type, help, and how to read it off a key.
 type Series = (&'static str, &'static str, &'static str, fn(&KeyStatus) -> f64);
 
-/// Prometheus text exposition of the provider key counters.
+/// Prometheus text exposition of the provider key counters and the retrieval head starts.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
@@ -281,6 +281,16 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             );
         }
     }
+    let head_starts = state.retrieval.head_starts();
+    let name = "quarry_retrieval_head_starts_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Retrievals embedded and searched while the store was still being read, by outcome\n\
+         # TYPE {name} counter\n\
+         {name}{{outcome=\"used\"}} {}\n\
+         {name}{{outcome=\"discarded\"}} {}",
+        head_starts.used, head_starts.discarded
+    );
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         out,

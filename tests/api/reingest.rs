@@ -86,6 +86,19 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
         .await;
     assert_eq!(answer["effective_top_k"], new_chunks);
     assert!(texts(&answer)[0].contains("Queen Maren"), "{answer}");
+    // That query had a head start on the old run (768 dimensions), thrown away when the store
+    // named the new one; the answer came from a query embedded again at 256.
+    let retrieval = s.app.state.retrieval.head_starts();
+    assert_eq!((retrieval.used, retrieval.discarded), (0, 1));
+    let queries: Vec<_> = s
+        .fake
+        .stats()
+        .embed_calls
+        .into_iter()
+        .filter(|c| c.task_types.iter().all(|t| t.as_deref() == Some("RETRIEVAL_QUERY")))
+        .map(|c| c.dimensions)
+        .collect();
+    assert_eq!(queries.last(), Some(&vec![Some(256)]), "{queries:?}");
     assert!(texts(&answer)[0].len() > "Queen Maren rules the northern isles from a tower of salt.".len());
 }
 
