@@ -1003,28 +1003,34 @@ async fn measure(
     })
     .await;
     raw_row(raw, notes, label, "store.world_for_retrieval (≤ 8)", 1, &lookup);
-    // The verification read for one answer's hits, timed alone.
-    let hits = quarry
-        .state
-        .vectors
-        .search(
-            &corpus.collection,
-            DenseSearch {
-                vector: vectors[0].clone(),
-                filter: PointFilter::world(world.id).run(world.active_run),
-                limit: 8,
-                score_threshold: None,
-            },
-        )
-        .await?;
-    let points: Arc<Vec<Uuid>> = Arc::new(hits.iter().map(|h| h.id).collect());
+    // The verification read of an answer's hits, timed alone: the hits of 200 different
+    // queries in turn, as requests read them (one answer's hits over and over would find
+    // their pages in the connection's own cache every time).
+    let mut answers = Vec::with_capacity(200);
+    for vector in vectors.iter().take(200) {
+        let hits = quarry
+            .state
+            .vectors
+            .search(
+                &corpus.collection,
+                DenseSearch {
+                    vector: vector.clone(),
+                    filter: PointFilter::world(world.id).run(world.active_run),
+                    limit: 8,
+                    score_threshold: None,
+                },
+            )
+            .await?;
+        answers.push(hits.iter().map(|h| h.id).collect::<Vec<Uuid>>());
+    }
+    let answers = Arc::new(answers);
     let store = quarry.state.store.clone();
     let run = world.active_run;
-    let verify = harness::run_load(1, 200, move |_| {
-        let (store, points) = (store.clone(), points.clone());
+    let verify = harness::run_load(1, answers.len(), move |i| {
+        let (store, answers) = (store.clone(), answers.clone());
         async move {
             store
-                .chunks_by_points(world_id, run, &points)
+                .chunks_by_points(world_id, run, &answers[i])
                 .await
                 .map(|c| c.len())
                 .map_err(|e| e.to_string())
