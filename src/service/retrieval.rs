@@ -315,12 +315,16 @@ impl RetrievalService {
         let started = Instant::now();
         let stripped = query.trim();
         // A head start only where the checks below would pass on the remembered world.
-        let hint = self.hints().get(&world_id).cloned().filter(|h| {
-            !stripped.is_empty()
-                && settings.top_k > 0
-                && h.embedded > 0
-                && (settings.mode == Mode::Dense || h.world.hybrid)
-        });
+        let hint = self
+            .hints()
+            .get(&world_id)
+            .filter(|h| {
+                !stripped.is_empty()
+                    && settings.top_k > 0
+                    && h.embedded > 0
+                    && (settings.mode == Mode::Dense || h.world.hybrid)
+            })
+            .cloned();
         // The world and its embedded chunks (up to `top_k`, and at least one so that the hint
         // knows whether there are any) come in one store round trip; the count is only looked
         // at after the checks below. With a hint, the query is embedded and searched
