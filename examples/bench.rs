@@ -61,7 +61,8 @@ usage: bench [options]
                        uploaded and embedded like the first world; about 4 more minutes) or `none`
   --data DIR           keep the retrieval section's SQLite file and vectors in DIR (default: a
                        temporary directory) and reuse the worlds a previous run loaded there, for
-                       quicker retrieval runs; delete DIR to load afresh
+                       quicker retrieval runs (quarry runs there without its startup repair);
+                       delete DIR to load afresh
 ";
 
 /// Rounds per concurrency level in which `/retrieve` and the raw search take turns.
@@ -473,6 +474,28 @@ struct Corpus {
     collection: String,
 }
 
+impl Corpus {
+    /// The id and collection of a world object as the API returns it.
+    fn from_world(world: &Value) -> Result<Corpus> {
+        Ok(Corpus {
+            id: Uuid::parse_str(world["id"].as_str().ok_or("world without id")?)?,
+            collection: world["collection"]
+                .as_str()
+                .ok_or("world without collection")?
+                .to_owned(),
+        })
+    }
+}
+
+/// The world named `name`, if there is one.
+async fn find_world(quarry: &Quarry, name: &str) -> Result<Option<Value>> {
+    let worlds = quarry.get("/v1/worlds").await?;
+    Ok(worlds["worlds"]
+        .as_array()
+        .and_then(|all| all.iter().find(|w| w["name"] == name))
+        .cloned())
+}
+
 async fn retrieval(o: &Options) -> Result<()> {
     let keys: Vec<String> = (0..2).map(|i| format!("sk-bench-{i}")).collect();
     let fake = Fake::start(FakeConfig {
@@ -481,7 +504,12 @@ async fn retrieval(o: &Options) -> Result<()> {
         latency: Duration::ZERO,
     })
     .await?;
-    let quarry = Quarry::start_in(o.data.as_deref(), &fake.base_url(), &keys, |_| {}).await?;
+    // A reused directory must not be repaired at start: the second world's points are written
+    // without manifest entries, and the startup repair deletes such points as orphans.
+    let quarry = Quarry::start_in(o.data.as_deref(), &fake.base_url(), &keys, |s| {
+        s.embedding.repair_on_startup = o.data.is_none();
+    })
+    .await?;
     let mut memory = Table::new(&[
         "after",
         "points",
@@ -517,11 +545,7 @@ async fn retrieval(o: &Options) -> Result<()> {
         "world A loaded, index settled",
         (o.chunks / o.sources * o.sources) as f64,
     );
-    let worlds = quarry.get("/v1/worlds").await?;
-    if worlds["worlds"]
-        .as_array()
-        .is_some_and(|all| all.iter().any(|w| w["name"] == "corpus-b"))
-    {
+    if find_world(&quarry, "corpus-b").await?.is_some() {
         notes.push("the --data directory already holds the second world: no one-world rows".into());
     } else {
         measure(o, &quarry, &a, "1 world", &mut latency, &mut raw, &mut notes).await?;
@@ -644,26 +668,15 @@ fn raw_table() -> Table {
     ])
 }
 
-/// Creates a world and loads `o.chunks` one-sentence chunks into it through the API.
 /// The world named `name` in a reused data directory (`--data`), if a previous run loaded it
 /// completely: `total` chunks, all embedded (`points` false), or `total` points in its
 /// collection (`points` true, for a world whose points were written directly).
 async fn reusable(quarry: &Quarry, name: &str, total: usize, points: bool) -> Result<Option<Corpus>> {
-    let worlds = quarry.get("/v1/worlds").await?;
-    let Some(world) = worlds["worlds"]
-        .as_array()
-        .and_then(|all| all.iter().find(|w| w["name"] == name))
-    else {
+    let Some(world) = find_world(quarry, name).await? else {
         return Ok(None);
     };
-    let corpus = Corpus {
-        id: Uuid::parse_str(world["id"].as_str().ok_or("world without id")?)?,
-        collection: world["collection"]
-            .as_str()
-            .ok_or("world without collection")?
-            .to_owned(),
-    };
-    let complete = if points {
+    let corpus = Corpus::from_world(&world)?;
+    let found = if points {
         let stored = quarry
             .state
             .store
@@ -671,13 +684,20 @@ async fn reusable(quarry: &Quarry, name: &str, total: usize, points: bool) -> Re
             .await?
             .ok_or("the world vanished")?;
         let filter = PointFilter::world(stored.id).run(stored.active_run);
-        quarry.state.vectors.count(&corpus.collection, filter).await? == total as u64
+        quarry.state.vectors.count(&corpus.collection, filter).await?
     } else {
         let stats = &world["stats"];
-        stats["embedded"].as_u64() == Some(total as u64) && stats["chunks"].as_u64() == Some(total as u64)
+        match (stats["embedded"].as_u64(), stats["chunks"].as_u64()) {
+            (Some(embedded), Some(chunks)) if embedded == chunks => embedded,
+            _ => 0,
+        }
     };
-    if !complete {
-        return Err(format!("world {name} in the --data directory is incomplete; delete the directory").into());
+    if found != total as u64 {
+        return Err(format!(
+            "world {name} in the --data directory holds {found} of {total} {}; delete the directory",
+            if points { "points" } else { "embedded chunks" }
+        )
+        .into());
     }
     progress(format!("retrieval: reusing {name} from the --data directory"));
     Ok(Some(corpus))
@@ -695,6 +715,7 @@ async fn reused_row(table: &mut Table, name: &str, total: usize) {
     ]);
 }
 
+/// Creates a world and loads `o.chunks` one-sentence chunks into it through the API.
 async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mut Table) -> Result<Corpus> {
     let per_source = o.chunks / o.sources;
     let total = per_source * o.sources;
@@ -703,11 +724,8 @@ async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mu
         return Ok(corpus);
     }
     let world = quarry.create_world(name, o.dims, 32, 0).await?;
-    let id = world["id"].as_str().ok_or("world without id")?.to_owned();
-    let collection = world["collection"]
-        .as_str()
-        .ok_or("world without collection")?
-        .to_owned();
+    let corpus = Corpus::from_world(&world)?;
+    let id = corpus.id.to_string();
     progress(format!(
         "retrieval: preloading {name}: {total} chunks in {} sources",
         o.sources
@@ -762,10 +780,7 @@ async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mu
         num(total as f64 / loaded.as_secs_f64(), 0),
         format!("{:.0}", settled.as_secs_f64()),
     ]);
-    Ok(Corpus {
-        id: Uuid::parse_str(&id)?,
-        collection,
-    })
+    Ok(corpus)
 }
 
 /// Creates a world through the API and writes `o.chunks` points for it straight into the shared
@@ -773,24 +788,19 @@ async fn preload(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mu
 /// the same kind as the fake provider's. The world has no chunk rows: it only makes the collection
 /// hold another world's points, which is what filtering has to step over.
 async fn preload_direct(o: &Options, quarry: &Quarry, name: &str, seed: u64, table: &mut Table) -> Result<Corpus> {
-    if let Some(corpus) = reusable(quarry, name, o.chunks / o.sources * o.sources, true).await? {
-        reused_row(table, name, o.chunks / o.sources * o.sources).await;
+    let per_source = o.chunks / o.sources;
+    let total = per_source * o.sources;
+    if let Some(corpus) = reusable(quarry, name, total, true).await? {
+        reused_row(table, name, total).await;
         return Ok(corpus);
     }
-    let world = quarry.create_world(name, o.dims, 32, 0).await?;
-    let id = Uuid::parse_str(world["id"].as_str().ok_or("world without id")?)?;
-    let collection = world["collection"]
-        .as_str()
-        .ok_or("world without collection")?
-        .to_owned();
+    let Corpus { id, collection } = Corpus::from_world(&quarry.create_world(name, o.dims, 32, 0).await?)?;
     let stored = quarry
         .state
         .store
         .get_world(WorldId(id))
         .await?
         .ok_or("the world vanished")?;
-    let per_source = o.chunks / o.sources;
-    let total = per_source * o.sources;
     progress(format!(
         "retrieval: writing {total} points of {name} straight into {collection}"
     ));

@@ -48,17 +48,15 @@ impl Quarry {
         keys: &[String],
         tweak: impl FnOnce(&mut Settings),
     ) -> Result<Quarry> {
-        let temporary = match dir {
-            Some(_) => None,
-            None => Some(tempfile::Builder::new().prefix("quarry-bench-").tempdir()?),
-        };
-        let path: PathBuf = match (dir, &temporary) {
-            (Some(dir), _) => {
+        let (path, temporary): (PathBuf, _) = match dir {
+            Some(dir) => {
                 std::fs::create_dir_all(dir)?;
-                dir.to_owned()
+                (dir.to_owned(), None)
             }
-            (None, Some(t)) => t.path().to_owned(),
-            (None, None) => return Err("no data directory".into()),
+            None => {
+                let temporary = tempfile::Builder::new().prefix("quarry-bench-").tempdir()?;
+                (temporary.path().to_owned(), Some(temporary))
+            }
         };
         let mut settings = Settings::default();
         settings.server.addr = SocketAddr::from(([127, 0, 0, 1], 0));
