@@ -28,9 +28,15 @@
 //! power-loss durability and bounds replay time. `close()` stops the task and flushes every shard;
 //! dropping the repo without it still flushes (the engine's `Drop`), on the dropping thread.
 //!
-//! Index choices: `world_id` is a tenant keyword index (points grouped per world at optimize,
-//! per-world HNSW links); `run_id` and `source_id` are keyword indexes with `enable_hnsw=false`
-//! — they narrow filters and deletes, and extra HNSW links per index would double optimize time.
+//! Index choices: `world_id` is a tenant index (points grouped per world at optimize, per-world
+//! HNSW links); `run_id` and `source_id` are indexed with `enable_hnsw=false` — they narrow
+//! filters and deletes, and extra HNSW links per index would double optimize time. All three
+//! are UUID indexes, not keyword indexes: the payload holds the ids as strings either way, but
+//! a UUID index keeps each point's value as a 128-bit integer in one flat array, so the filter
+//! check on every point a search visits is an integer compare instead of a string compare
+//! behind a pointer to its own heap allocation. A collection opened with indexes of another
+//! type (keyword, from older versions) has them rebuilt as UUID indexes from the stored
+//! payloads, once, when it is first opened.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -44,11 +50,11 @@ use async_trait::async_trait;
 use qdrant_edge::{
     Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, IdfCorpusParams, IdfParams, JsonPath,
-    KeywordIndexParamsBuilder, Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema,
+    Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema, PayloadIndexInfo,
     PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted, PrefetchBuilder,
     QueryEnum, QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams,
-    UpdateOperation, ValueVariants, Vector, VectorInternal, VectorStructInternal, VectorStructPersisted, Vectors,
-    WithPayloadInterface, WithVector,
+    UpdateOperation, UuidIndexParamsBuilder, ValueVariants, Vector, VectorInternal, VectorStructInternal,
+    VectorStructPersisted, Vectors, WithPayloadInterface, WithVector,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -291,7 +297,10 @@ impl Inner {
             if !dir.join(EDGE_CONFIG_FILE).is_file() {
                 return Ok(None);
             }
-            EdgeShard::load(&dir, Some(tunables)).map(Some).map_err(engine_error)
+            let engine = EdgeShard::load(&dir, Some(tunables)).map_err(engine_error)?;
+            // Collections from older versions get today's indexes on first open.
+            ensure_indexes(&engine)?;
+            Ok(Some(engine))
         })
         .await?;
         let Some(engine) = engine else {
@@ -438,28 +447,30 @@ fn incompatibility(config: &EdgeConfig, spec: &CollectionSpec) -> Option<String>
 
 /// The payload indexes every chunk collection carries, created before any data.
 fn payload_indexes() -> [(&'static str, PayloadFieldSchema); 3] {
-    let keyword = |tenant: bool| {
+    let uuid = |tenant: bool| {
         let params = if tenant {
-            KeywordIndexParamsBuilder::new().is_tenant(true)
+            UuidIndexParamsBuilder::new().is_tenant(true)
         } else {
-            KeywordIndexParamsBuilder::new().enable_hnsw(false)
+            UuidIndexParamsBuilder::new().enable_hnsw(false)
         };
-        PayloadFieldSchema::FieldParams(PayloadSchemaParams::Keyword(params.build()))
+        PayloadFieldSchema::FieldParams(PayloadSchemaParams::Uuid(params.build()))
     };
-    [
-        (WORLD_ID, keyword(true)),
-        (RUN_ID, keyword(false)),
-        (SOURCE_ID, keyword(false)),
-    ]
+    [(WORLD_ID, uuid(true)), (RUN_ID, uuid(false)), (SOURCE_ID, uuid(false))]
 }
 
 /// Creates the payload indexes the shard does not have yet (all of them for a new shard; the
-/// missing ones after a crash between creation and indexing).
+/// missing ones after a crash between creation and indexing), and replaces one of another
+/// type (the keyword indexes of collections made before the ids were indexed as UUIDs): the
+/// engine drops the old index and builds the new one from the stored payloads.
 fn ensure_indexes(engine: &EdgeShard) -> Result<()> {
     let existing = engine.info().map_err(engine_error)?.payload_schema;
     for (field, schema) in payload_indexes() {
         let field_name = json_path(field)?;
-        if existing.contains_key(&field_name) {
+        let wanted = PayloadIndexInfo::new(schema.clone(), 0);
+        if existing
+            .get(&field_name)
+            .is_some_and(|have| have.data_type == wanted.data_type && have.params == wanted.params)
+        {
             continue;
         }
         engine
@@ -993,6 +1004,7 @@ fn spawn_optimize(shard: Arc<Shard>) -> JoinHandle<()> {
 mod tests {
     use super::*;
     use crate::domain::{RunId, SourceId};
+    use qdrant_edge::{KeywordIndexParamsBuilder, PayloadSchemaType};
 
     fn state(now: Instant, dirty_for: Option<Duration>, idle_for: Duration, unoptimized: u64) -> WriteState {
         WriteState {
@@ -1111,5 +1123,117 @@ mod tests {
         );
         repo.close().await.unwrap();
         assert!(shard.state().dirty_since.is_none(), "close leaves every shard flushed");
+    }
+
+    fn index_types(engine: &EdgeShard) -> Vec<(String, PayloadSchemaType)> {
+        let mut types: Vec<(String, PayloadSchemaType)> = engine
+            .info()
+            .unwrap()
+            .payload_schema
+            .into_iter()
+            .map(|(field, info)| (field.to_string(), info.data_type))
+            .collect();
+        types.sort_by(|a, b| a.0.cmp(&b.0));
+        types
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keyword_indexes_of_an_older_collection_become_uuid_indexes_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (world, other, run, source) = (WorldId::new(), WorldId::new(), RunId::new(), SourceId::new());
+        let point = |world: WorldId, i: u32| Point {
+            id: crate::domain::point_id(world, run, source, i),
+            dense: vec![1.0, i as f32, 0.5, 0.25],
+            sparse: None,
+            payload: PointPayload {
+                world_id: world,
+                run_id: run,
+                source_id: source,
+                book_number: 1,
+                chunk_number: i,
+                text_sha256: String::new(),
+                token_count: 1,
+            },
+        };
+        {
+            let repo = EdgeRepo::open(dir.path()).unwrap();
+            repo.ensure_collection(&CollectionSpec {
+                name: "chunks".into(),
+                dimensions: 4,
+                sparse: false,
+            })
+            .await
+            .unwrap();
+            let points = (0..20)
+                .map(|i| point(world, i))
+                .chain((0..30).map(|i| point(other, i)))
+                .collect();
+            repo.upsert("chunks", points).await.unwrap();
+            repo.close().await.unwrap();
+        }
+        // What older versions made: keyword indexes on the three ids.
+        {
+            let engine = EdgeShard::load(&dir.path().join("chunks"), None).unwrap();
+            for (field, tenant) in [(WORLD_ID, true), (RUN_ID, false), (SOURCE_ID, false)] {
+                let params = match tenant {
+                    true => KeywordIndexParamsBuilder::new().is_tenant(true),
+                    false => KeywordIndexParamsBuilder::new().enable_hnsw(false),
+                };
+                engine
+                    .update(UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(
+                        CreateIndex {
+                            field_name: json_path(field).unwrap(),
+                            field_schema: Some(PayloadFieldSchema::FieldParams(PayloadSchemaParams::Keyword(
+                                params.build(),
+                            ))),
+                        },
+                    )))
+                    .unwrap();
+            }
+            assert!(
+                index_types(&engine)
+                    .iter()
+                    .all(|(_, t)| *t == PayloadSchemaType::Keyword),
+                "{:?}",
+                index_types(&engine)
+            );
+            engine.flush().unwrap();
+        }
+
+        let repo = EdgeRepo::open(dir.path()).unwrap();
+        let filter = PointFilter::world(world).run(run);
+        let hits = repo
+            .search(
+                "chunks",
+                DenseSearch {
+                    vector: vec![1.0, 3.0, 0.5, 0.25],
+                    filter,
+                    limit: 100,
+                    score_threshold: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 20, "the filter still finds exactly the world's points");
+        assert!(
+            hits.iter()
+                .all(|h| h.payload.as_ref().is_some_and(|p| p.world_id == world))
+        );
+        let shard = repo.inner.cached("chunks").unwrap();
+        assert_eq!(
+            index_types(&shard.engine),
+            vec![
+                (RUN_ID.to_owned(), PayloadSchemaType::Uuid),
+                (SOURCE_ID.to_owned(), PayloadSchemaType::Uuid),
+                (WORLD_ID.to_owned(), PayloadSchemaType::Uuid),
+            ]
+        );
+        assert_eq!(repo.count("chunks", PointFilter::world(other)).await.unwrap(), 30);
+        repo.delete_by_filter("chunks", PointFilter::world(world).run(run).source(source))
+            .await
+            .unwrap();
+        assert_eq!(repo.count("chunks", PointFilter::world(world)).await.unwrap(), 0);
+        assert_eq!(repo.count("chunks", PointFilter::world(other)).await.unwrap(), 30);
+        repo.close().await.unwrap();
     }
 }

@@ -21,9 +21,9 @@ use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::vectors_config::Config as VectorsConfigKind;
 use qdrant_client::qdrant::{
     self as pb, Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
-    DeletePointsBuilder, FieldType, Filter, GetPointsBuilder, IdfParamsBuilder, KeywordIndexParamsBuilder, PointStruct,
-    PointsIdsList, PrefetchQueryBuilder, Query, QueryPointsBuilder, RrfBuilder, ScrollPointsBuilder,
-    SearchParamsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, VectorInput,
+    DeletePointsBuilder, FieldType, Filter, GetPointsBuilder, IdfParamsBuilder, PointStruct, PointsIdsList,
+    PrefetchQueryBuilder, Query, QueryPointsBuilder, RrfBuilder, ScrollPointsBuilder, SearchParamsBuilder,
+    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, UuidIndexParamsBuilder, VectorInput,
     VectorParamsBuilder, VectorsConfigBuilder,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
@@ -92,21 +92,26 @@ impl ServerRepo {
         format!("{}{collection}", self.prefix)
     }
 
-    /// Creates the payload indexes the collection lacks (all of them for a new collection).
+    /// Creates the payload indexes the collection lacks (all of them for a new collection), and
+    /// replaces one of another type (the keyword indexes of collections made before the ids were
+    /// indexed as UUIDs; Qdrant rebuilds it from the stored payloads).
     async fn ensure_indexes(&self, name: &str, existing: &HashMap<String, pb::PayloadSchemaInfo>) -> Result<()> {
         let indexes = [
-            (WORLD_ID, KeywordIndexParamsBuilder::default().is_tenant(true)),
+            (WORLD_ID, UuidIndexParamsBuilder::default().is_tenant(true)),
             // Used to narrow filters and deletes: per-index HNSW links would only slow indexing.
-            (RUN_ID, KeywordIndexParamsBuilder::default().enable_hnsw(false)),
-            (SOURCE_ID, KeywordIndexParamsBuilder::default().enable_hnsw(false)),
+            (RUN_ID, UuidIndexParamsBuilder::default().enable_hnsw(false)),
+            (SOURCE_ID, UuidIndexParamsBuilder::default().enable_hnsw(false)),
         ];
         for (field, params) in indexes {
-            if existing.contains_key(field) {
+            if existing
+                .get(field)
+                .is_some_and(|have| have.data_type == pb::PayloadSchemaType::Uuid as i32)
+            {
                 continue;
             }
             self.client
                 .create_field_index(
-                    CreateFieldIndexCollectionBuilder::new(name, field, FieldType::Keyword)
+                    CreateFieldIndexCollectionBuilder::new(name, field, FieldType::Uuid)
                         .field_index_params(params)
                         .wait(true),
                 )
