@@ -155,6 +155,27 @@ pub struct OpenAiSettings {
     pub max_batch_size: usize,
     /// Most tokens summed over one `/embeddings` request (OpenAI: 300,000); also caps one input.
     pub max_tokens_per_request: u64,
+    /// How vectors are asked for: `base64` (little-endian f32, about half the bytes of decimal
+    /// JSON and far cheaper to read) or `float` (for servers that refuse `base64`).
+    pub encoding_format: EncodingFormat,
+}
+
+/// The `encoding_format` sent to an OpenAI-compatible `/embeddings` endpoint.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EncodingFormat {
+    #[default]
+    Base64,
+    Float,
+}
+
+impl EncodingFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EncodingFormat::Base64 => "base64",
+            EncodingFormat::Float => "float",
+        }
+    }
 }
 
 /// An OpenAI-compatible model declared in configuration.
@@ -267,6 +288,7 @@ impl Default for OpenAiSettings {
             request_timeout_s: DEFAULT_REQUEST_TIMEOUT_S,
             max_batch_size: 2048,
             max_tokens_per_request: 300_000,
+            encoding_format: EncodingFormat::Base64,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! A minimal fake OpenAI embeddings server for the benchmark: `POST /v1/embeddings` on
 //! `127.0.0.1:0`, bearer keys, an optional per-key quota of `R` requests per fixed window `W`
 //! (over it: 429 `rate_limit_exceeded` with `retry-after-ms` = time left in the window), a fixed
-//! latency per request, and counters. Vectors are deterministic and cheap: a sum of per-word
+//! latency per request, and counters; vectors come as numbers or, asked `encoding_format:
+//! base64`, as base64 little-endian f32. Vectors are deterministic and cheap: a sum of per-word
 //! pseudo-random vectors, normalised, so texts sharing words are close ([`text_vector`]).
 
 use std::net::SocketAddr;
@@ -157,6 +158,9 @@ struct EmbeddingsRequest {
     model: String,
     #[serde(default)]
     dimensions: Option<usize>,
+    /// `float` (the default) or `base64`, as OpenAI takes it.
+    #[serde(default)]
+    encoding_format: Option<String>,
 }
 
 enum Verdict {
@@ -252,14 +256,24 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
             let dimensions = request.dimensions.unwrap_or(NATIVE_DIMENSIONS).max(1);
             counters.ok.fetch_add(1, Ordering::Relaxed);
             counters.items.fetch_add(request.input.len() as u64, Ordering::Relaxed);
-            let body = answer(&request.input, &request.model, dimensions);
+            let base64 = match request.encoding_format.as_deref() {
+                None | Some("float") => false,
+                Some("base64") => true,
+                Some(other) => {
+                    let message = format!("Invalid value for 'encoding_format': {other:?}");
+                    return openai_error(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
+                }
+            };
+            let body = answer(&request.input, &request.model, dimensions, base64);
             ([(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
     }
 }
 
-/// The successful answer, written by hand (a `serde_json::Value` per float is wasteful here).
-fn answer(inputs: &[String], model: &str, dimensions: usize) -> String {
+/// The successful answer, written by hand (a `serde_json::Value` per float is wasteful here):
+/// each vector as numbers, or with `base64` as the base64 of its little-endian f32 values.
+fn answer(inputs: &[String], model: &str, dimensions: usize, base64: bool) -> String {
+    use base64::Engine as _;
     use std::fmt::Write as _;
     let mut out = String::with_capacity(64 + inputs.len() * (dimensions * 9 + 48));
     out.push_str(r#"{"object":"list","data":["#);
@@ -269,14 +283,23 @@ fn answer(inputs: &[String], model: &str, dimensions: usize) -> String {
         if i > 0 {
             out.push(',');
         }
-        let _ = write!(out, r#"{{"object":"embedding","index":{i},"embedding":["#);
-        for (j, x) in text_vector(text, dimensions).iter().enumerate() {
-            if j > 0 {
-                out.push(',');
+        let _ = write!(out, r#"{{"object":"embedding","index":{i},"embedding":"#);
+        let vector = text_vector(text, dimensions);
+        if base64 {
+            let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+            out.push('"');
+            base64::engine::general_purpose::STANDARD.encode_string(&bytes, &mut out);
+            out.push_str("\"}");
+        } else {
+            out.push('[');
+            for (j, x) in vector.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{x:.5}");
             }
-            let _ = write!(out, "{x:.5}");
+            out.push_str("]}");
         }
-        out.push_str("]}");
     }
     let model = serde_json::to_string(model).unwrap_or_else(|_| "\"model\"".into());
     let _ = write!(

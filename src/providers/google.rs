@@ -4,13 +4,14 @@
 //!
 //! Decisions:
 //! - Every `embed` counts every text first (one `countTokens` request per text, at most
-//!   [`COUNT_CONCURRENCY`] at a time) and refuses locally with `InputTooLarge` if one is over the
-//!   model's limit, so the embed endpoint is never called with something it would truncate or
-//!   refuse. Counts are cached by sha256 of (model, text) in a bounded FIFO cache
+//!   [`COUNT_CONCURRENCY`] at a time) — except texts too short in bytes to be over the limit
+//!   ([`super::fits_uncounted`]), such as queries — and refuses locally with `InputTooLarge` if
+//!   one is over the model's limit, so the embed endpoint is never called with something it would
+//!   truncate or refuse. Counts are cached by sha256 of (model, text) in a bounded FIFO cache
 //!   ([`TOKEN_CACHE_CAPACITY`] entries), so the chunker's count and the dispatch check cost one
-//!   request together. Counting fails closed (nothing uncounted is sent): rate limits, rejected
-//!   or quota-less keys and transient faults pass through as themselves (cool down, retire,
-//!   retry), and any other failure becomes `TokenCountFailed`.
+//!   request together. Counting fails closed (nothing that might be over is sent uncounted): rate
+//!   limits, rejected or quota-less keys and transient faults pass through as themselves (cool
+//!   down, retire, retry), and any other failure becomes `TokenCountFailed`.
 //! - Model facts (per-text limit, dimension range, task-type names) come from the
 //!   [`ModelRegistry`] given to the constructor; a model it does not list is refused locally.
 //! - Google unit-normalises only the full-size output, so vectors with fewer dimensions than the
@@ -248,7 +249,17 @@ impl EmbeddingProvider for GoogleProvider {
         let secret = key.secret.expose_secret();
         let header = http::secret_header(secret)?;
 
-        let counts = self.counts(key, request.model, request.texts).await?;
+        // Only texts that might be over the limit are counted (see `fits_uncounted`).
+        let unsure: Vec<String> = request
+            .texts
+            .iter()
+            .filter(|t| !super::fits_uncounted(t, spec.max_input_tokens))
+            .cloned()
+            .collect();
+        let counts = match unsure.is_empty() {
+            true => Vec::new(),
+            false => self.counts(key, request.model, &unsure).await?,
+        };
         if let Some(&tokens) = counts.iter().find(|&&c| c > spec.max_input_tokens) {
             return Err(ProviderError::InputTooLarge {
                 tokens,

@@ -139,6 +139,19 @@ pub trait EmbeddingProvider: Send + Sync + 'static {
     async fn embed(&self, key: Option<&ApiKey>, request: EmbedRequest<'_>) -> Result<Vec<Vec<f32>>, ProviderError>;
 }
 
+/// Room for the special tokens a model adds to every text (`[CLS]`/`[SEP]`, BOS/EOS) when a
+/// text is judged by its length alone; see [`fits_uncounted`].
+pub const SPECIAL_TOKENS: usize = 8;
+
+/// Whether `text` is certainly within `max_input_tokens` without counting it: every tokenizer
+/// quarry's providers use (cl100k BPE, SentencePiece with byte fallback, WordPiece) makes each
+/// token out of at least one byte of text, so a text has at most as many tokens as UTF-8 bytes,
+/// plus the model's special tokens. Such a text need not be counted to be sent safely; for
+/// Google that spares a `countTokens` round trip (a query would otherwise pay one every time).
+pub fn fits_uncounted(text: &str, max_input_tokens: u32) -> bool {
+    text.len().saturating_add(SPECIAL_TOKENS) <= max_input_tokens as usize
+}
+
 /// Scales `v` to unit length (no-op for the zero vector).
 pub fn l2_normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();

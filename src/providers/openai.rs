@@ -13,6 +13,13 @@
 //!   size are asked for; servers that reject the field never see it.
 //! - The key is optional: `None` sends no `Authorization` header (local servers without auth).
 //! - Vectors are returned as the server sends them (OpenAI normalises, shortened ones too).
+//! - Vectors are asked for as base64 (`encoding_format`, configurable): little-endian f32,
+//!   about half the bytes of decimal JSON and decoded without parsing numbers; OpenAI's own
+//!   Python client asks the same way. Answers are read in either form, so a compatible server
+//!   that ignores the field and sends numbers still works; one that refuses it needs
+//!   `providers.openai.encoding_format = "float"`.
+//! - A single text too short in bytes to be over the limit ([`super::fits_uncounted`]), such
+//!   as a query, is sent without being counted again.
 //! - Extra models may use another tokenizer; cl100k_base is then an estimate, and their
 //!   server's own limit check (TEI 413, OpenAI 400) is classified `Permanent`.
 
@@ -27,7 +34,7 @@ use super::http::{self, BuildError, HttpOptions};
 use super::{
     ApiKey, EmbedRequest, EmbeddingProvider, ModelRegistry, ModelSpec, ProviderError, ProviderLimits, classify,
 };
-use crate::config::OpenAiSettings;
+use crate::config::{EncodingFormat, OpenAiSettings};
 use crate::domain::ProviderKind;
 
 /// Request limits of one OpenAI-compatible server, plus the client's timeouts; configured as
@@ -39,6 +46,8 @@ pub struct OpenAiOptions {
     pub max_batch_size: usize,
     /// Most tokens summed over one request (OpenAI: 300,000).
     pub max_tokens_per_request: u64,
+    /// How vectors are asked for.
+    pub encoding_format: EncodingFormat,
 }
 
 /// The configured defaults: OpenAI's own limits, 5 s to connect, 60 s per request.
@@ -48,13 +57,15 @@ impl Default for OpenAiOptions {
     }
 }
 
-/// `providers.openai.{connect_timeout_s, request_timeout_s, max_batch_size, max_tokens_per_request}`.
+/// `providers.openai.{connect_timeout_s, request_timeout_s, max_batch_size, max_tokens_per_request,
+/// encoding_format}`.
 impl From<&OpenAiSettings> for OpenAiOptions {
     fn from(settings: &OpenAiSettings) -> Self {
         Self {
             http: HttpOptions::from(settings),
             max_batch_size: settings.max_batch_size,
             max_tokens_per_request: settings.max_tokens_per_request,
+            encoding_format: settings.encoding_format,
         }
     }
 }
@@ -68,6 +79,7 @@ pub struct OpenAiProvider {
     models: HashMap<String, ModelSpec>,
     max_batch_size: usize,
     max_tokens_per_request: u64,
+    encoding_format: EncodingFormat,
 }
 
 impl std::fmt::Debug for OpenAiProvider {
@@ -77,6 +89,7 @@ impl std::fmt::Debug for OpenAiProvider {
             .field("models", &self.models.keys().collect::<Vec<_>>())
             .field("max_batch_size", &self.max_batch_size)
             .field("max_tokens_per_request", &self.max_tokens_per_request)
+            .field("encoding_format", &self.encoding_format)
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +130,7 @@ impl OpenAiProvider {
             models,
             max_batch_size: options.max_batch_size,
             max_tokens_per_request: options.max_tokens_per_request,
+            encoding_format: options.encoding_format,
         })
     }
 
@@ -149,7 +163,7 @@ impl OpenAiProvider {
             let slot = slots.get_mut(item.index).ok_or_else(|| {
                 classify::malformed(&format!("index {} out of range 0..{expected}", item.index), None)
             })?;
-            if slot.replace(item.embedding).is_some() {
+            if slot.replace(item.embedding.0).is_some() {
                 return Err(classify::malformed(
                     &format!("index {} answered twice", item.index),
                     None,
@@ -229,9 +243,13 @@ impl EmbeddingProvider for OpenAiProvider {
                 message: format!("input {i} is empty; the API refuses empty strings"),
             });
         }
-        let counts: Vec<u32> = request.texts.iter().map(|t| cl100k_tokens(t)).collect();
         let request_limit = u32::try_from(self.max_tokens_per_request).unwrap_or(u32::MAX);
         let limit = spec.max_input_tokens.min(request_limit);
+        // One short text (a query) fits whatever its count, and there is nothing to plan.
+        let counts: Vec<u32> = match request.texts {
+            [text] if super::fits_uncounted(text, limit) => vec![u32::try_from(text.len()).unwrap_or(u32::MAX)],
+            texts => texts.iter().map(|t| cl100k_tokens(t)).collect(),
+        };
         if let Some(&tokens) = counts.iter().find(|&&c| c > limit) {
             return Err(ProviderError::InputTooLarge { tokens, limit });
         }
@@ -243,7 +261,7 @@ impl EmbeddingProvider for OpenAiProvider {
             let body = EmbeddingsRequest {
                 input: &request.texts[range],
                 model: &spec.model,
-                encoding_format: "float",
+                encoding_format: self.encoding_format.as_str(),
                 dimensions,
             };
             vectors.extend(self.post(key, &body, request.dimensions).await?);
@@ -269,7 +287,50 @@ struct EmbeddingsResponse {
 #[derive(Deserialize)]
 struct EmbeddingItem {
     index: usize,
-    embedding: Vec<f32>,
+    embedding: Embedding,
+}
+
+/// One vector as the server sent it: an array of numbers, or (`encoding_format` base64) the
+/// base64 of its little-endian f32 values.
+struct Embedding(Vec<f32>);
+
+impl<'de> Deserialize<'de> for Embedding {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Vec<f32>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of numbers or a base64 string of little-endian f32 values")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f32>, A::Error> {
+                let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(x) = seq.next_element::<f32>()? {
+                    values.push(x);
+                }
+                Ok(values)
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Vec<f32>, E> {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|e| E::custom(format!("embedding is not valid base64: {e}")))?;
+                if bytes.len() % 4 != 0 {
+                    return Err(E::custom(format!(
+                        "base64 embedding has {} bytes, not a whole number of f32 values",
+                        bytes.len()
+                    )));
+                }
+                Ok(bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect())
+            }
+        }
+        deserializer.deserialize_any(Either).map(Embedding)
+    }
 }
 
 #[cfg(test)]
@@ -288,8 +349,12 @@ mod tests {
     fn options_come_from_the_settings() {
         let defaults = OpenAiOptions::default();
         assert_eq!(
-            (defaults.max_batch_size, defaults.max_tokens_per_request),
-            (2048, 300_000)
+            (
+                defaults.max_batch_size,
+                defaults.max_tokens_per_request,
+                defaults.encoding_format
+            ),
+            (2048, 300_000, EncodingFormat::Base64)
         );
         assert_eq!(defaults.http, HttpOptions::default());
         let settings = OpenAiSettings {
@@ -301,6 +366,29 @@ mod tests {
         let options = OpenAiOptions::from(&settings);
         assert_eq!((options.max_batch_size, options.max_tokens_per_request), (32, 8192));
         assert_eq!(options.http.request_timeout, std::time::Duration::from_secs(3));
+    }
+
+    #[test]
+    fn vectors_are_read_as_numbers_or_as_base64_little_endian_f32() {
+        let values = [0.5f32, -1.25, 3.0e-7];
+        let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let read = |embedding: serde_json::Value| {
+            serde_json::from_value::<EmbeddingItem>(serde_json::json!({"index": 0, "embedding": embedding}))
+                .map(|item| item.embedding.0)
+        };
+        assert_eq!(read(serde_json::json!(encoded)).unwrap(), values);
+        assert_eq!(read(serde_json::json!([0.5, -1.25, 3.0e-7])).unwrap(), values);
+        let error = read(serde_json::json!("not base64!")).unwrap_err().to_string();
+        assert!(error.contains("not valid base64"), "{error}");
+        let error = read(serde_json::json!(
+            base64::engine::general_purpose::STANDARD.encode([1u8, 2, 3])
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("3 bytes"), "{error}");
+        assert!(read(serde_json::json!({"a": 1})).is_err());
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //!
 //! The order of work is fixed (DESIGN.md, "Retrieval flow"): settings are validated before
 //! anything is looked up ([`Settings::parse`]) → the world is loaded (with its active run's
-//! embedded chunks counted up to `top_k` in the same store round trip) → a blank query is
-//! refused → `top_k = 0` answers at once → no embedded chunks: an empty answer with a warning,
-//! no provider call; otherwise `top_k` is clamped to that count → the
-//! stripped query is embedded in query mode with the world's locked profile, through the key
-//! scheduler's priority lane → the profile's collection is searched, filtered by world and
-//! active run, with `min_score` applied inside the query → every hit is verified against the
-//! store → results are sorted and the context is built from chunk text only.
+//! embedded chunks counted up to `top_k` in the same store round trip) → a blank query is refused
+//! → `top_k = 0` answers at once → no embedded chunks: an empty answer with a warning, no provider
+//! call; otherwise `top_k` is clamped to that count → the stripped query is embedded in query mode
+//! with the world's locked profile, through the key scheduler's priority lane (counted exactly
+//! first, and refused over the model's limit, unless it is too short to be over it: see
+//! [`fits_uncounted`]) → the profile's collection is searched, filtered by world and active run,
+//! with `min_score` applied inside the query → every hit is verified against the store → results
+//! are sorted and the context is built from chunk text only.
 //!
 //! Verification trusts the vector store for candidates and scores only. A hit whose slot has
 //! no chunk any more is an orphan point: it is skipped (warning `chunk_missing`) and deleted
@@ -50,7 +51,7 @@ use uuid::Uuid;
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::domain::{ChunkId, ChunkView, SourceId, World, WorldId};
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
-use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError};
+use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
 use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
 use crate::workers::embedding::{EmbeddingWorkers, Providers};
@@ -468,31 +469,32 @@ impl RetrievalService {
                         format!("no enabled {provider} key is available to embed the query"),
                     ),
                 })?;
-            let counts = provider.count_tokens(lease.key(), &profile.model, &texts).await;
-            let tokens = match counts {
-                Ok(counts) if counts.len() == 1 => counts[0],
-                Ok(_) => {
-                    lease.finish(Outcome::Failed).await;
+            if !fits_uncounted(query, limits.max_input_tokens) {
+                let tokens = match provider.count_tokens(lease.key(), &profile.model, &texts).await {
+                    Ok(counts) if counts.len() == 1 => counts[0],
+                    Ok(_) => {
+                        lease.finish(Outcome::Failed).await;
+                        return Err(ServiceError::Unprocessable {
+                            kind: Unprocessable::TokenCountFailed,
+                            message: "the provider returned the wrong number of token counts".into(),
+                        });
+                    }
+                    Err(err) => {
+                        lease.finish(Outcome::of::<()>(&Err(err.clone()))).await;
+                        last = Some(query_error(err)?);
+                        continue;
+                    }
+                };
+                if tokens > limits.max_input_tokens {
+                    lease.finish(Outcome::Unused).await;
                     return Err(ServiceError::Unprocessable {
-                        kind: Unprocessable::TokenCountFailed,
-                        message: "the provider returned the wrong number of token counts".into(),
+                        kind: Unprocessable::InputTooLarge,
+                        message: format!(
+                            "the query has {tokens} tokens, over the model's limit of {}",
+                            limits.max_input_tokens
+                        ),
                     });
                 }
-                Err(err) => {
-                    lease.finish(Outcome::of::<()>(&Err(err.clone()))).await;
-                    last = Some(query_error(err)?);
-                    continue;
-                }
-            };
-            if tokens > limits.max_input_tokens {
-                lease.finish(Outcome::Unused).await;
-                return Err(ServiceError::Unprocessable {
-                    kind: Unprocessable::InputTooLarge,
-                    message: format!(
-                        "the query has {tokens} tokens, over the model's limit of {}",
-                        limits.max_input_tokens
-                    ),
-                });
             }
             let request = EmbedRequest {
                 model: &profile.model,

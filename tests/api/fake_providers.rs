@@ -31,7 +31,8 @@
 //! 6. Vectors are [`fake_vector`]: a hashed bag of words, so texts sharing words get similar
 //!    vectors. Google normalises only its native 3072 size (reduced sizes come back with a norm
 //!    well above 1, so the client must normalise); OpenAI always normalises and lists `data` in
-//!    reverse order, so the client must sort by `index`.
+//!    reverse order, so the client must sort by `index`. OpenAI answers with numbers, or with
+//!    base64 little-endian f32 when asked `encoding_format: base64` (other formats: 400).
 //! 7. Token counts (Google `countTokens`, OpenAI `usage`) are whitespace-separated words.
 
 #![allow(dead_code)] // a shared toolkit: not every test module uses every helper
@@ -706,15 +707,14 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.";
         return openai_error(400, message, "invalid_request_error", None, k);
     }
-    if request.encoding_format.as_deref().is_some_and(|f| f != "float") {
-        return openai_error(
-            400,
-            "this fake only speaks encoding_format float",
-            "invalid_request_error",
-            None,
-            k,
-        );
-    }
+    let base64 = match request.encoding_format.as_deref() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(other) => {
+            let message = format!("Invalid value for 'encoding_format': {other:?}");
+            return openai_error(400, &message, "invalid_request_error", None, k);
+        }
+    };
     let dimensions = match request.dimensions {
         Some(_) if !adjustable => {
             let message = "This model does not support specifying dimensions.";
@@ -742,7 +742,10 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         .map(|(i, v)| {
             format!(
                 r#"{{"object":"embedding","index":{i},"embedding":{}}}"#,
-                vector_json(v, non_finite)
+                match base64 {
+                    true => vector_base64(v, non_finite),
+                    false => vector_json(v, non_finite),
+                }
             )
         })
         .collect();
@@ -873,6 +876,21 @@ fn vector_json(v: &[f32], non_finite: bool) -> String {
         *first = "1e39".into();
     }
     format!("[{}]", values.join(","))
+}
+
+/// `v` as OpenAI's `encoding_format: base64` sends it: the base64 of its little-endian f32
+/// values, as a JSON string; with `non_finite`, the first value is infinite.
+fn vector_base64(v: &[f32], non_finite: bool) -> String {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = v
+        .iter()
+        .enumerate()
+        .flat_map(|(i, x)| match non_finite && i == 0 {
+            true => f32::INFINITY.to_le_bytes(),
+            false => x.to_le_bytes(),
+        })
+        .collect();
+    format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// Appends the presented key to an error message, as careless servers do.

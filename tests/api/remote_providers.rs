@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use quarry::config::{ExtraModel, OpenAiSettings, RemoteProviderSettings, Settings};
+use quarry::config::{EncodingFormat, ExtraModel, OpenAiSettings, RemoteProviderSettings, Settings};
 use quarry::domain::ProviderKind;
 use quarry::providers::google::GoogleProvider;
 use quarry::providers::http::HttpOptions;
@@ -263,7 +263,11 @@ async fn google_input_over_the_limit_is_refused_without_an_embed_call() {
     );
     let stats = fake.stats();
     assert_eq!(stats.embed_requests(), 0);
-    assert_eq!(stats.endpoint("countTokens"), 2);
+    assert_eq!(
+        stats.endpoint("countTokens"),
+        1,
+        "only the text long enough to be over the limit is counted"
+    );
 }
 
 #[tokio::test]
@@ -279,7 +283,8 @@ async fn google_failed_token_counts_fail_closed_without_an_embed_call() {
     ];
     for (i, (failure, label)) in cases.into_iter().enumerate() {
         fake.fail_next_count(failure);
-        let input = vec![format!("uncounted text {i}")];
+        // Over 2,040 bytes: long enough that it has to be counted.
+        let input = vec![format!("uncounted text {i} {}", "filler ".repeat(300))];
         let err = provider
             .embed(Some(&key), request(GEMINI, 768, EmbedMode::Document, &input))
             .await
@@ -296,7 +301,7 @@ async fn google_failed_token_counts_fail_closed_without_an_embed_call() {
         .enumerate()
     {
         fake.fail_next_count(failure);
-        let input = vec![format!("briefly uncounted text {i}")];
+        let input = vec![format!("briefly uncounted text {i} {}", "filler ".repeat(300))];
         let err = provider
             .embed(Some(&key), request(GEMINI, 768, EmbedMode::Document, &input))
             .await
@@ -662,11 +667,35 @@ async fn openai_request_shape_bearer_key_and_order_by_index() {
     assert_eq!(
         call.body,
         serde_json::json!({"input": ["red apples", "green pears", "yellow bananas"],
-            "model": "text-embedding-3-small", "encoding_format": "float"})
+            "model": "text-embedding-3-small", "encoding_format": "base64"})
     );
     // The fake lists `data` in reverse: the adapter must place each by `index`.
     for (text, v) in input.iter().zip(&vectors) {
         assert_close(v, &unit(fake_vector(text, 1536)));
+    }
+
+    // `encoding_format = "float"` for servers that refuse base64: numbers, read the same.
+    let floats = openai(
+        &fake,
+        OpenAiOptions {
+            http: http(Duration::from_secs(10)),
+            encoding_format: EncodingFormat::Float,
+            ..OpenAiOptions::default()
+        },
+    );
+    let again = floats
+        .embed(
+            Some(&api_key(OPENAI_KEY)),
+            request("text-embedding-3-small", 1536, EmbedMode::Query, &input),
+        )
+        .await
+        .unwrap();
+    let call = fake.stats().embed_calls.pop().unwrap();
+    assert_eq!(call.body["encoding_format"], "float");
+    assert_eq!(again, vectors, "both forms carry the same f32 values");
+    for failure in [Failure::WrongLength, Failure::NonFinite] {
+        let err = openai_outcome(&fake, &floats, &api_key(OPENAI_KEY), failure.clone()).await;
+        assert!(matches!(err, ProviderError::Malformed { .. }), "{failure:?}: {err:?}");
     }
 }
 

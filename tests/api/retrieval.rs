@@ -759,14 +759,39 @@ async fn a_query_over_the_model_limit_is_refused_without_an_embedding_call() {
 async fn a_query_that_cannot_be_counted_is_refused() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
+    // Long enough in bytes (2,400) that it might be over gemini-embedding-001's 2,048 tokens,
+    // so it must be counted; the fake counts 480 words.
+    let query = "who rules the isles ".repeat(120);
     s.fake.fail_next_count(Failure::MalformedBody);
-    let (status, answer) = s.retrieve(json!({"query": "who rules the isles"})).await;
+    let (status, answer) = s.retrieve(json!({"query": query})).await;
     assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "token_count_failed");
     assert_eq!(s.fake.stats().embed_requests(), 0);
     // A transient fault while counting is retried at once.
     s.fake.fail_next_count(Failure::Status(503));
+    let answer = s.ok(json!({"query": query})).await;
+    assert_eq!(texts(&answer)[0], sentence(0));
+}
+
+#[tokio::test]
+async fn a_query_too_short_to_be_over_the_limit_is_not_counted() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let counted = s.fake.stats().endpoint("countTokens");
+    // A failure queued for the next count is never met: no count is made.
+    s.fake.fail_next_count(Failure::MalformedBody);
     let answer = s.ok(json!({"query": "who rules the isles"})).await;
     assert_eq!(texts(&answer)[0], sentence(0));
+    let near_limit = "isles ".repeat(340); // 2,040 bytes: 2,040 + 8 special tokens ≤ 2,048
+    s.ok(json!({"query": near_limit})).await;
+    assert_eq!(
+        s.fake.stats().endpoint("countTokens"),
+        counted,
+        "no countTokens round trip"
+    );
+    // One byte more and the query is counted (and meets the queued failure).
+    let (status, answer) = s.retrieve(json!({"query": format!("{near_limit}x")})).await;
+    assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "token_count_failed");
+    assert_eq!(s.fake.stats().endpoint("countTokens"), counted + 1);
 }
 
 #[tokio::test]
