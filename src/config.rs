@@ -523,7 +523,8 @@ mod tests {
         std::fs::write(
             &path,
             "[providers.google]\nconnect_timeout_s = 3\nrequest_timeout_s = 20\n\
-             [providers.openai]\nmax_batch_size = 64\nmax_tokens_per_request = 100000\n",
+             [providers.openai]\nmax_batch_size = 64\nmax_tokens_per_request = 100000\n\
+             encoding_format = \"float\"\n",
         )
         .unwrap();
         let s = Settings::load_from(
@@ -543,6 +544,18 @@ mod tests {
         assert_eq!(s.providers.openai.request_timeout_s, 15);
         assert_eq!(s.providers.openai.max_batch_size, 32);
         assert_eq!(s.providers.openai.max_tokens_per_request, 100_000);
+        assert_eq!(s.providers.openai.encoding_format, EncodingFormat::Float);
+        let from_env = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__PROVIDERS__OPENAI__ENCODING_FORMAT", "float"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(from_env.providers.openai.encoding_format, EncodingFormat::Float);
+        let default = Settings::load_from(None, env(&[("QUARRY__AUTH__TOKENS", "t")])).unwrap();
+        assert_eq!(default.providers.openai.encoding_format, EncodingFormat::Base64);
     }
 
     #[test]
@@ -587,6 +600,11 @@ mod tests {
                 "QUARRY__PROVIDERS__OPENAI__MAX_TOKENS_PER_REQUEST",
                 "plenty",
                 "providers.openai.max_tokens_per_request",
+            ),
+            (
+                "QUARRY__PROVIDERS__OPENAI__ENCODING_FORMAT",
+                "xml",
+                "providers.openai.encoding_format",
             ),
         ] {
             let err = Settings::load_from(None, env(&[("QUARRY__AUTH__TOKENS", "t"), (var, value)]))
