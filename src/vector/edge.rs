@@ -355,13 +355,14 @@ where
 async fn ensure(inner: Arc<Inner>, spec: CollectionSpec) -> Result<()> {
     let _guard = inner.open_lock.lock().await;
     if let Some(shard) = inner.open_existing(&spec.name).await? {
-        if let Some(reason) = incompatibility(&shard.engine.config(), &spec) {
-            return Err(Error::Incompatible {
+        // Its indexes were ensured when it was created or loaded.
+        return match incompatibility(&shard.engine.config(), &spec) {
+            Some(reason) => Err(Error::Incompatible {
                 name: spec.name,
                 reason,
-            });
-        }
-        return blocking(move || ensure_indexes(&shard.engine)).await;
+            }),
+            None => Ok(()),
+        };
     }
     let dir = inner.root.join(&spec.name);
     let config = shard_config(&spec, inner.search_threads);
@@ -458,21 +459,30 @@ fn payload_indexes() -> [(&'static str, PayloadFieldSchema); 3] {
     [(WORLD_ID, uuid(true)), (RUN_ID, uuid(false)), (SOURCE_ID, uuid(false))]
 }
 
-/// Creates the payload indexes the shard does not have yet (all of them for a new shard; the
-/// missing ones after a crash between creation and indexing), and replaces one of another
-/// type (the keyword indexes of collections made before the ids were indexed as UUIDs): the
-/// engine drops the old index and builds the new one from the stored payloads.
-fn ensure_indexes(engine: &EdgeShard) -> Result<()> {
+/// The payload indexes the shard lacks or has with another schema (the keyword indexes of
+/// collections made before the ids were indexed as UUIDs).
+fn outdated_indexes(engine: &EdgeShard) -> Result<Vec<(JsonPath, PayloadFieldSchema)>> {
     let existing = engine.info().map_err(engine_error)?.payload_schema;
+    let mut outdated = Vec::new();
     for (field, schema) in payload_indexes() {
         let field_name = json_path(field)?;
         let wanted = PayloadIndexInfo::new(schema.clone(), 0);
-        if existing
+        let current = existing
             .get(&field_name)
-            .is_some_and(|have| have.data_type == wanted.data_type && have.params == wanted.params)
-        {
-            continue;
+            .is_some_and(|have| have.data_type == wanted.data_type && have.params == wanted.params);
+        if !current {
+            outdated.push((field_name, schema));
         }
+    }
+    Ok(outdated)
+}
+
+/// Creates the payload indexes the shard does not have yet (all of them for a new shard; the
+/// missing ones after a crash between creation and indexing), and replaces outdated ones: the
+/// engine drops the old index and builds the new one from the stored payloads. Runs whenever a
+/// shard is created or loaded, so every shard in the cache has today's indexes.
+fn ensure_indexes(engine: &EdgeShard) -> Result<()> {
+    for (field_name, schema) in outdated_indexes(engine)? {
         engine
             .update(UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(
                 CreateIndex {
@@ -1065,6 +1075,24 @@ mod tests {
         assert!(optimize_due(&trickle, now));
     }
 
+    /// A point of chunk `i` with the payload the workers write.
+    fn point(world: WorldId, run: RunId, source: SourceId, i: u32, dense: Vec<f32>) -> Point {
+        Point {
+            id: crate::domain::point_id(world, run, source, i),
+            dense,
+            sparse: None,
+            payload: PointPayload {
+                world_id: world,
+                run_id: run,
+                source_id: source,
+                book_number: 1,
+                chunk_number: i,
+                text_sha256: String::new(),
+                token_count: 1,
+            },
+        }
+    }
+
     async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done() {
@@ -1086,20 +1114,7 @@ mod tests {
         .unwrap();
         let (world, run, source) = (WorldId::new(), RunId::new(), SourceId::new());
         let points: Vec<Point> = (0..OPTIMIZE_AFTER_POINTS as u32)
-            .map(|i| Point {
-                id: crate::domain::point_id(world, run, source, i),
-                dense: vec![1.0, (i % 13) as f32, (i % 7) as f32, 0.5],
-                sparse: None,
-                payload: PointPayload {
-                    world_id: world,
-                    run_id: run,
-                    source_id: source,
-                    book_number: 1,
-                    chunk_number: i,
-                    text_sha256: String::new(),
-                    token_count: 1,
-                },
-            })
+            .map(|i| point(world, run, source, i, vec![1.0, (i % 13) as f32, (i % 7) as f32, 0.5]))
             .collect();
         let written = Instant::now();
         repo.upsert("chunks", points).await.unwrap();
@@ -1141,20 +1156,7 @@ mod tests {
     async fn keyword_indexes_of_an_older_collection_become_uuid_indexes_on_open() {
         let dir = tempfile::tempdir().unwrap();
         let (world, other, run, source) = (WorldId::new(), WorldId::new(), RunId::new(), SourceId::new());
-        let point = |world: WorldId, i: u32| Point {
-            id: crate::domain::point_id(world, run, source, i),
-            dense: vec![1.0, i as f32, 0.5, 0.25],
-            sparse: None,
-            payload: PointPayload {
-                world_id: world,
-                run_id: run,
-                source_id: source,
-                book_number: 1,
-                chunk_number: i,
-                text_sha256: String::new(),
-                token_count: 1,
-            },
-        };
+        let chunk = |world: WorldId, i: u32| point(world, run, source, i, vec![1.0, i as f32, 0.5, 0.25]);
         {
             let repo = EdgeRepo::open(dir.path()).unwrap();
             repo.ensure_collection(&CollectionSpec {
@@ -1164,9 +1166,16 @@ mod tests {
             })
             .await
             .unwrap();
+            let created = repo.inner.cached("chunks").unwrap();
+            assert!(
+                outdated_indexes(&created.engine).unwrap().is_empty(),
+                "a new collection has today's indexes"
+            );
+            // Not kept: the engine below must be the only one on the folder.
+            drop(created);
             let points = (0..20)
-                .map(|i| point(world, i))
-                .chain((0..30).map(|i| point(other, i)))
+                .map(|i| chunk(world, i))
+                .chain((0..30).map(|i| chunk(other, i)))
                 .collect();
             repo.upsert("chunks", points).await.unwrap();
             repo.close().await.unwrap();
@@ -1227,6 +1236,10 @@ mod tests {
                 (SOURCE_ID.to_owned(), PayloadSchemaType::Uuid),
                 (WORLD_ID.to_owned(), PayloadSchemaType::Uuid),
             ]
+        );
+        assert!(
+            outdated_indexes(&shard.engine).unwrap().is_empty(),
+            "the rebuilt indexes match what is wanted, so the next open rebuilds nothing"
         );
         assert_eq!(repo.count("chunks", PointFilter::world(other)).await.unwrap(), 30);
         repo.delete_by_filter("chunks", PointFilter::world(world).run(run).source(source))
