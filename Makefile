@@ -41,7 +41,7 @@ openapi:
 	$(CARGO) run --quiet -- openapi > openapi/openapi.json
 
 ## Run the benchmark (examples/bench.rs) in release: chunking, ingestion under quotas, retrieval
-## on 100k-chunk worlds, memory. 5.5–8 minutes on 2 idle cores (11 on a slow host); options go in
+## on 100k-chunk worlds, memory. 5.5–9 minutes on 2 idle cores, depending on the host; options go in
 ## BENCH_ARGS, e.g. `make bench BENCH_ARGS="--only retrieval --chunks 20000"`.
 bench:
 	$(CARGO) run --release --example bench -- $(BENCH_ARGS)

@@ -5,7 +5,7 @@
 //! reading are in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo +nightly run --release --example bench     # everything: 5.5–8 minutes on 2 idle cores (11 on a slow host)
+//! cargo +nightly run --release --example bench     # everything: 5.5–9 minutes on 2 idle cores, depending on the host
 //! cargo +nightly run --release --example bench -- --only chunking,ingestion --chunks 20000
 //! cargo +nightly run --release --example bench -- --help
 //! ```
