@@ -43,10 +43,13 @@ pub struct Settings {
 pub struct ServerSettings {
     pub addr: SocketAddr,
     /// Request bodies above this get 413 `payload_too_large`.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_body_bytes: usize,
     /// Requests running longer are answered with 503 and dropped.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub request_timeout_s: u64,
     /// How long shutdown waits for in-flight requests and background tasks.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub shutdown_timeout_s: u64,
 }
 
@@ -103,8 +106,10 @@ pub struct RemoteProviderSettings {
     pub quota_group: Option<String>,
     pub scheduling: SchedulingSettings,
     /// Seconds allowed to open a connection (TCP and TLS) to the provider.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub connect_timeout_s: u64,
     /// Seconds allowed for one whole HTTP request, from sending to the end of the answer.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub request_timeout_s: u64,
 }
 
@@ -113,14 +118,19 @@ pub struct RemoteProviderSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulingSettings {
     /// Ingestion requests in flight per key at once (queries may use one more).
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_in_flight_per_key: usize,
     /// Client-side request budget per minute, per quota group (or per key without a group).
+    #[serde(deserialize_with = "whole::option::deserialize")]
     pub requests_per_minute: Option<u32>,
     /// Client-side token budget per minute, per quota group (or per key without a group).
+    #[serde(deserialize_with = "whole::option::deserialize")]
     pub tokens_per_minute: Option<u32>,
     /// How long ingestion waits for a usable key before giving the work back.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub acquire_timeout_s: u64,
     /// How long a `/retrieve` query waits for a usable key before answering 429.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub query_wait_s: u64,
 }
 
@@ -147,13 +157,17 @@ pub struct OpenAiSettings {
     /// Extra models served by an OpenAI-compatible server (file only: `[[providers.openai.models]]`).
     pub models: Vec<ExtraModel>,
     /// Seconds allowed to open a connection (TCP and TLS) to the server.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub connect_timeout_s: u64,
     /// Seconds allowed for one whole HTTP request, from sending to the end of the answer.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub request_timeout_s: u64,
     /// Most inputs in one `/embeddings` request (OpenAI takes 2048; TEI, Ollama and the like
     /// often far fewer). Larger work is split into several requests.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_batch_size: usize,
     /// Most tokens summed over one `/embeddings` request (OpenAI: 300,000); also caps one input.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_tokens_per_request: u64,
     /// How vectors are asked for: `base64` (little-endian f32, about half the bytes of decimal
     /// JSON and far cheaper to read) or `float` (for servers that refuse `base64`).
@@ -184,7 +198,9 @@ impl EncodingFormat {
 pub struct ExtraModel {
     pub name: String,
     /// Native output size.
+    #[serde(deserialize_with = "whole::deserialize")]
     pub dimensions: u32,
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_input_tokens: u32,
     /// Whether the server accepts the `dimensions` request field (smaller outputs).
     #[serde(default)]
@@ -196,6 +212,7 @@ pub struct ExtraModel {
 pub struct LocalSettings {
     pub model_dir: PathBuf,
     /// Batches of the local model computed at once (each uses the CPU fully).
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_concurrency: usize,
 }
 
@@ -215,7 +232,9 @@ pub enum ReuseScope {
 pub struct EmbeddingSettings {
     /// Background embedding workers in this process; 0 runs none (an API-only replica, or
     /// tests that drive the queue step by step).
+    #[serde(deserialize_with = "whole::deserialize")]
     pub workers: usize,
+    #[serde(deserialize_with = "whole::deserialize")]
     pub max_attempts: u32,
     pub reuse: ReuseScope,
     /// Reconcile every world's manifests with its points in the background at startup.
@@ -223,6 +242,7 @@ pub struct EmbeddingSettings {
     /// How long a worker's claim on entries lasts; entries of a process that died are claimed
     /// again after this. Longer than one provider call; a claim outlived by slow work only costs
     /// a duplicate embedding (the first answer is then dropped).
+    #[serde(deserialize_with = "whole::deserialize")]
     pub lease_s: u64,
 }
 
@@ -478,6 +498,107 @@ impl Settings {
     }
 }
 
+/// Integer settings refuse fractions. The `config` crate would round `1.5` to `2` (environment values
+/// are parsed as numbers, and TOML has floats), and a fraction for a count, a size or a number of
+/// seconds is a mistake worth stopping for; a whole float such as `8.0` is accepted. The error
+/// names the key, like every other configuration error.
+mod whole {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{self, Deserializer, Unexpected, Visitor};
+
+    pub fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: TryFrom<i128>,
+    {
+        deserializer.deserialize_any(Whole(PhantomData))
+    }
+
+    struct Whole<T>(PhantomData<T>);
+
+    fn fit<T: TryFrom<i128>, E: de::Error>(n: i128) -> Result<T, E> {
+        T::try_from(n).map_err(|_| E::custom(format!("{n} is out of range")))
+    }
+
+    impl<'de, T: TryFrom<i128>> Visitor<'de> for Whole<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a whole number")
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+            fit(i128::from(v))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+            fit(i128::from(v))
+        }
+
+        fn visit_i128<E: de::Error>(self, v: i128) -> Result<T, E> {
+            fit(v)
+        }
+
+        fn visit_u128<E: de::Error>(self, v: u128) -> Result<T, E> {
+            i128::try_from(v)
+                .map_err(|_| E::custom(format!("{v} is out of range")))
+                .and_then(fit)
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+            // Whole and well inside i128: the cast is exact.
+            if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e30 {
+                fit(v as i128)
+            } else {
+                Err(E::invalid_value(Unexpected::Float(v), &self))
+            }
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            match v.trim().parse::<i128>() {
+                Ok(n) => fit(n),
+                Err(_) => Err(E::invalid_value(Unexpected::Str(v), &self)),
+            }
+        }
+    }
+
+    pub mod option {
+        use super::*;
+
+        pub fn deserialize<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+        where
+            D: Deserializer<'de>,
+            T: TryFrom<i128>,
+        {
+            deserializer.deserialize_option(Maybe(PhantomData))
+        }
+
+        struct Maybe<T>(PhantomData<T>);
+
+        impl<'de, T: TryFrom<i128>> Visitor<'de> for Maybe<T> {
+            type Value = Option<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number or nothing")
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+                Ok(None)
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+                super::deserialize(deserializer).map(Some)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,6 +635,55 @@ mod tests {
         }
         assert_eq!(s.providers.openai.max_batch_size, 2048);
         assert_eq!(s.providers.openai.max_tokens_per_request, 300_000);
+    }
+
+    #[test]
+    fn integer_keys_refuse_fractions_and_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quarry.toml");
+        let tokens = ("QUARRY__AUTH__TOKENS", "t");
+        for (var, value, key) in [
+            ("QUARRY__EMBEDDING__WORKERS", "1.5", "embedding.workers"),
+            ("QUARRY__SERVER__REQUEST_TIMEOUT_S", "0.5", "server.request_timeout_s"),
+            (
+                "QUARRY__PROVIDERS__OPENAI__SCHEDULING__REQUESTS_PER_MINUTE",
+                "2.5",
+                "providers.openai.scheduling.requests_per_minute",
+            ),
+            ("QUARRY__EMBEDDING__MAX_ATTEMPTS", "-1", "embedding.max_attempts"),
+        ] {
+            let err = Settings::load_from(None, env(&[tokens, (var, value)])).unwrap_err();
+            assert!(err.0.contains(key), "{var}={value}: {err}");
+        }
+        std::fs::write(&path, "[embedding]\nworkers = 2.5\n").unwrap();
+        let err = Settings::load_from(Some(&path), env(&[tokens])).unwrap_err();
+        assert!(err.0.contains("embedding.workers"), "{err}");
+        std::fs::write(&path, "[providers.google.scheduling]\nrequests_per_minute = 59.9\n").unwrap();
+        let err = Settings::load_from(Some(&path), env(&[tokens])).unwrap_err();
+        assert!(
+            err.0.contains("providers.google.scheduling.requests_per_minute"),
+            "{err}"
+        );
+
+        // Whole numbers are taken as they are, written as integers or as whole floats.
+        std::fs::write(
+            &path,
+            "[embedding]\nworkers = 4.0\n[providers.google.scheduling]\nrequests_per_minute = 60\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(
+            Some(&path),
+            env(&[
+                tokens,
+                ("QUARRY__EMBEDDING__MAX_ATTEMPTS", "7"),
+                ("QUARRY__PROVIDERS__OPENAI__SCHEDULING__REQUESTS_PER_MINUTE", "300"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.embedding.workers, 4);
+        assert_eq!(s.embedding.max_attempts, 7);
+        assert_eq!(s.providers.google.scheduling.requests_per_minute, Some(60));
+        assert_eq!(s.providers.openai.scheduling.requests_per_minute, Some(300));
     }
 
     #[test]
