@@ -1093,6 +1093,19 @@ mod tests {
         }
     }
 
+    /// The store in `dir` with a 4-dimension dense collection `chunks`.
+    async fn open_with_chunks(dir: &Path) -> EdgeRepo {
+        let repo = EdgeRepo::open(dir).unwrap();
+        repo.ensure_collection(&CollectionSpec {
+            name: "chunks".into(),
+            dimensions: 4,
+            sparse: false,
+        })
+        .await
+        .unwrap();
+        repo
+    }
+
     async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done() {
@@ -1104,14 +1117,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn maintenance_flushes_and_optimizes_in_the_background() {
         let dir = tempfile::tempdir().unwrap();
-        let repo = EdgeRepo::open(dir.path()).unwrap();
-        repo.ensure_collection(&CollectionSpec {
-            name: "chunks".into(),
-            dimensions: 4,
-            sparse: false,
-        })
-        .await
-        .unwrap();
+        let repo = open_with_chunks(dir.path()).await;
         let (world, run, source) = (WorldId::new(), RunId::new(), SourceId::new());
         let points: Vec<Point> = (0..OPTIMIZE_AFTER_POINTS as u32)
             .map(|i| point(world, run, source, i, vec![1.0, (i % 13) as f32, (i % 7) as f32, 0.5]))
@@ -1158,14 +1164,7 @@ mod tests {
         let (world, other, run, source) = (WorldId::new(), WorldId::new(), RunId::new(), SourceId::new());
         let chunk = |world: WorldId, i: u32| point(world, run, source, i, vec![1.0, i as f32, 0.5, 0.25]);
         {
-            let repo = EdgeRepo::open(dir.path()).unwrap();
-            repo.ensure_collection(&CollectionSpec {
-                name: "chunks".into(),
-                dimensions: 4,
-                sparse: false,
-            })
-            .await
-            .unwrap();
+            let repo = open_with_chunks(dir.path()).await;
             let created = repo.inner.cached("chunks").unwrap();
             assert!(
                 outdated_indexes(&created.engine).unwrap().is_empty(),
