@@ -927,7 +927,7 @@ async fn measure(
                     vector: vectors[i % vectors.len()].clone(),
                     filter,
                     limit: 8,
-                    score_threshold: None,
+                    score_threshold: Some(0.0f32.next_down()),
                 };
                 repo.search(&collection, request)
                     .await
@@ -1027,7 +1027,7 @@ async fn measure(
                     vector: vector.clone(),
                     filter: PointFilter::world(world.id).run(world.active_run),
                     limit: 8,
-                    score_threshold: None,
+                    score_threshold: Some(0.0f32.next_down()),
                 },
             )
             .await?;

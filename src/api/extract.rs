@@ -68,12 +68,26 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
 }
 
 /// The JSON path of the offending value, when serde reported one (e.g. `embedding.dimensions`).
+/// A missing field (and, at the top level, an unknown one) is reported at the object that lacks
+/// (or has) it, so the field's own name, which serde puts in its message, is added to the path.
 fn data_error_path(err: &axum::extract::rejection::JsonDataError) -> Option<String> {
     let mut source = std::error::Error::source(err);
     while let Some(s) = source {
         if let Some(e) = s.downcast_ref::<serde_path_to_error::Error<serde_json::Error>>() {
             let path = e.path().to_string();
-            return (path != ".").then_some(path);
+            let message = e.inner().to_string();
+            let named = ["unknown field `", "missing field `"]
+                .iter()
+                .find_map(|prefix| message.strip_prefix(prefix))
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(name, _)| name);
+            return match (path.as_str(), named) {
+                (".", None) => None,
+                (".", Some(name)) => Some(name.to_owned()),
+                (_, Some(name)) if path == name || path.ends_with(&format!(".{name}")) => Some(path),
+                (_, Some(name)) => Some(format!("{path}.{name}")),
+                (_, None) => Some(path),
+            };
         }
         source = s.source();
     }

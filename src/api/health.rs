@@ -7,6 +7,7 @@ use axum::routing::get;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::error::ErrorDetail;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -32,12 +33,17 @@ pub struct Check {
     pub error: Option<String>,
 }
 
+/// Readiness, per dependency. When not ready, `error` carries the same structured error as
+/// every other non-2xx answer: `store_unavailable` when the database is down (whatever the
+/// vector store), else `vector_store_unavailable`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
     /// `ready` or `unavailable`.
     pub status: String,
     pub store: Check,
     pub vectors: Check,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
 }
 
 /// The process is up.
@@ -74,12 +80,26 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
         StatusCode::SERVICE_UNAVAILABLE
     };
     let label = if ready { "ready" } else { "unavailable" };
+    let error = match (store.ok, vectors.ok) {
+        (true, true) => None,
+        (false, _) => Some(ErrorDetail {
+            code: "store_unavailable".into(),
+            message: "not ready: the database is unavailable".into(),
+            details: None,
+        }),
+        (true, false) => Some(ErrorDetail {
+            code: "vector_store_unavailable".into(),
+            message: "not ready: the vector store is unavailable".into(),
+            details: None,
+        }),
+    };
     (
         status,
         axum::Json(Readiness {
             status: label.into(),
             store,
             vectors,
+            error,
         }),
     )
 }

@@ -175,7 +175,10 @@ struct EventCursor {
     job: JobId,
     last: i64,
     pending: std::collections::VecDeque<crate::domain::JobEvent>,
+    /// A terminal status event was sent.
     done: bool,
+    /// The job was seen finished; the next empty read ends the stream.
+    over: bool,
 }
 
 /// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
@@ -203,6 +206,7 @@ pub async fn job_events(
         last,
         pending: Default::default(),
         done: false,
+        over: false,
     };
     let stream = futures_util::stream::unfold(cursor, |mut c| async move {
         loop {
@@ -229,11 +233,16 @@ pub async fn job_events(
             }
             match c.state.store.job_events_after(c.job, c.last, 100).await {
                 Ok(events) if !events.is_empty() => c.pending.extend(events),
+                Ok(_) if c.over => {
+                    // Read after the job was seen finished: its final status event, written
+                    // with the status itself, predates Last-Event-ID.
+                    return None;
+                }
                 Ok(_) => {
-                    // Nothing new: stop if the job is over (its status event was replayed or
-                    // predates Last-Event-ID), else wait.
+                    // Nothing new: if the job is over, read once more (its final status event
+                    // may have landed since the read above), else wait.
                     match c.state.store.get_job(c.job).await {
-                        Ok(Some(job)) if job.status.is_terminal() => return None,
+                        Ok(Some(job)) if job.status.is_terminal() => c.over = true,
                         Ok(Some(_)) => tokio::time::sleep(EVENT_POLL).await,
                         Ok(None) | Err(_) => return None,
                     }

@@ -221,6 +221,8 @@ pub async fn update_world(
     ApiJson(req): ApiJson<UpdateWorldRequest>,
 ) -> Result<axum::Json<WorldDto>, ApiError> {
     if req.embedding.is_some() || req.chunking.is_some() || req.hybrid.is_some() {
+        // A conflict with the world's state needs a world: a missing one is 404 first.
+        state.worlds.get(WorldId(world_id)).await?;
         return Err(ServiceError::conflict(
             Conflict::ProfileLocked,
             "a world's embedding profile, chunking and hybrid flag are locked; \

@@ -2,10 +2,8 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::{Conflict, Missing, ServiceError, ServiceResult};
-use crate::domain::{Job, JobEventKind, JobId, JobKind, JobStatus, RunStatus, WorldId};
+use crate::domain::{Job, JobId, JobKind, JobStatus, RunStatus, WorldId};
 use crate::store::Store;
 use crate::workers::embedding::EmbeddingWorkers;
 
@@ -73,12 +71,9 @@ impl JobService {
     }
 
     async fn transition(&self, id: JobId, from: &[JobStatus], to: JobStatus) -> ServiceResult<Job> {
+        // The store records the status event with the change itself.
         match self.store.transition_job(id, from, to, super::worlds::now()).await? {
-            Some(job) => {
-                self.event(id, JobEventKind::Status, json!({"status": to.as_str()}))
-                    .await?;
-                Ok(job)
-            }
+            Some(job) => Ok(job),
             None => {
                 let job = self
                     .store
@@ -91,12 +86,5 @@ impl JobService {
                 ))
             }
         }
-    }
-
-    async fn event(&self, id: JobId, kind: JobEventKind, data: serde_json::Value) -> ServiceResult<()> {
-        self.store
-            .append_job_event(id, kind, &data.to_string(), super::worlds::now())
-            .await?;
-        Ok(())
     }
 }

@@ -100,14 +100,6 @@ impl RepairService {
         let job = store
             .create_job(world.id, world.active_run, JobKind::Repair, now())
             .await?;
-        store
-            .append_job_event(
-                job.id,
-                JobEventKind::Status,
-                &json!({"status": "running"}).to_string(),
-                now(),
-            )
-            .await?;
         let this = self.clone();
         let job_id = job.id;
         self.inner.tracker.spawn(async move {
@@ -179,16 +171,9 @@ impl RepairService {
                     store
                         .append_job_event(job, JobEventKind::Error, &data.to_string(), now())
                         .await?;
-                    if store
+                    store
                         .transition_job(job, &[JobStatus::Running], JobStatus::Failed, now())
-                        .await?
-                        .is_some()
-                    {
-                        let data = json!({"status": "failed"});
-                        store
-                            .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
-                            .await?;
-                    }
+                        .await?;
                 }
             }
             Ok(())
@@ -200,15 +185,9 @@ impl RepairService {
         self.inner.workers.wake();
     }
 
-    /// Completes a job with nothing pending, with its status event.
+    /// Completes a job with nothing pending (the store records its status event).
     async fn finish(&self, job: JobId) -> crate::store::Result<()> {
-        let store = &self.inner.store;
-        if let Some(done) = store.finish_job_if_done(job, now()).await? {
-            let data = json!({"status": done.status.as_str()});
-            store
-                .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
-                .await?;
-        }
+        self.inner.store.finish_job_if_done(job, now()).await?;
         Ok(())
     }
 

@@ -530,7 +530,11 @@ impl RetrievalService {
         settings: Settings,
     ) -> ServiceResult<Vec<ScoredPoint>> {
         let filter = PointFilter::world(world.id).run(world.active_run);
-        let threshold = (settings.min_score > 0.0).then_some(settings.min_score);
+        // Always sent, 0.0 included: with cosine a hit can score below zero, and the default
+        // `min_score` of 0.0 keeps such hits out. Qdrant keeps scores strictly above its
+        // threshold; `min_score` keeps a score equal to it, so the threshold is the float just
+        // below.
+        let threshold = Some(settings.min_score.next_down());
         let hits = match settings.mode {
             Mode::Dense => {
                 self.vectors

@@ -5,11 +5,9 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
-use crate::domain::{ChunkPage, Job, JobEventKind, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
+use crate::domain::{ChunkPage, Job, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
 use crate::workers::embedding::EmbeddingWorkers;
@@ -206,18 +204,6 @@ impl SourceService {
             if let Err(err) = self.vectors.delete_by_filter(collection, filter).await {
                 tracing::warn!(world = %world_id, source = %id, %collection, error = %err,
                     "deleting the points of a deleted source failed; retrieval skips and removes any left");
-            }
-        }
-        for (job, status) in &deletion.finished_jobs {
-            let data = json!({"status": status.as_str(), "reason": "source_deleted"});
-            // The source is gone whatever happens here; a missing event only means a stream
-            // ends on the job's status instead (it checks the status when no event comes).
-            if let Err(err) = self
-                .store
-                .append_job_event(*job, JobEventKind::Status, &data.to_string(), super::worlds::now())
-                .await
-            {
-                tracing::warn!(%job, error = %err, "recording the status of a job ended by a source delete failed");
             }
         }
         tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,

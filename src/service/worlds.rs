@@ -5,12 +5,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound, Utc};
 
-use serde_json::json;
-
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{
-    ChunkingProfile, EmbeddingProfile, Job, JobEventKind, JobId, JobKind, NewWorld, ProviderKind, RunId, World,
-    WorldId, WorldName, WorldStats,
+    ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, NewWorld, ProviderKind, RunId, World, WorldId, WorldName,
+    WorldStats,
 };
 use crate::providers::scheduler::KeyScheduler;
 use crate::providers::{ModelRegistry, ModelSpec};
@@ -107,17 +105,20 @@ impl WorldService {
             Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
         )?;
         self.require_key(embedding.provider).await?;
-        let busy = self
+        let busy = || {
+            ServiceError::conflict(
+                Conflict::JobState,
+                "a re-ingest of this world is already under way; wait for it or cancel it",
+            )
+        };
+        if self
             .store
             .list_jobs(id)
             .await?
             .into_iter()
-            .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal());
-        if busy {
-            return Err(ServiceError::conflict(
-                Conflict::JobState,
-                "a re-ingest of this world is already under way; wait for it or cancel it",
-            ));
+            .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal())
+        {
+            return Err(busy());
         }
         self.vectors
             .ensure_collection(&CollectionSpec {
@@ -148,15 +149,12 @@ impl WorldService {
             embedding,
             chunking,
         };
-        let job = self.store.begin_reingest(run, sources, JobId::new(), now()).await?;
-        self.store
-            .append_job_event(
-                job.id,
-                JobEventKind::Status,
-                &json!({"status": "running"}).to_string(),
-                now(),
-            )
-            .await?;
+        // Another request may have passed the check above meanwhile: the schema allows one
+        // building run per world, and the loser gets the same 409.
+        let job = match self.store.begin_reingest(run, sources, JobId::new(), now()).await {
+            Err(crate::store::Error::Duplicate(_)) => return Err(busy()),
+            other => other?,
+        };
         self.workers.wake();
         // A world without sources has nothing to embed: switch at once.
         self.workers.finish_job(job.id).await?;

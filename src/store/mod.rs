@@ -27,7 +27,8 @@ use crate::domain::{
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The database could not be reached or the connection broke: 503 upstream.
+    /// The database could not be reached, the connection broke, or the database said "not now"
+    /// (busy, locked, shutting down, out of connections): 503 upstream, worth a retry.
     #[error("store unavailable")]
     Unavailable(#[source] sqlx::Error),
     /// A row broke an invariant the schema does not enforce (e.g. an unknown enum string).
@@ -54,9 +55,28 @@ impl From<sqlx::Error> for Error {
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => Error::Unavailable(err),
             sqlx::Error::Database(ref db) if db.is_unique_violation() => Error::Duplicate(err),
+            sqlx::Error::Database(ref db) if transient(db.as_ref()) => Error::Unavailable(err),
             other => Error::Query(other),
         }
     }
+}
+
+/// Database errors that mean "not now" rather than "never".
+fn transient(db: &dyn sqlx::error::DatabaseError) -> bool {
+    let Some(code) = db.code() else {
+        return false;
+    };
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        // An extended result code; its low byte is the primary one: SQLITE_BUSY (5) after the
+        // busy timeout ran out, or SQLITE_LOCKED (6).
+        return code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6));
+    }
+    // PostgreSQL SQLSTATE: connection exceptions (08), insufficient resources (53, e.g. too
+    // many connections), the server shutting down or starting (57P01-57P03), and the two
+    // outcomes of concurrent transactions that a retry resolves (40001, 40P01).
+    code.starts_with("08")
+        || code.starts_with("53")
+        || matches!(&*code, "57P01" | "57P02" | "57P03" | "40001" | "40P01")
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -399,5 +419,47 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>> {
         Err(Error::Setup(
             "store.url must start with sqlite: or postgres: (the rest is not shown: it may hold a password)".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+    use super::Error;
+
+    /// A write that meets another connection's exclusive lock, once the busy timeout is over,
+    /// is "unavailable" (503, retry), not a failed query (500).
+    #[tokio::test]
+    async fn a_locked_sqlite_database_is_unavailable_not_a_failed_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("locked.db"))
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_millis(50));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_with(options)
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)").execute(&pool).await.unwrap();
+        let mut holder = pool.acquire().await.unwrap();
+        sqlx::query("BEGIN EXCLUSIVE").execute(&mut *holder).await.unwrap();
+        let err = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .map_err(Error::from)
+            .unwrap_err();
+        assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+        sqlx::query("ROLLBACK").execute(&mut *holder).await.unwrap();
+
+        let err = sqlx::query("INSERT INTO missing VALUES (1)")
+            .execute(&pool)
+            .await
+            .map_err(Error::from)
+            .unwrap_err();
+        assert!(matches!(err, Error::Query(_)), "a real query error stays one: {err:?}");
     }
 }

@@ -1135,11 +1135,29 @@ macro_rules! impl_store {
                 let mut finished_jobs = Vec::new();
                 for (job, pending) in jobs {
                     if pending > 0 {
-                        sqlx::query(DROP_JOB_PENDING)
+                        let dropped = sqlx::query(DROP_JOB_PENDING)
                             .bind(job)
                             .bind(wide(pending))
                             .execute(&mut *tx)
-                            .await?;
+                            .await?
+                            .rows_affected();
+                        if dropped > 0 {
+                            // Before any status event the job gets below, so a stream shows
+                            // why the job ended before it ends.
+                            let data = serde_json::json!({
+                                "code": "source_deleted",
+                                "message": format!("source {} was deleted; {pending} of this job's pending chunks were dropped with it", id.0),
+                                "source_id": id.0,
+                                "dropped": pending,
+                            });
+                            sqlx::query(INSERT_EVENT)
+                                .bind(job)
+                                .bind($crate::domain::JobEventKind::Warning.as_str())
+                                .bind(data.to_string())
+                                .bind(now)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                     }
                     let cancelled: Option<uuid::Uuid> = sqlx::query_scalar(CANCEL_EMPTIED_JOB)
                         .bind(job)

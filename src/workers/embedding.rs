@@ -561,7 +561,7 @@ impl EmbeddingWorkers {
         };
         if current.kind != JobKind::Reingest {
             if let Some(finished) = store.finish_job_if_done(job, now()).await? {
-                self.status_event(job, finished.status).await?;
+                self.log_finished(job, finished.status);
                 debug_assert!(matches!(finished.status, JobStatus::Completed | JobStatus::Failed));
             }
             return Ok(());
@@ -597,7 +597,7 @@ impl EmbeddingWorkers {
             }
             ReingestStep::Failed { world, run, collection } => {
                 // The run's rows stay (retired) so the job keeps listing its failed chunks.
-                self.status_event(job, JobStatus::Failed).await?;
+                self.log_finished(job, JobStatus::Failed);
                 if let Err(err) = self
                     .shared
                     .vectors
@@ -613,21 +613,16 @@ impl EmbeddingWorkers {
                 old_run,
                 old_collection,
             } => {
-                self.status_event(job, JobStatus::Completed).await?;
+                self.log_finished(job, JobStatus::Completed);
                 tracing::info!(%job, %world, "re-ingest complete: the world now serves its new run");
                 self.remove_run(world, old_run, &old_collection).await
             }
         }
     }
 
-    async fn status_event(&self, job: JobId, status: JobStatus) -> crate::store::Result<()> {
-        let data = json!({"status": status.as_str()});
-        self.shared
-            .store
-            .append_job_event(job, JobEventKind::Status, &data.to_string(), now())
-            .await?;
+    /// Logs a job's end (the store recorded its status event with the change).
+    fn log_finished(&self, job: JobId, status: JobStatus) {
         tracing::info!(%job, %status, "job finished");
-        Ok(())
     }
 
     /// After a refused completion (job paused or cancelled, source or run deleted meanwhile):

@@ -57,6 +57,16 @@ async fn wrong_types_and_unknown_fields_name_the_field() {
         .await;
     let err = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     assert!(err["message"].as_str().unwrap().contains("dims"), "{body}");
+    assert_eq!(err["details"]["field"], "embedding.dims", "{body}");
+
+    let (status, body) = app
+        .post(
+            "/v1/worlds",
+            json!({"name": "a", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}, "colour": "red"}),
+        )
+        .await;
+    let err = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(err["details"]["field"], "colour", "{body}");
 
     let (status, body) = app
         .post(
@@ -79,7 +89,13 @@ async fn wrong_types_and_unknown_fields_name_the_field() {
 
     // Missing required field.
     let (status, body) = app.post("/v1/worlds", json!({"name": "a"})).await;
-    assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let err = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(err["details"]["field"], "embedding", "{body}");
+    let (status, body) = app
+        .post("/v1/worlds", json!({"name": "a", "embedding": {"provider": "local"}}))
+        .await;
+    let err = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(err["details"]["field"], "embedding.model", "{body}");
 
     let (_, worlds) = app.get("/v1/worlds").await;
     assert_eq!(

@@ -182,6 +182,47 @@ pub async fn read(resp: reqwest::Response) -> (StatusCode, Value) {
 }
 
 /// Asserts the contract's error shape and code; returns the error object.
+/// The events of a server-sent event stream: (id, event, data as JSON).
+pub fn parse_sse(body: &str) -> Vec<(i64, String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut kind = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    kind = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data = serde_json::from_str(v.trim()).ok();
+                }
+            }
+            Some((id?, kind?, data?))
+        })
+        .collect()
+}
+
+impl TestApp {
+    /// The whole event stream of a job, which must end (after its terminal status) within
+    /// ten seconds.
+    pub async fn job_events(&self, job_id: &str) -> Vec<(i64, String, Value)> {
+        let resp = self
+            .client
+            .get(self.url(&format!("/v1/jobs/{job_id}/events")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let body = tokio::time::timeout(std::time::Duration::from_secs(10), resp.text())
+            .await
+            .expect("the event stream ends")
+            .unwrap();
+        parse_sse(&body)
+    }
+}
+
 pub fn assert_error(status: StatusCode, body: &Value, expected_status: StatusCode, code: &str) -> Value {
     assert_eq!(status, expected_status, "unexpected status; body: {body}");
     let error = body

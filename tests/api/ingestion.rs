@@ -11,7 +11,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::fake_providers::{Failure, FakeGoogle};
-use crate::helpers::{TOKEN, TestApp, assert_error, read, spawn_app_with};
+use crate::helpers::{TOKEN, TestApp, assert_error, parse_sse, read, spawn_app_with};
 
 const TEXT: &str = "# The Northern Isles\n\nQueen Maren rules the northern isles from a tower of salt. \
     Her fleet guards the straits.\n\nIn the south, the river cities trade amber and wool. \
@@ -273,6 +273,12 @@ async fn pause_resume_and_cancel_follow_the_rules() {
     let (status, body) = app.post(&format!("{missing}/cancel"), json!({})).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
     assert_eq!(fake.stats().embed_requests(), 0);
+
+    // Every status the job took is in its event stream, in order; the refusals added nothing.
+    let events = app.job_events(&id(&accepted["job"])).await;
+    assert!(events.iter().all(|(_, kind, _)| kind == "status"), "{events:?}");
+    let statuses: Vec<&Value> = events.iter().map(|(_, _, data)| &data["status"]).collect();
+    assert_eq!(statuses, ["running", "paused", "running", "cancelled"], "{events:?}");
 }
 
 #[tokio::test]
@@ -466,26 +472,6 @@ async fn job_events_stream_replays_from_last_event_id_and_end_after_the_status()
         .unwrap();
     let (status, body) = read(resp).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
-}
-
-fn parse_sse(body: &str) -> Vec<(i64, String, Value)> {
-    body.split("\n\n")
-        .filter_map(|block| {
-            let mut id = None;
-            let mut kind = None;
-            let mut data = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = v.trim().parse().ok();
-                } else if let Some(v) = line.strip_prefix("event:") {
-                    kind = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data = serde_json::from_str(v.trim()).ok();
-                }
-            }
-            Some((id?, kind?, data?))
-        })
-        .collect()
 }
 
 #[tokio::test]

@@ -19,6 +19,7 @@ async fn probes_answer_without_a_token() {
     assert_eq!(body["store"]["ok"], true);
     assert_eq!(body["vectors"]["kind"], "embedded");
     assert_eq!(body["vectors"]["ok"], true);
+    assert!(body.get("error").is_none(), "{body}");
 }
 
 #[tokio::test]
@@ -26,7 +27,7 @@ async fn readyz_reports_503_when_the_store_is_gone() {
     let app = spawn_app().await;
     app.state.store.close().await;
     let (status, body) = read(app.client.get(app.url("/readyz")).send().await.unwrap()).await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
     assert_eq!(body["status"], "unavailable");
     assert_eq!(body["store"]["ok"], false);
     assert_eq!(body["vectors"]["ok"], true);

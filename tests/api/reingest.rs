@@ -203,6 +203,67 @@ async fn a_cancelled_reingest_leaves_the_world_as_it_was() {
 }
 
 #[tokio::test]
+async fn an_ingest_job_taken_over_by_a_reingest_ends_its_event_stream_with_its_status() {
+    let s = setup().await;
+    let accepted = s.add("isles.txt", ISLES).await;
+    let ingest = id(&accepted["job"]);
+    let (status, _) = s.app.post(&format!("/v1/jobs/{ingest}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    s.app.state.workers.drain().await.unwrap();
+    let (_, taken_over) = s.app.get(&format!("/v1/jobs/{ingest}")).await;
+    assert_eq!(
+        taken_over["status"], "completed",
+        "the new run holds its source: {taken_over}"
+    );
+
+    let statuses = |events: &[(i64, String, Value)]| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|(_, kind, _)| kind == "status")
+            .map(|(_, _, data)| data["status"].clone())
+            .collect()
+    };
+    let events = s.app.job_events(&ingest).await;
+    assert_eq!(statuses(&events), ["running", "paused", "completed"], "{events:?}");
+    assert_eq!(events.last().unwrap().1, "status");
+    let events = s.app.job_events(&id(&job)).await;
+    assert_eq!(statuses(&events), ["running", "completed"], "{events:?}");
+    assert_eq!(events.last().unwrap().1, "status");
+}
+
+#[tokio::test]
+async fn of_reingests_requested_at_once_one_starts_and_the_rest_are_refused() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let answers = futures_util::future::join_all(
+        (0..6).map(|i| reingest(&s, json!({"chunking": {"max_tokens": 30 + i, "overlap_tokens": 0}}))),
+    )
+    .await;
+    let started: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
+        .map(|(_, job)| job)
+        .collect();
+    assert_eq!(started.len(), 1, "{answers:?}");
+    for (status, answer) in answers.iter().filter(|(status, _)| *status != StatusCode::ACCEPTED) {
+        assert_error(*status, answer, StatusCode::CONFLICT, "job_state_conflict");
+    }
+    let (_, jobs) = s.app.get(&format!("/v1/worlds/{}/jobs", s.world_id())).await;
+    let reingests: Vec<&Value> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["kind"] == "reingest")
+        .collect();
+    assert_eq!(reingests.len(), 1, "{jobs}");
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(started[0]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+}
+
+#[tokio::test]
 async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;

@@ -373,6 +373,62 @@ async fn min_score_is_applied_inside_the_search() {
     );
 }
 
+/// A letters-only word that the fake embeds at the same position as `word` with the opposite
+/// sign, at a position no word of `elsewhere` touches.
+fn opposite_of(word: &str, elsewhere: &str, dimensions: usize) -> String {
+    let target = crate::fake_providers::fake_vector(word, dimensions);
+    let slot = target.iter().position(|x| *x != 0.0).unwrap();
+    assert_eq!(
+        crate::fake_providers::fake_vector(elsewhere, dimensions)[slot],
+        0.0,
+        "`{word}` shares its position with the other chunks; pick another word"
+    );
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    for a in letters {
+        for b in letters {
+            for c in letters {
+                let candidate = String::from_utf8(vec![*a, *b, *c]).unwrap();
+                let v = crate::fake_providers::fake_vector(&candidate, dimensions);
+                if v[slot] * target[slot] < 0.0 {
+                    return candidate;
+                }
+            }
+        }
+    }
+    panic!("no three-letter word lands opposite `{word}`");
+}
+
+#[tokio::test]
+async fn the_default_min_score_keeps_out_hits_scoring_below_zero() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let rest: String = (1..6).map(sentence).collect::<Vec<_>>().join(" ");
+    // The query points away from the first chunk (a negative cosine) and is orthogonal to the
+    // other five (a score of exactly 0).
+    let query = opposite_of("queen", &rest, 768);
+    let answer = s.ok(json!({"query": query, "top_k": 6})).await;
+    let scores: Vec<f64> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.iter().all(|x| *x >= 0.0), "{answer}");
+    assert_eq!(
+        scores.len(),
+        5,
+        "the five orthogonal chunks meet min_score 0.0: {answer}"
+    );
+    assert!(!texts(&answer).contains(&sentence(0)), "{answer}");
+    assert_eq!(answer["effective_top_k"], 6);
+    let explicit = s.ok(json!({"query": query, "top_k": 6, "min_score": 0.0})).await;
+    assert_eq!(
+        texts(&explicit),
+        texts(&answer),
+        "0.0 given or left out is the same threshold"
+    );
+}
+
 #[tokio::test]
 async fn equal_scores_are_ordered_by_book_then_chunk_number() {
     let s = setup().await;
@@ -875,4 +931,16 @@ async fn an_unreachable_vector_store_is_503_and_changes_nothing() {
         "vector_store_unavailable",
     );
     assert_eq!(s.stats().await, before);
+
+    let (status, ready) = crate::helpers::read(s.app.client.get(s.app.url("/readyz")).send().await.unwrap()).await;
+    assert_error(
+        status,
+        &ready,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "vector_store_unavailable",
+    );
+    assert_eq!(
+        (&ready["store"]["ok"], &ready["vectors"]["ok"]),
+        (&json!(true), &json!(false))
+    );
 }

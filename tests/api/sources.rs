@@ -508,24 +508,16 @@ async fn deleting_a_source_mid_ingest_cancels_its_job() {
         json!({"sources": 0, "chunks": 0, "embedded": 0, "pending": 0, "failed": 0})
     );
 
-    // The job's event stream tells why it ended, and ends.
-    let resp = s
-        .app
-        .client
-        .get(s.app.url(&format!("{job}/events")))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
-        .await
-        .expect("the stream ends")
-        .unwrap();
-    assert!(body.contains("event: status"), "{body}");
-    assert!(
-        body.contains(r#""reason":"source_deleted""#) && body.contains(r#""status":"cancelled""#),
-        "{body}"
-    );
+    // The job's event stream tells why it ended (a warning), then ends on its status.
+    let events = s.app.job_events(&id(&accepted["job"])).await;
+    let kinds: Vec<&str> = events.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["status", "warning", "status"], "{events:?}");
+    assert_eq!(events[0].2, json!({"status": "running"}));
+    let warning = &events[1].2;
+    assert_eq!(warning["code"], "source_deleted", "{warning}");
+    assert_eq!(warning["source_id"], source.as_str());
+    assert_eq!(warning["dropped"], accepted["source"]["chunks"], "{warning} {accepted}");
+    assert_eq!(events[2].2, json!({"status": "cancelled"}));
 }
 
 #[tokio::test]

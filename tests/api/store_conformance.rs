@@ -962,3 +962,71 @@ async fn deleting_the_last_pending_slot_finishes_a_running_job(store: Arc<dyn St
     );
     assert!(claim(&store, "x", 10).await.is_empty(), "nothing is left to claim");
 }
+
+/// Every status a job takes is a `status` event written with the change: the first one at
+/// creation, then one per real change (none for a refused or repeated transition), so a reader
+/// that sees the job finished finds its final event too.
+async fn job_status_changes_are_recorded_as_events(store: Arc<dyn Store>) {
+    let world = store.create_world(new_world("w")).await.unwrap();
+    let (_, job) = add_source(&store, world.id, 2).await;
+    let statuses = |events: Vec<quarry::domain::JobEvent>| -> Vec<(String, String)> {
+        events
+            .into_iter()
+            .map(|e| {
+                let data: serde_json::Value = serde_json::from_str(&e.data).unwrap();
+                (
+                    e.kind.as_str().to_owned(),
+                    data["status"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let events = store.job_events_after(job.id, 0, 100).await.unwrap();
+    assert_eq!(statuses(events.clone()), [("status".into(), "running".into())]);
+    assert!(events[0].created_at >= job.created_at);
+
+    let now = Utc::now();
+    assert!(
+        store
+            .transition_job(job.id, &[JobStatus::Running], JobStatus::Paused, now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .transition_job(job.id, &[JobStatus::Running], JobStatus::Cancelled, now)
+            .await
+            .unwrap()
+            .is_none(),
+        "a paused job is not running"
+    );
+    let progress = store
+        .append_job_event(job.id, quarry::domain::JobEventKind::Progress, "{}", now)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .transition_job(job.id, &[JobStatus::Paused], JobStatus::Cancelled, now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let events = store.job_events_after(job.id, 0, 100).await.unwrap();
+    assert!(events.windows(2).all(|w| w[0].id < w[1].id), "ids increase");
+    assert_eq!(
+        statuses(events.clone()),
+        [
+            ("status".into(), "running".into()),
+            ("status".into(), "paused".into()),
+            ("progress".into(), String::new()),
+            ("status".into(), "cancelled".into()),
+        ]
+    );
+    assert_eq!(events[2].id, progress);
+    assert_eq!(
+        statuses(store.job_events_after(job.id, progress, 100).await.unwrap()),
+        [("status".into(), "cancelled".into())]
+    );
+}
+conformance!(job_status_changes_are_recorded_as_events);

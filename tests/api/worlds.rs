@@ -229,6 +229,8 @@ async fn list_get_rename_and_not_found() {
     assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
     let (status, body) = app.patch(&missing, json!({"name": "x"})).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
+    let (status, body) = app.patch(&missing, json!({"chunking": {"max_tokens": 100}})).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
     let (status, body) = app.delete(&missing).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
     let (_, got_b) = app.get(&format!("/v1/worlds/{}", b["id"].as_str().unwrap())).await;
