@@ -121,6 +121,7 @@ impl App {
             scheduler.clone(),
             providers,
             workers.clone(),
+            settings.retrieval.max_context_tokens,
         ));
         let state = AppState {
             store: store.clone(),

@@ -35,7 +35,28 @@ pub struct Settings {
     pub vectors: VectorSettings,
     pub providers: ProviderSettings,
     pub embedding: EmbeddingSettings,
+    pub retrieval: RetrievalSettings,
     pub security: SecuritySettings,
+}
+
+/// The most `retrieval.max_context_tokens` (and a request's `max_context_tokens`) can be.
+pub const MAX_CONTEXT_TOKENS: u32 = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetrievalSettings {
+    /// The token budget of a retrieval's `context` when the request names none (1 to 2^20).
+    /// Results are never cut; see the retrieval module.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_context_tokens: u32,
+}
+
+impl Default for RetrievalSettings {
+    fn default() -> Self {
+        Self {
+            max_context_tokens: 32_768,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -457,6 +478,11 @@ impl Settings {
         if self.embedding.lease_s == 0 {
             return fail("embedding.lease_s must be at least 1".into());
         }
+        if !(1..=MAX_CONTEXT_TOKENS).contains(&self.retrieval.max_context_tokens) {
+            return fail(format!(
+                "retrieval.max_context_tokens must be between 1 and {MAX_CONTEXT_TOKENS}"
+            ));
+        }
         if let Some(key) = &self.security.master_key {
             self.master_key_bytes(key)?;
         }
@@ -856,6 +882,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("vectors.url"), "{err}");
+    }
+
+    #[test]
+    fn the_context_budget_is_set_and_checked() {
+        let s = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(s.retrieval.max_context_tokens, 32_768);
+        let s = Settings::load_from(None, env(&[("QUARRY__RETRIEVAL__MAX_CONTEXT_TOKENS", "4000")])).unwrap();
+        assert_eq!(s.retrieval.max_context_tokens, 4000);
+        for bad in ["0", "1048577"] {
+            let err = Settings::load_from(None, env(&[("QUARRY__RETRIEVAL__MAX_CONTEXT_TOKENS", bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("retrieval.max_context_tokens"), "{bad}: {err}");
+        }
     }
 
     #[test]

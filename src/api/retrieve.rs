@@ -23,7 +23,7 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/v1/worlds/{world_id}/retrieve", post(retrieve))
 }
 
-const FIELDS: [&str; 5] = ["query", "top_k", "min_score", "mode", "neighbors"];
+const FIELDS: [&str; 6] = ["query", "top_k", "min_score", "mode", "neighbors", "max_context_tokens"];
 
 /// A retrieval request.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -47,6 +47,11 @@ pub struct RetrieveRequest {
     /// Chunks of the same source stitched into the context on each side of a hit (0–3, default 0).
     #[schema(example = 0, minimum = 0, maximum = 3)]
     pub neighbors: Option<u32>,
+    /// The context's token budget (1 to 1048576; default `retrieval.max_context_tokens`,
+    /// 32768). Hits are kept first, in rank order, then their neighbours; what does not fit is
+    /// left out with the warning `context_truncated`. `results` are never cut.
+    #[schema(example = 8000, minimum = 1, maximum = 1048576)]
+    pub max_context_tokens: Option<u32>,
 }
 
 /// One verified hit. Text comes from the store, never from the vector store.
@@ -77,7 +82,7 @@ pub struct RetrievalContext {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalWarning {
-    /// `no_embedded_chunks`, `chunk_missing` or `stale_point`.
+    /// `no_embedded_chunks`, `chunk_missing`, `stale_point` or `context_truncated`.
     pub code: String,
     pub message: String,
 }
@@ -212,6 +217,7 @@ pub async fn retrieve(
         min_score: fields.get("min_score"),
         mode: fields.get("mode"),
         neighbors: fields.get("neighbors"),
+        max_context_tokens: fields.get("max_context_tokens"),
     })?;
     let answer = state.retrieval.retrieve(WorldId(world_id), query, settings).await?;
     Ok(axum::Json(answer.into()))

@@ -9,7 +9,8 @@
 //! first, and refused over the model's limit, unless it is too short to be over it: see
 //! [`fits_uncounted`]) → the profile's collection is searched, filtered by world and active run,
 //! with `min_score` applied inside the query → every hit is verified against the store → results
-//! are sorted and the context is built from chunk text only.
+//! are sorted and the context is built from chunk text only, within a token budget (hits first,
+//! then their neighbours: see `fit_context`; the results are never cut).
 //!
 //! Verification trusts the vector store for candidates and scores only. A hit whose slot has
 //! no chunk any more is an orphan point: it is skipped (warning `chunk_missing`) and deleted
@@ -49,6 +50,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
+use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::{ChunkId, ChunkView, SourceId, World, WorldId};
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
@@ -81,6 +83,8 @@ pub struct Settings {
     pub min_score: f32,
     pub mode: Mode,
     pub neighbors: u32,
+    /// The context's token budget; `None`: the service's default (`retrieval.max_context_tokens`).
+    pub max_context_tokens: Option<u32>,
 }
 
 /// The settings as received: JSON values, so that booleans, strings and nulls can be refused
@@ -91,6 +95,7 @@ pub struct RawSettings<'a> {
     pub min_score: Option<&'a Value>,
     pub mode: Option<&'a Value>,
     pub neighbors: Option<&'a Value>,
+    pub max_context_tokens: Option<&'a Value>,
 }
 
 fn bad(field: &str, message: impl Into<String>) -> ServiceError {
@@ -141,11 +146,19 @@ impl Settings {
             None => 0,
             Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
         };
+        let max_context_tokens = match raw.max_context_tokens {
+            None => None,
+            Some(v) => match bounded_integer("max_context_tokens", v, u64::from(MAX_CONTEXT_TOKENS))? {
+                0 => return Err(bad("max_context_tokens", "max_context_tokens must be at least 1")),
+                n => Some(n as u32),
+            },
+        };
         Ok(Settings {
             top_k,
             min_score,
             mode,
             neighbors,
+            max_context_tokens,
         })
     }
 }
@@ -241,6 +254,8 @@ pub struct RetrievalService {
     /// The last store answer per world, for head starts.
     hints: Mutex<HashMap<WorldId, Hint>>,
     head_starts: HeadStarts,
+    /// The context's token budget when a request names none.
+    default_context_tokens: u32,
 }
 
 /// Embedding and search done for one world, with their times.
@@ -263,6 +278,7 @@ impl RetrievalService {
         scheduler: KeyScheduler,
         providers: Providers,
         workers: EmbeddingWorkers,
+        default_context_tokens: u32,
     ) -> Self {
         Self {
             store,
@@ -273,6 +289,7 @@ impl RetrievalService {
             workers,
             hints: Mutex::new(HashMap::new()),
             head_starts: HeadStarts::default(),
+            default_context_tokens,
         }
     }
 
@@ -407,7 +424,19 @@ impl RetrievalService {
                 .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
         });
         answer.results.truncate(limit as usize);
-        answer.context = self.context(&world, &answer.results, settings.neighbors).await?;
+        let budget = settings.max_context_tokens.unwrap_or(self.default_context_tokens);
+        let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
+        let (context, left_out) = fit_context(passages, budget);
+        if left_out > 0 {
+            answer.warnings.push(Warning {
+                code: "context_truncated",
+                message: format!(
+                    "{left_out} chunk(s) were left out of the context to keep it within {budget} tokens \
+                     (max_context_tokens); the results are complete"
+                ),
+            });
+        }
+        answer.context = context;
         answer.timing.verify_ms = ms(phase.elapsed());
         answer.timing.total_ms = ms(started.elapsed());
         Ok(answer)
@@ -654,13 +683,28 @@ impl RetrievalService {
         Ok(())
     }
 
-    /// Chunk texts for the context: each hit in rank order, widened by `neighbors` chunks of
-    /// the same source on each side. Windows of one source that overlap or touch merge into
-    /// one passage in reading order, placed where its best hit ranks; no chunk appears twice.
-    async fn context(&self, world: &World, results: &[Hit], neighbors: u32) -> ServiceResult<Vec<String>> {
+    /// The context's passages in rank order: each hit alone, or with `neighbors` chunks of its
+    /// source on each side, windows that overlap or touch merged into one passage (placed at
+    /// its best hit) in reading order, no chunk twice.
+    async fn passages(&self, world: &World, results: &[Hit], neighbors: u32) -> ServiceResult<Vec<Vec<Piece>>> {
+        let piece = |view: &ChunkView, rank: Option<usize>| Piece {
+            text: view.chunk.chunk_text.clone(),
+            tokens: view.chunk.token_count,
+            rank,
+            number: view.chunk.chunk_number,
+        };
         if neighbors == 0 {
-            return Ok(results.iter().map(|h| h.chunk.chunk.chunk_text.clone()).collect());
+            return Ok(results
+                .iter()
+                .enumerate()
+                .map(|(rank, h)| vec![piece(&h.chunk, Some(rank))])
+                .collect());
         }
+        let ranks: HashMap<ChunkId, usize> = results
+            .iter()
+            .enumerate()
+            .map(|(rank, h)| (h.chunk.chunk.id, rank))
+            .collect();
         let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
         for hit in results {
             let c = &hit.chunk.chunk;
@@ -696,20 +740,101 @@ impl RetrievalService {
             }
         }
         let mut seen = HashSet::new();
-        let mut context = Vec::new();
+        let mut passages = Vec::with_capacity(windows.len());
         for (source, from, to) in windows {
             let chunks = self
                 .store
                 .chunk_window(world.id, world.active_run, source, from, to)
                 .await?;
-            for view in chunks {
-                if seen.insert(view.chunk.id) {
-                    context.push(view.chunk.chunk_text);
-                }
-            }
+            let passage: Vec<Piece> = chunks
+                .iter()
+                .filter(|view| seen.insert(view.chunk.id))
+                .map(|view| piece(view, ranks.get(&view.chunk.id).copied()))
+                .collect();
+            passages.push(passage);
         }
-        Ok(context)
+        Ok(passages)
     }
+}
+
+/// One chunk of a context passage.
+#[derive(Clone, Debug, PartialEq)]
+struct Piece {
+    text: String,
+    tokens: u32,
+    /// The hit's rank; `None` for a neighbour.
+    rank: Option<usize>,
+    number: u32,
+}
+
+/// The context within `budget` tokens, and how many chunks were left out. Hits come first:
+/// each, in rank order, is kept if it fits. Then each passage with a kept hit gets its
+/// neighbours, nearest to a kept hit first, until one does not fit. Kept chunks stay in passage
+/// order and, within a passage, in reading order. Counts are each chunk's `token_count`.
+fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
+    let total: usize = passages.iter().map(Vec::len).sum();
+    let mut keep: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
+    let mut room = u64::from(budget);
+    let mut hits: Vec<(usize, usize, usize)> = passages
+        .iter()
+        .enumerate()
+        .flat_map(|(p, passage)| {
+            passage
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, piece)| piece.rank.map(|rank| (rank, p, i)))
+        })
+        .collect();
+    hits.sort_unstable();
+    for (_, p, i) in hits {
+        let tokens = u64::from(passages[p][i].tokens);
+        if tokens <= room {
+            room -= tokens;
+            keep[p][i] = true;
+        }
+    }
+    for (p, passage) in passages.iter().enumerate() {
+        let kept: Vec<u32> = passage
+            .iter()
+            .zip(&keep[p])
+            .filter(|(_, k)| **k)
+            .map(|(piece, _)| piece.number)
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut neighbours: Vec<(u32, usize)> = passage
+            .iter()
+            .enumerate()
+            .filter(|(_, piece)| piece.rank.is_none())
+            .map(|(i, piece)| {
+                let distance = kept.iter().map(|n| n.abs_diff(piece.number)).min().unwrap_or(u32::MAX);
+                (distance, i)
+            })
+            .collect();
+        neighbours.sort_unstable();
+        for (_, i) in neighbours {
+            let tokens = u64::from(passage[i].tokens);
+            if tokens > room {
+                break;
+            }
+            room -= tokens;
+            keep[p][i] = true;
+        }
+    }
+    let context: Vec<String> = passages
+        .into_iter()
+        .zip(keep)
+        .flat_map(|(passage, keep)| {
+            passage
+                .into_iter()
+                .zip(keep)
+                .filter(|(_, k)| *k)
+                .map(|(piece, _)| piece.text)
+        })
+        .collect();
+    let left_out = total - context.len();
+    (context, left_out)
 }
 
 /// What a failed query embedding means for the caller: `Ok` carries an error worth trying
@@ -734,5 +859,85 @@ fn query_error(err: ProviderError) -> ServiceResult<ServiceError> {
         ProviderError::Permanent { message }
         | ProviderError::Malformed { message }
         | ProviderError::Unavailable { message } => Err(ServiceError::Provider { message }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Piece, fit_context};
+
+    fn hit(text: &str, number: u32, tokens: u32, rank: usize) -> Piece {
+        Piece {
+            text: text.into(),
+            tokens,
+            rank: Some(rank),
+            number,
+        }
+    }
+
+    fn near(text: &str, number: u32, tokens: u32) -> Piece {
+        Piece {
+            text: text.into(),
+            tokens,
+            rank: None,
+            number,
+        }
+    }
+
+    /// Passage one: a hit (rank 0) between two neighbours; passage two: a lone hit (rank 1).
+    fn two_passages() -> Vec<Vec<Piece>> {
+        vec![
+            vec![near("a3", 3, 5), hit("a4", 4, 10, 0), near("a5", 5, 5)],
+            vec![hit("b9", 9, 10, 1)],
+        ]
+    }
+
+    #[test]
+    fn everything_fits_in_passage_and_reading_order() {
+        let (context, left_out) = fit_context(two_passages(), 30);
+        assert_eq!(context, ["a3", "a4", "a5", "b9"]);
+        assert_eq!(left_out, 0);
+    }
+
+    #[test]
+    fn hits_take_the_budget_before_any_neighbour() {
+        let (context, left_out) = fit_context(two_passages(), 20);
+        assert_eq!(
+            context,
+            ["a4", "b9"],
+            "the second hit outranks the first hit's neighbours"
+        );
+        assert_eq!(left_out, 2);
+        let (context, left_out) = fit_context(two_passages(), 25);
+        assert_eq!(
+            context,
+            ["a3", "a4", "b9"],
+            "then neighbours, nearest (then earliest) first"
+        );
+        assert_eq!(left_out, 1);
+    }
+
+    #[test]
+    fn a_hit_too_big_is_skipped_and_its_neighbours_with_it() {
+        let passages = vec![vec![near("a3", 3, 1), hit("a4", 4, 50, 0)], vec![hit("b9", 9, 10, 1)]];
+        let (context, left_out) = fit_context(passages, 20);
+        assert_eq!(context, ["b9"]);
+        assert_eq!(left_out, 2);
+    }
+
+    #[test]
+    fn neighbours_stop_at_the_first_that_does_not_fit() {
+        let passage = vec![
+            near("n1", 1, 1),
+            near("n2", 2, 8),
+            hit("h3", 3, 1, 0),
+            near("n4", 4, 1),
+            near("n5", 5, 1),
+        ];
+        // Nearest first: n2 and n4 (distance 1), then n1 and n5. n2 does not fit, and the
+        // passage stops there rather than skipping to farther chunks.
+        let (context, left_out) = fit_context(vec![passage], 5);
+        assert_eq!(context, ["h3"]);
+        assert_eq!(left_out, 4);
     }
 }

@@ -188,6 +188,13 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
         (json!({"query": "q", "mode": "sparse"}), "mode"),
         (json!({"query": "q", "neighbors": 4}), "neighbors"),
         (json!({"query": "q", "neighbors": true}), "neighbors"),
+        (json!({"query": "q", "max_context_tokens": 0}), "max_context_tokens"),
+        (
+            json!({"query": "q", "max_context_tokens": 1_048_577}),
+            "max_context_tokens",
+        ),
+        (json!({"query": "q", "max_context_tokens": "800"}), "max_context_tokens"),
+        (json!({"query": "q", "max_context_tokens": 1.5}), "max_context_tokens"),
     ];
     for (body, field) in cases {
         for path in [&unknown, &s.path()] {
@@ -538,6 +545,73 @@ async fn neighbors_stitch_chunks_of_the_same_source_in_reading_order() {
         answer["context"]["text"],
         [sentence(1), sentence(2), sentence(3), sentence(4)].join("\n\n")
     );
+}
+
+#[tokio::test]
+async fn the_context_keeps_within_its_token_budget_and_the_results_stay_whole() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (_, sources) = s.app.get(&format!("/v1/worlds/{}/sources", s.world_id())).await;
+    let source = sources["sources"][0]["id"].as_str().unwrap().to_owned();
+    let (_, chunks) = s
+        .app
+        .get(&format!("/v1/worlds/{}/sources/{source}/chunks", s.world_id()))
+        .await;
+    let tokens: Vec<u64> = chunks["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["token_count"].as_u64().unwrap())
+        .collect();
+    let query = "river cities of the south trade amber and wool";
+    let ask = |budget: u64| json!({"query": query, "top_k": 1, "neighbors": 1, "max_context_tokens": budget});
+
+    // Room for the whole passage: no warning.
+    let answer = s.ok(ask(tokens[1] + tokens[2] + tokens[3])).await;
+    assert_eq!(context(&answer), [sentence(1), sentence(2), sentence(3)]);
+    assert!(warning_codes(&answer).is_empty(), "{answer}");
+
+    // Room for the hit and one neighbour: the nearer ones tie, the earlier one comes first.
+    let answer = s.ok(ask(tokens[2] + tokens[1])).await;
+    assert_eq!(context(&answer), [sentence(1), sentence(2)]);
+    assert_eq!(warning_codes(&answer), ["context_truncated"], "{answer}");
+    assert!(
+        answer["warnings"][0]["message"].as_str().unwrap().contains("1 chunk"),
+        "{answer}"
+    );
+
+    // Room for the hit only, then for nothing at all: the results never change.
+    let answer = s.ok(ask(tokens[2])).await;
+    assert_eq!(context(&answer), [sentence(2)]);
+    let answer = s.ok(ask(tokens[2] - 1)).await;
+    assert_eq!(context(&answer), Vec::<String>::new());
+    assert_eq!(answer["context"]["text"], "");
+    assert_eq!(texts(&answer), [sentence(2)], "results are not cut: {answer}");
+    assert_eq!(warning_codes(&answer), ["context_truncated"]);
+}
+
+#[tokio::test]
+async fn the_configured_context_budget_applies_when_the_request_names_none() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.embedding.workers = 0;
+        s.retrieval.max_context_tokens = 1;
+    })
+    .await;
+    let world = create_world(&app, "Tight", false).await;
+    let s = Setup { fake, app, world };
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 3})).await;
+    assert_eq!(texts(&answer).len(), 3);
+    assert_eq!(context(&answer), Vec::<String>::new());
+    assert_eq!(warning_codes(&answer), ["context_truncated"]);
+    let answer = s
+        .ok(json!({"query": "who rules the northern isles", "top_k": 3, "max_context_tokens": 1000}))
+        .await;
+    assert_eq!(context(&answer).len(), 3, "the request's budget wins");
 }
 
 #[tokio::test]
