@@ -171,7 +171,8 @@ impl From<ServiceError> for ApiError {
                 store::Error::Corrupt { .. }
                 | store::Error::Query(_)
                 | store::Error::Migrate(_)
-                | store::Error::Setup(_) => {
+                | store::Error::Setup(_)
+                | store::Error::Internal(_) => {
                     ApiError::opaque(S::INTERNAL_SERVER_ERROR, "internal_error", "internal error", err.into())
                 }
             },

@@ -36,7 +36,8 @@ pub struct ReingestRequest {
 /// active one while retrieval keeps serving the active one; when every chunk is embedded the
 /// world switches to the new run and profile in one step and the old run's points and rows are
 /// deleted. A run with failed chunks is abandoned (the job fails, the world is unchanged);
-/// cancelling the job abandons it too. One re-ingest at a time per world.
+/// cancelling the job abandons it too. One re-ingest at a time per world. The answer comes at
+/// once with the job `queued`: the sources are chunked in the background, then it runs.
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/reingest", tag = "jobs",
     params(("world_id" = Uuid, Path)), request_body = ReingestRequest,
     responses(

@@ -37,8 +37,14 @@ impl JobService {
     }
 
     pub async fn resume(&self, id: JobId) -> ServiceResult<Job> {
-        self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
+        let job = self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
         self.workers.wake();
+        if job.kind == JobKind::Reingest {
+            // Its run may still lack sources (a re-ingest paused while they were chunked):
+            // its completion step chunks them, which can take longer than a request may.
+            self.workers.prepare(id);
+            return Ok(job);
+        }
         // A job paused after its last entry was embedded finishes now.
         self.workers.finish_job(id).await?;
         self.get(id).await

@@ -218,8 +218,11 @@ impl RepairService {
 
     async fn finish_idle_jobs(&self, world: WorldId) -> crate::store::Result<()> {
         for job in self.inner.store.list_jobs(world).await? {
-            if job.status == JobStatus::Running {
-                self.inner.workers.finish_job(job.id).await?;
+            match job.status {
+                JobStatus::Running => self.inner.workers.finish_job(job.id).await?,
+                // A re-ingest whose sources were being chunked when the process stopped.
+                JobStatus::Queued => self.inner.workers.prepare_now(job.id).await?,
+                _ => {}
             }
         }
         Ok(())

@@ -12,7 +12,7 @@ use crate::domain::{
 };
 use crate::providers::scheduler::KeyScheduler;
 use crate::providers::{ModelRegistry, ModelSpec};
-use crate::store::{NewRun, SourceChunks, Store};
+use crate::store::{NewRun, Store};
 use crate::vector::{CollectionSpec, PointFilter, VectorRepo};
 use crate::workers::embedding::EmbeddingWorkers;
 
@@ -75,8 +75,9 @@ impl WorldService {
     }
 
     /// Starts a re-ingest: validates the new profile like a creation (nothing is written when
-    /// it fails), then builds a new run from the stored sources beside the active one, under a
-    /// `reingest` job. The workers embed it; when every chunk is embedded the world switches to
+    /// it fails), then creates an empty new run beside the active one and a `queued` `reingest`
+    /// job, and answers; the stored sources are chunked into the run in the background, then the
+    /// job runs and the workers embed it. When every chunk is embedded the world switches to
     /// the new run and profile in one transaction (see `RunStore::finish_reingest`), and until
     /// then retrieval keeps serving the old run.
     pub async fn reingest(&self, id: WorldId, req: Reingest) -> ServiceResult<Job> {
@@ -127,22 +128,6 @@ impl WorldService {
                 sparse: true,
             })
             .await?;
-        let mut sources = Vec::new();
-        for source in self.store.list_sources(id).await? {
-            let Some(text) = self.store.source_text(id, source.id).await? else {
-                continue;
-            };
-            let chunks = tokio::task::spawn_blocking(move || crate::chunking::split(&text, chunking))
-                .await
-                .map_err(|e| ServiceError::Internal {
-                    message: format!("chunking failed: {e}"),
-                })?;
-            sources.push(SourceChunks {
-                source: source.id,
-                book_number: source.book_number,
-                chunks,
-            });
-        }
         let run = NewRun {
             id: RunId::new(),
             world: id,
@@ -151,14 +136,14 @@ impl WorldService {
         };
         // Another request may have passed the check above meanwhile: the schema allows one
         // building run per world, and the loser gets the same 409.
-        let job = match self.store.begin_reingest(run, sources, JobId::new(), now()).await {
+        let job = match self.store.begin_reingest(run, JobId::new(), now()).await {
             Err(crate::store::Error::Duplicate(_)) => return Err(busy()),
             other => other?,
         };
-        self.workers.wake();
-        // A world without sources has nothing to embed: switch at once.
-        self.workers.finish_job(job.id).await?;
-        Ok(self.store.get_job(job.id).await?.unwrap_or(job))
+        // The sources are chunked into the new run in the background: a big world takes
+        // longer than a request may.
+        self.workers.prepare(job.id);
+        Ok(job)
     }
 
     /// Validates everything, checks for a usable key, then creates the collection and the

@@ -44,6 +44,9 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("preparing the database location failed: {0}")]
     Setup(String),
+    /// Work around the store failed in a way no input explains (a panicked chunking task).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl From<sqlx::Error> for Error {
@@ -322,17 +325,14 @@ pub enum ReingestStep {
 /// Runs (generations) of a world: re-ingest builds one beside the active one and switches.
 #[async_trait]
 pub trait RunStore: Send + Sync {
-    /// Inserts a `building` run, its chunks with pending entries and a running `reingest` job,
-    /// in one transaction.
-    async fn begin_reingest(
-        &self,
-        run: NewRun,
-        sources: Vec<SourceChunks>,
-        job: JobId,
-        now: DateTime<Utc>,
-    ) -> Result<Job>;
+    /// Inserts an empty `building` run and a `queued` `reingest` job to fill it, in one
+    /// transaction (the sources are chunked into it afterwards, see [`RunStore::add_run_chunks`]).
+    async fn begin_reingest(&self, run: NewRun, job: JobId, now: DateTime<Utc>) -> Result<Job>;
+    /// The world's sources with no chunk in `run` yet, by book number.
+    async fn sources_missing_from_run(&self, world: WorldId, run: RunId) -> Result<Vec<(SourceId, u32)>>;
     /// Adds a source's chunks to `run` under `job` (counted in its total) unless the source
-    /// already has chunks there or no longer exists. Returns how many were added.
+    /// already has chunks there or no longer exists, or the run is no longer being built
+    /// (its re-ingest was cancelled). Returns how many were added.
     async fn add_run_chunks(
         &self,
         world: WorldId,

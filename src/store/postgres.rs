@@ -25,4 +25,4 @@ impl PgStore {
     }
 }
 
-impl_store!(PgStore, "postgres", super::sql::CLAIM_POSTGRES);
+impl_store!(PgStore, "postgres", super::sql::CLAIM_POSTGRES, "BEGIN");

@@ -323,6 +323,10 @@ pub(super) const SWITCH_WORLD: &str = "UPDATE worlds SET active_run_id = r.id, p
 
 pub(super) const SET_RUN_STATUS: &str = "UPDATE runs SET status = $2 WHERE id = $1";
 
+/// Locks a run's row (SQLite: takes the write lock before anything is read, so the
+/// transaction never has to upgrade a read lock under a concurrent writer) and reads its status.
+pub(super) const LOCK_RUN: &str = "UPDATE runs SET status = status WHERE id = $1 RETURNING status";
+
 pub(super) const SELECT_RUN_COLLECTION: &str = "SELECT collection FROM runs WHERE id = $1";
 
 /// Jobs still filling a run that is being replaced: their sources are part of the new run.
@@ -832,15 +836,16 @@ macro_rules! insert_chunks {
     };
 }
 
-/// Expands the store traits for a backend struct with a `pool` field.
+/// Expands the store traits for a backend struct with a `pool` field; `$begin` is the
+/// statement that opens its transactions.
 macro_rules! impl_store {
-    ($store:ty, $kind:literal, $claim:expr) => {
+    ($store:ty, $kind:literal, $claim:expr, $begin:literal) => {
         #[async_trait::async_trait]
         impl $crate::store::WorldStore for $store {
             async fn create_world(&self, w: $crate::domain::NewWorld) -> $crate::store::Result<$crate::domain::World> {
                 use $crate::store::sql::*;
                 let collection = w.embedding.collection_name();
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 sqlx::query(INSERT_WORLD)
                     .bind(w.id.0)
                     .bind(&w.name)
@@ -956,7 +961,7 @@ macro_rules! impl_store {
             ) -> $crate::store::Result<($crate::domain::Source, $crate::domain::Job)> {
                 use sha2::Digest as _;
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let (book_number, run_id): (i64, uuid::Uuid) = sqlx::query_as(NEXT_BOOK)
                     .bind(source.world_id.0)
                     .fetch_one(&mut *tx)
@@ -1100,7 +1105,7 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<Option<$crate::domain::SourceDeletion>> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 // What each removed entry meant to its job, read from the delete itself so a
                 // worker's concurrent completion is counted once, on whichever side it landed.
                 let removed: Vec<(Option<uuid::Uuid>, String)> = sqlx::query_as(DELETE_SOURCE_ENTRIES)
@@ -1234,7 +1239,7 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<Option<$crate::domain::Job>> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let status: Option<String> = sqlx::query_scalar(JOB_STATUS)
                     .bind(id.0)
                     .fetch_optional(&mut *tx)
@@ -1359,7 +1364,7 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<u64> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let mut marked = 0u64;
                 for (chunk, hash) in done {
                     let result = sqlx::query(COMPLETE_ENTRY)
@@ -1395,7 +1400,7 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<()> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let mut released = 0u64;
                 for chunk in chunks {
                     let result = sqlx::query(RELEASE_ENTRY)
@@ -1431,7 +1436,7 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<bool> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let state: Option<String> = sqlx::query_scalar(FAIL_ENTRY)
                     .bind(chunk.0)
                     .bind(owner)
@@ -1692,7 +1697,7 @@ macro_rules! impl_store {
                 if chunks.is_empty() {
                     return Ok(None);
                 }
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let existing: Option<uuid::Uuid> = match job {
                     Some(job) => Some(job.0),
                     None => {
@@ -1829,7 +1834,7 @@ macro_rules! impl_store {
                 use $crate::store::sql::*;
                 let mut jobs: Vec<$crate::domain::JobId> = Vec::new();
                 let mut adopted = 0u64;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 for chunk in chunks {
                     let job: Option<Option<uuid::Uuid>> = sqlx::query_scalar(ADOPT_ENTRY)
                         .bind(chunk.0)
@@ -1883,12 +1888,11 @@ macro_rules! impl_store {
             async fn begin_reingest(
                 &self,
                 run: $crate::store::NewRun,
-                sources: Vec<$crate::store::SourceChunks>,
                 job: $crate::domain::JobId,
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<$crate::domain::Job> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 sqlx::query(INSERT_BUILDING_RUN)
                     .bind(run.id.0)
                     .bind(run.world.0)
@@ -1901,27 +1905,13 @@ macro_rules! impl_store {
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
-                let mut total = 0u64;
-                for source in &sources {
-                    insert_chunks!(
-                        tx,
-                        run.world,
-                        run.id,
-                        source.source,
-                        wide(source.book_number),
-                        &source.chunks,
-                        job,
-                        now
-                    );
-                    total += source.chunks.len() as u64;
-                }
                 sqlx::query(INSERT_JOB)
                     .bind(job.0)
                     .bind(run.world.0)
                     .bind($crate::domain::JobKind::Reingest.as_str())
-                    .bind($crate::domain::JobStatus::Running.as_str())
+                    .bind($crate::domain::JobStatus::Queued.as_str())
                     .bind(run.id.0)
-                    .bind(wide(total))
+                    .bind(0i64)
                     .bind(now)
                     .bind(now)
                     .execute(&mut *tx)
@@ -1929,6 +1919,22 @@ macro_rules! impl_store {
                 let row: JobRow = sqlx::query_as(SELECT_JOB).bind(job.0).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 row.into_job(Vec::new())
+            }
+
+            async fn sources_missing_from_run(
+                &self,
+                world: $crate::domain::WorldId,
+                run: $crate::domain::RunId,
+            ) -> $crate::store::Result<Vec<($crate::domain::SourceId, u32)>> {
+                use $crate::store::sql::*;
+                let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(SOURCES_MISSING_FROM_RUN)
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter()
+                    .map(|(id, book)| Ok(($crate::domain::SourceId(id), narrow("sources", book)?)))
+                    .collect()
             }
 
             async fn add_run_chunks(
@@ -1940,7 +1946,16 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<u64> {
                 use $crate::store::sql::*;
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
+                let building: Option<String> = sqlx::query_scalar(LOCK_RUN)
+                    .bind(run.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if building.as_deref() != Some("building") {
+                    // The re-ingest was cancelled (or replaced): the run takes nothing more.
+                    tx.rollback().await?;
+                    return Ok(0);
+                }
                 let missing: Vec<(uuid::Uuid, i64)> = sqlx::query_as(SOURCES_MISSING_FROM_RUN)
                     .bind(world.0)
                     .bind(run.0)
@@ -1992,7 +2007,7 @@ macro_rules! impl_store {
                     return Ok(ReingestStep::NotDone);
                 }
                 let (world, run) = (current.world_id, current.run_id);
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin_with($begin).await?;
                 let old: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_WORLD)
                     .bind(world.0)
                     .fetch_optional(&mut *tx)

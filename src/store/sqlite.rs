@@ -62,4 +62,7 @@ impl SqliteStore {
     }
 }
 
-impl_store!(SqliteStore, "sqlite", super::sql::CLAIM_SQLITE);
+// Transactions take the write lock when they begin: one that read first and wrote later would
+// otherwise fail at once with SQLITE_BUSY, without waiting, whenever another connection wrote
+// in between (SQLite cannot upgrade a stale read snapshot). Waiting is what busy_timeout does.
+impl_store!(SqliteStore, "sqlite", super::sql::CLAIM_SQLITE, "BEGIN IMMEDIATE");

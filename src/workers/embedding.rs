@@ -17,6 +17,12 @@
 //! permanently fails at once. Past `embedding.max_attempts` an entry is `failed` and the job
 //! lists a structured error for it.
 //!
+//! A re-ingest's job starts `queued`: [`EmbeddingWorkers::prepare`] chunks the stored sources
+//! into its new run in the background (off the runtime, source by source, stopping if the job
+//! is paused or cancelled meanwhile), then starts the job. A paused preparation is finished by
+//! the re-ingest's completion step once the job is resumed (it chunks sources its run lacks),
+//! and one cut short by a crash is taken up again by the startup pass.
+//!
 //! Workers wake when work arrives ([`EmbeddingWorkers::wake`]) and also poll, so work written
 //! by another process is picked up too. [`EmbeddingWorkers::run_once`] and
 //! [`EmbeddingWorkers::drain`] run the same steps deterministically for tests.
@@ -82,6 +88,8 @@ struct Shared {
     config: WorkerConfig,
     wake: Notify,
     sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
+    /// Re-ingest preparations under way ([`EmbeddingWorkers::prepare`]).
+    preparing: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// The worker pool (cheap to clone).
@@ -118,6 +126,7 @@ impl EmbeddingWorkers {
                 config,
                 wake: Notify::new(),
                 sizers: std::sync::Mutex::new(HashMap::new()),
+                preparing: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -125,6 +134,67 @@ impl EmbeddingWorkers {
     /// Wakes idle workers (new work was written).
     pub fn wake(&self) {
         self.shared.wake.notify_waiters();
+    }
+
+    /// Prepares a queued re-ingest job in the background: see [`EmbeddingWorkers::prepare_now`].
+    pub fn prepare(&self, job: JobId) {
+        let this = self.clone();
+        let handle = tokio::spawn(async move {
+            if let Err(err) = this.prepare_now(job).await {
+                tracing::warn!(%job, error = %err, "preparing a re-ingest failed; the startup pass takes it up again");
+            }
+        });
+        let mut preparing = self
+            .shared
+            .preparing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        preparing.retain(|h| !h.is_finished());
+        preparing.push(handle);
+    }
+
+    /// Chunks every stored source the queued re-ingest `job`'s run lacks into it, one source
+    /// at a time and off the runtime, then starts the job (queued → running), wakes the workers
+    /// and finishes it at once when there is nothing to embed. Stops quietly when the job is
+    /// no longer queued (paused or cancelled meanwhile). A running job (a resumed one) goes to
+    /// its completion step instead, which chunks what its run still lacks.
+    pub async fn prepare_now(&self, job: JobId) -> crate::store::Result<()> {
+        let store = &self.shared.store;
+        let Some(current) = store.get_job(job).await? else {
+            return Ok(());
+        };
+        if current.status == JobStatus::Running {
+            self.wake();
+            return self.finish_job(job).await;
+        }
+        if current.kind != JobKind::Reingest || current.status != JobStatus::Queued {
+            return Ok(());
+        }
+        let (world, run) = (current.world_id, current.run_id);
+        let Some(chunking) = store.run_chunking(job).await? else {
+            return Ok(());
+        };
+        let mut added = 0;
+        for (source, book_number) in store.sources_missing_from_run(world, run).await? {
+            if store.get_job(job).await?.map(|j| j.status) != Some(JobStatus::Queued) {
+                tracing::info!(%job, "re-ingest paused or cancelled while its sources were chunked");
+                return Ok(());
+            }
+            added += self
+                .chunk_into_run(job, world, run, chunking, source, book_number)
+                .await?;
+        }
+        if store
+            .transition_job(job, &[JobStatus::Queued], JobStatus::Running, now())
+            .await?
+            .is_some()
+        {
+            tracing::info!(%job, chunks = added, "re-ingest chunked; embedding starts");
+            self.wake();
+            // A world without sources has nothing to embed: switch at once.
+            self.finish_job(job).await?;
+        }
+        Ok(())
     }
 
     /// Spawns the configured number of workers on `tracker`; they stop when `cancel` fires.
@@ -163,8 +233,52 @@ impl EmbeddingWorkers {
         }
     }
 
-    /// Runs steps until no work is left that can be done now (for tests).
+    /// Chunks one stored source into a re-ingest's run (off the runtime) under `job`. Returns
+    /// how many chunks were added: none when the source is gone, is already in the run (another
+    /// task chunked it first) or the run is no longer being built.
+    async fn chunk_into_run(
+        &self,
+        job: JobId,
+        world: crate::domain::WorldId,
+        run: crate::domain::RunId,
+        chunking: crate::domain::ChunkingProfile,
+        source: crate::domain::SourceId,
+        book_number: u32,
+    ) -> crate::store::Result<u64> {
+        let store = &self.shared.store;
+        let Some(text) = store.source_text(world, source).await? else {
+            return Ok(0);
+        };
+        let chunks = split_off_runtime(text, chunking).await?;
+        let source = SourceChunks {
+            source,
+            book_number,
+            chunks,
+        };
+        match store.add_run_chunks(world, run, job, source, now()).await {
+            Err(crate::store::Error::Duplicate(_)) => Ok(0),
+            other => other,
+        }
+    }
+
+    /// Waits for the re-ingest preparations under way (for tests).
+    pub async fn prepared(&self) {
+        let preparing: Vec<_> = std::mem::take(
+            &mut *self
+                .shared
+                .preparing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for handle in preparing {
+            let _ = handle.await;
+        }
+    }
+
+    /// Waits for re-ingest preparations under way, then runs steps until no work is left that
+    /// can be done now (for tests).
     pub async fn drain(&self) -> crate::store::Result<u64> {
+        self.prepared().await;
         let mut embedded = 0;
         loop {
             let step = self.run_once("drain").await?;
@@ -573,22 +687,8 @@ impl EmbeddingWorkers {
                     return Ok(());
                 };
                 for (source, book_number) in sources {
-                    let Some(text) = store.source_text(world, source).await? else {
-                        continue;
-                    };
-                    let chunks = crate::chunking::split(&text, chunking);
-                    let added = store
-                        .add_run_chunks(
-                            world,
-                            run,
-                            job,
-                            SourceChunks {
-                                source,
-                                book_number,
-                                chunks,
-                            },
-                            now(),
-                        )
+                    let added = self
+                        .chunk_into_run(job, world, run, chunking, source, book_number)
                         .await?;
                     tracing::info!(%job, %source, added, "source added during the re-ingest chunked into the new run");
                 }
@@ -706,6 +806,16 @@ fn retry_backoff(attempt: u32) -> Duration {
 
 fn to_chrono(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or_else(|_| chrono::Duration::minutes(5))
+}
+
+/// Splits `text` on the blocking pool: a long source takes seconds to chunk.
+async fn split_off_runtime(
+    text: String,
+    chunking: crate::domain::ChunkingProfile,
+) -> crate::store::Result<Vec<crate::domain::NewChunk>> {
+    tokio::task::spawn_blocking(move || crate::chunking::split(&text, chunking))
+        .await
+        .map_err(|e| crate::store::Error::Internal(format!("chunking a source failed: {e}")))
 }
 
 fn now() -> DateTime<Utc> {

@@ -90,14 +90,19 @@ impl TestApp {
     }
 
     /// Stops this app and starts a new process-equivalent on the same files.
-    pub async fn restart(mut self) -> TestApp {
+    pub async fn restart(self) -> TestApp {
+        self.restart_with(|_| {}).await
+    }
+
+    /// [`TestApp::restart`] with settings of the caller's choosing for the new process.
+    pub async fn restart_with(mut self, tweak: impl FnOnce(&mut Settings)) -> TestApp {
         self.stop().await;
         let dir = self.dir.clone();
         let url = self.store_url.clone();
         // Drop every handle on the old stores (the embedded vector folder stays locked while
         // any handle lives, as it would until the old process exits).
         drop(self);
-        start(dir, url, |_| {}).await
+        start(dir, url, tweak).await
     }
 
     /// The store URL this app runs on (tests reach under the API with it, e.g. to corrupt a row).

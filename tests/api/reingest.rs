@@ -45,9 +45,17 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
     let (status, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
     assert_eq!(
-        (job["kind"].as_str(), job["status"].as_str()),
-        (Some("reingest"), Some("running"))
+        (
+            job["kind"].as_str(),
+            job["status"].as_str(),
+            job["counts"]["total"].as_u64()
+        ),
+        (Some("reingest"), Some("queued"), Some(0)),
+        "the sources are chunked after the answer"
     );
+    s.app.state.workers.prepared().await;
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "running", "{job}");
     let new_chunks = job["counts"]["total"].as_u64().unwrap();
     assert!((1..6).contains(&new_chunks), "bigger chunks, fewer of them: {job}");
 
@@ -176,6 +184,7 @@ async fn a_cancelled_reingest_leaves_the_world_as_it_was() {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let before = world(&s).await;
     let (_, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
+    s.app.state.workers.prepared().await;
     let new_collection = "chunks_google_gemini-embedding-001_256";
     // Cancel while the provider is still answering: the late answer must leave nothing behind.
     s.fake.set_latency(std::time::Duration::from_millis(400));
@@ -229,8 +238,82 @@ async fn an_ingest_job_taken_over_by_a_reingest_ends_its_event_stream_with_its_s
     assert_eq!(statuses(&events), ["running", "paused", "completed"], "{events:?}");
     assert_eq!(events.last().unwrap().1, "status");
     let events = s.app.job_events(&id(&job)).await;
-    assert_eq!(statuses(&events), ["running", "completed"], "{events:?}");
+    assert_eq!(statuses(&events), ["queued", "running", "completed"], "{events:?}");
     assert_eq!(events.last().unwrap().1, "status");
+}
+
+/// Several sources, so that a pause can land while they are being chunked.
+const BOOKS: [(&str, &str); 4] = [
+    ("one.txt", ISLES),
+    (
+        "two.txt",
+        "Glass towers shine in the desert of the far south. Caravans cross it by night.",
+    ),
+    (
+        "three.txt",
+        "The western hills are full of copper. Miners sing while they dig.",
+    ),
+    (
+        "four.txt",
+        "Storms come from the east every autumn. The harbours close for a month.",
+    ),
+];
+
+#[tokio::test]
+async fn a_reingest_paused_while_its_sources_are_chunked_completes_after_resume() {
+    let s = setup().await;
+    s.ingest(&BOOKS).await;
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    let path = format!("/v1/jobs/{}", id(&job));
+    // Wherever the chunking is when the pause lands, it stops there.
+    let (status, paused) = s.app.post(&format!("{path}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    s.app.state.workers.drain().await.unwrap();
+    let (_, still) = s.app.get(&path).await;
+    assert_eq!(still["status"], "paused", "{still}");
+    assert_eq!(world(&s).await["chunking"]["max_tokens"], 16, "nothing switched");
+
+    let (status, resumed) = s.app.post(&format!("{path}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{resumed}");
+    s.app.state.workers.drain().await.unwrap();
+    s.app.state.workers.drain().await.unwrap();
+    let (_, done) = s.app.get(&path).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let after = world(&s).await;
+    assert_eq!(after["chunking"]["max_tokens"], 40);
+    assert_eq!(after["stats"]["sources"], 4);
+    assert_eq!(
+        after["stats"]["embedded"], after["stats"]["chunks"],
+        "every source is in the new run: {after}"
+    );
+    let answer = s
+        .ok(json!({"query": "copper miners in the western hills", "top_k": 1}))
+        .await;
+    assert!(texts(&answer)[0].contains("copper"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_reingest_cancelled_before_its_sources_are_chunked_builds_nothing() {
+    let s = setup().await;
+    s.ingest(&BOOKS).await;
+    let before = world(&s).await;
+    let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    let (status, cancelled) = s.app.post(&format!("/v1/jobs/{}/cancel", id(&job)), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    s.app.state.workers.drain().await.unwrap();
+    let mut after = world(&s).await;
+    after["updated_at"] = before["updated_at"].clone();
+    assert_eq!(after, before);
+    let wid = wid(&s);
+    let runs = s.app.state.store.world_runs(wid).await.unwrap();
+    assert!(
+        runs.iter().all(|r| r.status != quarry::domain::RunStatus::Building),
+        "{runs:?}"
+    );
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "cancelled");
+    assert_eq!(s.fake.stats().requests, 0, "nothing was embedded for it");
 }
 
 #[tokio::test]
@@ -270,6 +353,8 @@ async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
     let before = world(&s).await;
     // One big chunk, refused for good.
     let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 512, "overlap_tokens": 0}})).await;
+    s.app.state.workers.prepared().await;
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["counts"]["total"], 1);
     s.fake.fail_next(Failure::Status(400));
     s.app.state.workers.drain().await.unwrap();

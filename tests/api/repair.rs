@@ -174,6 +174,47 @@ async fn startup_repair_finishes_what_a_crash_left_behind() {
 }
 
 #[tokio::test]
+async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_startup() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    // What a crash right after the 202 leaves: the new run and its queued job, nothing chunked.
+    let wid = WorldId(uuid::Uuid::parse_str(&s.world_id()).unwrap());
+    let world = s.app.state.store.get_world(wid).await.unwrap().unwrap();
+    let run = quarry::store::NewRun {
+        id: RunId::new(),
+        world: wid,
+        embedding: world.embedding.clone(),
+        chunking: quarry::domain::ChunkingProfile {
+            max_tokens: 40,
+            overlap_tokens: 0,
+        },
+    };
+    let job = s
+        .app
+        .state
+        .store
+        .begin_reingest(run, quarry::domain::JobId::new(), chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(job.status, quarry::domain::JobStatus::Queued);
+
+    let Setup { fake, app, world } = s;
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.google.base_url = base;
+            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
+        })
+        .await;
+    let s = Setup { fake, app, world };
+    let done = wait_for_job(&s, &job.id.0.to_string(), |j| j["status"] == "completed").await;
+    assert!(done["counts"]["total"].as_u64().unwrap() > 0, "{done}");
+    let (_, world) = s.app.get(&format!("/v1/worlds/{}", s.world_id())).await;
+    assert_eq!(world["chunking"]["max_tokens"], 40, "{world}");
+    assert_eq!(world["stats"]["embedded"], world["stats"]["chunks"], "{world}");
+}
+
+#[tokio::test]
 async fn repairing_an_unknown_world_is_404() {
     let s = setup().await;
     let (status, body) = s
