@@ -234,6 +234,15 @@ impl RepairService {
         let store = &self.inner.store;
         let vectors = &self.inner.vectors;
         let mut summary = RepairSummary::default();
+        // A collection the vector store lost (a wiped folder, a new server) is made again first:
+        // its embedded entries then miss their points below and are queued to be embedded anew.
+        vectors
+            .ensure_collection(&crate::vector::CollectionSpec {
+                name: world.collection.clone(),
+                dimensions: world.embedding.dimensions,
+                sparse: true,
+            })
+            .await?;
         let runs = store.world_runs(world.id).await?;
         let kept: HashMap<RunId, String> = runs
             .iter()

@@ -215,6 +215,43 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
 }
 
 #[tokio::test]
+async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_startup() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let collection = s.world["collection"].as_str().unwrap().to_owned();
+    let Setup { fake, mut app, world } = s;
+    app.stop().await;
+    let folder = app.vectors_path().join(&collection);
+    assert!(folder.is_dir(), "{folder:?}");
+    std::fs::remove_dir_all(&folder).unwrap();
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.google.base_url = base;
+            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
+            s.embedding.workers = 0;
+        })
+        .await;
+    let s = Setup { fake, app, world };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        s.app.state.workers.drain().await.unwrap();
+        if s.point_count().await == 6 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the collection was not refilled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        s.fake.stats().items_embedded >= 6,
+        "the lost vectors were embedded again"
+    );
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [sentence(0)]);
+    assert_eq!(s.stats().await["embedded"], 6);
+}
+
+#[tokio::test]
 async fn repairing_an_unknown_world_is_404() {
     let s = setup().await;
     let (status, body) = s
