@@ -572,8 +572,16 @@ impl EmbeddingWorkers {
                 }
                 store.release_work(owner, job, &ids, None, true, now()).await
             }
-            ProviderError::KeyRejected { .. } | ProviderError::QuotaExhausted { .. } => {
+            ProviderError::KeyRejected { message } | ProviderError::QuotaExhausted { message } => {
                 // The key is retired by the scheduler; another key takes the work.
+                self.warn(
+                    job,
+                    json!({"code": "key_retired", "chunks": batch.len(), "message": format!(
+                        "a {} key was refused and is retired; its chunks go to the other keys: {message}",
+                        batch[0].profile.provider
+                    )}),
+                )
+                .await?;
                 store.release_work(owner, job, &ids, None, false, now()).await
             }
             ProviderError::Permanent { message } if batch.len() > 1 => {
@@ -603,12 +611,29 @@ impl EmbeddingWorkers {
                 Ok(())
             }
             ProviderError::Transient { message } | ProviderError::Malformed { message } => {
+                self.warn(
+                    job,
+                    json!({"code": "provider_error", "chunks": batch.len(), "message": format!(
+                        "an embedding call failed and its chunks will be retried after a backoff \
+                         (each spent an attempt): {message}"
+                    )}),
+                )
+                .await?;
                 for item in batch {
                     self.fail(owner, item, "provider_error", &message, false).await?;
                 }
                 Ok(())
             }
         }
+    }
+
+    /// Records a `warning` event on `job`: trouble the job recovers from by itself.
+    async fn warn(&self, job: JobId, data: serde_json::Value) -> crate::store::Result<()> {
+        self.shared
+            .store
+            .append_job_event(job, JobEventKind::Warning, &data.to_string(), now())
+            .await?;
+        Ok(())
     }
 
     /// Spends an attempt (or fails at once when `permanent`) and records an error event when

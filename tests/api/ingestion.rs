@@ -201,6 +201,61 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
         !error["message"].as_str().unwrap().contains("key-a"),
         "no key in errors: {error}"
     );
+
+    // The stream tells the story: each failed call is a warning (the chunk will be retried),
+    // the chunk's final failure an error, then the job's status.
+    let events = app.job_events(&id(&accepted["job"])).await;
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|(_, kind, _)| kind != "progress")
+        .map(|(_, kind, _)| kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["status", "warning", "warning", "error", "status"], "{events:?}");
+    let warning = &events.iter().find(|(_, kind, _)| kind == "warning").unwrap().2;
+    assert_eq!(
+        (&warning["code"], &warning["chunks"]),
+        (&json!("provider_error"), &json!(1))
+    );
+    assert!(!warning.to_string().contains("key-a"), "{warning}");
+    assert_eq!(events.last().unwrap().2["status"], "failed");
+}
+
+#[tokio::test]
+async fn a_refused_key_is_a_warning_on_the_job_and_the_other_key_takes_over() {
+    let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a"), SecretString::from("key-b")];
+        s.embedding.workers = 0;
+    })
+    .await;
+    let world = google_world(&app, 512).await;
+    let accepted = add(&app, &world, "One short text.").await;
+    fake.fail_next(Failure::KeyInvalid);
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(
+        job["counts"]["retries"], 0,
+        "a refused key is not the chunk's fault: {job}"
+    );
+    let events = app.job_events(&id(&accepted["job"])).await;
+    let warnings: Vec<&Value> = events
+        .iter()
+        .filter(|(_, kind, _)| kind == "warning")
+        .map(|(_, _, data)| data)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{events:?}");
+    assert_eq!(warnings[0]["code"], "key_retired");
+    assert!(
+        warnings[0]["message"].as_str().unwrap().contains("google"),
+        "{warnings:?}"
+    );
+    assert!(
+        !warnings[0].to_string().contains("key-"),
+        "no secret in events: {warnings:?}"
+    );
 }
 
 #[tokio::test]
