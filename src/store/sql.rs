@@ -246,6 +246,9 @@ pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1";
 
 pub(super) const SET_JOB_STATUS: &str = "UPDATE jobs SET status = $3, finished_at = $4 WHERE id = $1 AND status = $2";
 
+/// Locks a job's row without changing it (and without firing the status trigger).
+pub(super) const LOCK_JOB: &str = "UPDATE jobs SET total = total WHERE id = $1";
+
 pub(super) const INSERT_EVENT: &str =
     "INSERT INTO job_events (job_id, kind, data, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
 
@@ -1289,13 +1292,22 @@ macro_rules! impl_store {
                 now: chrono::DateTime<chrono::Utc>,
             ) -> $crate::store::Result<i64> {
                 use $crate::store::sql::*;
-                Ok(sqlx::query_scalar(INSERT_EVENT)
+                // Under the job's row lock, as every other event of the job is written (the
+                // status trigger and the source-delete warning run inside updates of that row):
+                // Postgres hands out ids when rows are inserted, not when they commit, and a
+                // stream reading "after id N" would pass over an event committed after a later
+                // one. Serialised per job, a job's events commit in id order.
+                let mut tx = self.pool.begin_with($begin).await?;
+                sqlx::query(LOCK_JOB).bind(job.0).execute(&mut *tx).await?;
+                let id = sqlx::query_scalar(INSERT_EVENT)
                     .bind(job.0)
                     .bind(kind.as_str())
                     .bind(data)
                     .bind(now)
-                    .fetch_one(&self.pool)
-                    .await?)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(id)
             }
 
             async fn job_events_after(
