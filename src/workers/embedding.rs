@@ -141,7 +141,8 @@ impl EmbeddingWorkers {
         let this = self.clone();
         let handle = tokio::spawn(async move {
             if let Err(err) = this.prepare_now(job).await {
-                tracing::warn!(%job, error = %err, "preparing a re-ingest failed; the startup pass takes it up again");
+                tracing::warn!(%job, error = %err,
+                    "preparing a re-ingest failed; it stays queued: pause and resume it (or restart) to try again");
             }
         });
         let mut preparing = self
