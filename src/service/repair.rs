@@ -220,8 +220,9 @@ impl RepairService {
         for job in self.inner.store.list_jobs(world).await? {
             match job.status {
                 JobStatus::Running => self.inner.workers.finish_job(job.id).await?,
-                // A re-ingest whose sources were being chunked when the process stopped.
-                JobStatus::Queued => self.inner.workers.prepare_now(job.id).await?,
+                // A re-ingest whose sources were being chunked when the process stopped: chunked
+                // in the background, so that a big world does not hold up the workers' start.
+                JobStatus::Queued => self.inner.workers.prepare(job.id),
                 _ => {}
             }
         }
@@ -237,11 +238,7 @@ impl RepairService {
         // A collection the vector store lost (a wiped folder, a new server) is made again first:
         // its embedded entries then miss their points below and are queued to be embedded anew.
         vectors
-            .ensure_collection(&crate::vector::CollectionSpec {
-                name: world.collection.clone(),
-                dimensions: world.embedding.dimensions,
-                sparse: true,
-            })
+            .ensure_collection(&crate::vector::CollectionSpec::for_profile(&world.embedding))
             .await?;
         let runs = store.world_runs(world.id).await?;
         let kept: HashMap<RunId, String> = runs

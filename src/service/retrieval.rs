@@ -758,7 +758,7 @@ impl RetrievalService {
 }
 
 /// One chunk of a context passage.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 struct Piece {
     text: String,
     tokens: u32,

@@ -122,11 +122,7 @@ impl WorldService {
             return Err(busy());
         }
         self.vectors
-            .ensure_collection(&CollectionSpec {
-                name: embedding.collection_name(),
-                dimensions: embedding.dimensions,
-                sparse: true,
-            })
+            .ensure_collection(&CollectionSpec::for_profile(&embedding))
             .await?;
         let run = NewRun {
             id: RunId::new(),
@@ -154,11 +150,7 @@ impl WorldService {
         let chunking = chunking_profile(spec, req.max_tokens, req.overlap_tokens)?;
         self.require_key(embedding.provider).await?;
 
-        let collection = CollectionSpec {
-            name: embedding.collection_name(),
-            dimensions: embedding.dimensions,
-            sparse: true,
-        };
+        let collection = CollectionSpec::for_profile(&embedding);
         self.vectors.ensure_collection(&collection).await?;
         let world = self
             .store

@@ -51,6 +51,18 @@ pub struct CollectionSpec {
     pub sparse: bool,
 }
 
+impl CollectionSpec {
+    /// The chunk collection of an embedding profile: every world on the profile shares it, and
+    /// it always carries `bm25` so that any of them can be hybrid.
+    pub fn for_profile(profile: &crate::domain::EmbeddingProfile) -> Self {
+        Self {
+            name: profile.collection_name(),
+            dimensions: profile.dimensions,
+            sparse: true,
+        }
+    }
+}
+
 /// Payload stored with every chunk point. Never chunk text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PointPayload {

@@ -159,7 +159,7 @@ impl EmbeddingWorkers {
     /// and finishes it at once when there is nothing to embed. Stops quietly when the job is
     /// no longer queued (paused or cancelled meanwhile). A running job (a resumed one) goes to
     /// its completion step instead, which chunks what its run still lacks.
-    pub async fn prepare_now(&self, job: JobId) -> crate::store::Result<()> {
+    async fn prepare_now(&self, job: JobId) -> crate::store::Result<()> {
         let store = &self.shared.store;
         let Some(current) = store.get_job(job).await? else {
             return Ok(());
