@@ -277,7 +277,6 @@ async fn a_reingest_paused_while_its_sources_are_chunked_completes_after_resume(
     let (status, resumed) = s.app.post(&format!("{path}/resume"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{resumed}");
     s.app.state.workers.drain().await.unwrap();
-    s.app.state.workers.drain().await.unwrap();
     let (_, done) = s.app.get(&path).await;
     assert_eq!(done["status"], "completed", "{done}");
     let after = world(&s).await;

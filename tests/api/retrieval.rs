@@ -146,6 +146,15 @@ pub fn texts(answer: &Value) -> Vec<String> {
         .collect()
 }
 
+fn scores(answer: &Value) -> Vec<f64> {
+    answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect()
+}
+
 fn context(answer: &Value) -> Vec<String> {
     answer["context"]["chunks"]
         .as_array()
@@ -353,12 +362,7 @@ async fn min_score_is_applied_inside_the_search() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
     let all = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
-    let scores: Vec<f64> = all["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["score"].as_f64().unwrap())
-        .collect();
+    let scores = scores(&all);
     assert_eq!(scores.len(), 6);
     let threshold = (scores[0] + scores[1]) / 2.0;
     let answer = s
@@ -414,12 +418,7 @@ async fn the_default_min_score_keeps_out_hits_scoring_below_zero() {
     // other five (a score of exactly 0).
     let query = opposite_of("queen", &rest, 768);
     let answer = s.ok(json!({"query": query, "top_k": 6})).await;
-    let scores: Vec<f64> = answer["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["score"].as_f64().unwrap())
-        .collect();
+    let scores = scores(&answer);
     assert!(scores.iter().all(|x| *x >= 0.0), "{answer}");
     assert_eq!(
         scores.len(),
@@ -451,12 +450,7 @@ async fn equal_scores_are_ordered_by_book_then_chunk_number() {
             .iter()
             .map(|r| (r["book_number"].as_u64().unwrap(), r["chunk_number"].as_u64().unwrap()))
             .collect();
-        let scores: Vec<f64> = answer["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["score"].as_f64().unwrap())
-            .collect();
+        let scores = scores(&answer);
         assert!(
             scores.iter().all(|x| (x - scores[0]).abs() < 1e-6),
             "a four-way tie: {scores:?}"
@@ -852,12 +846,7 @@ async fn hybrid_finds_an_exact_rare_token_that_dense_misses() {
     let hybrid = s
         .ok(json!({"query": "ZX81 northern isles", "top_k": 3, "mode": "hybrid"}))
         .await;
-    let scores: Vec<f64> = hybrid["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["score"].as_f64().unwrap())
-        .collect();
+    let scores = scores(&hybrid);
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(texts(&hybrid).contains(&archive.to_owned()));
 }
