@@ -66,6 +66,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 dimensions: DIMENSIONS,
                 mode: EmbedMode::Document,
                 texts,
+                token_counts: None,
             };
             provider.embed(None, request).await?; // warm-up
             let started = Instant::now();

@@ -83,6 +83,7 @@ impl App {
 
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
         let providers = build_providers(&settings, &registry)?;
+        let cancel = CancellationToken::new();
         let workers = EmbeddingWorkers::new(
             store.clone(),
             vectors.clone(),
@@ -95,6 +96,7 @@ impl App {
                 reuse: settings.embedding.reuse,
                 lease: Duration::from_secs(settings.embedding.lease_s.max(1)),
             },
+            cancel.clone(),
         );
         let worlds = Arc::new(WorldService::new(
             store.clone(),
@@ -105,7 +107,6 @@ impl App {
         ));
         let sources = Arc::new(SourceService::new(store.clone(), vectors.clone(), workers.clone()));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
-        let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
         let repair = RepairService::new(
             store.clone(),

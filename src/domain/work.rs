@@ -44,6 +44,8 @@ pub struct ManifestEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunInfo {
     pub id: RunId,
+    /// The profile the run's vectors are made with (a re-ingest's may differ from the world's).
+    pub embedding: super::EmbeddingProfile,
     pub collection: String,
     pub status: RunStatus,
 }

@@ -68,6 +68,10 @@ pub struct EmbedRequest<'a> {
     pub dimensions: u32,
     pub mode: EmbedMode,
     pub texts: &'a [String],
+    /// The exact token counts of `texts` when the caller has them already (the workers count
+    /// every chunk before sending it): a provider that needs them to plan its requests uses
+    /// these instead of counting again. Ignored unless there is one per text.
+    pub token_counts: Option<&'a [u32]>,
 }
 
 /// How long a rate limit lasts, as far as the provider said.

@@ -245,10 +245,12 @@ impl EmbeddingProvider for OpenAiProvider {
         }
         let request_limit = u32::try_from(self.max_tokens_per_request).unwrap_or(u32::MAX);
         let limit = spec.max_input_tokens.min(request_limit);
-        // One short text (a query) fits whatever its count, and there is nothing to plan.
-        let counts: Vec<u32> = match request.texts {
-            [text] if super::fits_uncounted(text, limit) => vec![u32::try_from(text.len()).unwrap_or(u32::MAX)],
-            texts => texts.iter().map(|t| cl100k_tokens(t)).collect(),
+        // Counts the caller made already (the workers' exact check) are not made again. One
+        // short text (a query) fits whatever its count, and there is nothing to plan.
+        let counts: Vec<u32> = match (request.texts, request.token_counts) {
+            (texts, Some(counts)) if counts.len() == texts.len() => counts.to_vec(),
+            ([text], _) if super::fits_uncounted(text, limit) => vec![u32::try_from(text.len()).unwrap_or(u32::MAX)],
+            (texts, _) => texts.iter().map(|t| cl100k_tokens(t)).collect(),
         };
         if let Some(&tokens) = counts.iter().find(|&&c| c > limit) {
             return Err(ProviderError::InputTooLarge { tokens, limit });

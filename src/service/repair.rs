@@ -235,12 +235,22 @@ impl RepairService {
         let store = &self.inner.store;
         let vectors = &self.inner.vectors;
         let mut summary = RepairSummary::default();
-        // A collection the vector store lost (a wiped folder, a new server) is made again first:
-        // its embedded entries then miss their points below and are queued to be embedded anew.
-        vectors
-            .ensure_collection(&crate::vector::CollectionSpec::for_profile(&world.embedding))
-            .await?;
+        // A collection the vector store lost (a wiped folder, a new server) is made again first,
+        // the world's and that of a re-ingest building into another profile: their embedded
+        // entries then miss their points below and are queued to be embedded anew.
         let runs = store.world_runs(world.id).await?;
+        let mut profiles = vec![&world.embedding];
+        profiles.extend(
+            runs.iter()
+                .filter(|r| r.status == RunStatus::Building)
+                .map(|r| &r.embedding),
+        );
+        profiles.dedup_by(|a, b| a.collection_name() == b.collection_name());
+        for profile in profiles {
+            vectors
+                .ensure_collection(&crate::vector::CollectionSpec::for_profile(profile))
+                .await?;
+        }
         let kept: HashMap<RunId, String> = runs
             .iter()
             .filter(|r| r.status != RunStatus::Retired)

@@ -530,6 +530,7 @@ impl RetrievalService {
                 dimensions: profile.dimensions,
                 mode: EmbedMode::Query,
                 texts: &texts,
+                token_counts: None,
             };
             let result = provider.embed(lease.key(), request).await;
             lease.finish(Outcome::of(&result)).await;

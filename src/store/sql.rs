@@ -341,8 +341,8 @@ pub(super) const DELETE_RUN: &str = "DELETE FROM runs WHERE id = $1";
 pub(super) const JOB_RUN_CHUNKING: &str =
     "SELECT r.max_tokens, r.overlap_tokens FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = $1";
 
-pub(super) const WORLD_RUNS: &str =
-    "SELECT id, collection, status FROM runs WHERE world_id = $1 ORDER BY created_at, id";
+pub(super) const WORLD_RUNS: &str = "SELECT id, provider, model, dimensions, collection, status FROM runs WHERE world_id = $1 \
+     ORDER BY created_at, id";
 
 pub(super) const RUN_MANIFEST: &str = "SELECT m.chunk_id, m.point_id, m.run_id, m.source_id, c.chunk_number, \
      m.state, c.text_sha256, (m.lease_owner IS NOT NULL AND m.lease_expires_at >= $3) AS leased \
@@ -1805,14 +1805,19 @@ macro_rules! impl_store {
                 world: $crate::domain::WorldId,
             ) -> $crate::store::Result<Vec<$crate::domain::RunInfo>> {
                 use $crate::store::sql::*;
-                let rows: Vec<(uuid::Uuid, String, String)> = sqlx::query_as(WORLD_RUNS)
+                let rows: Vec<(uuid::Uuid, String, String, i64, String, String)> = sqlx::query_as(WORLD_RUNS)
                     .bind(world.0)
                     .fetch_all(&self.pool)
                     .await?;
                 rows.into_iter()
-                    .map(|(id, collection, status)| {
+                    .map(|(id, provider, model, dimensions, collection, status)| {
                         Ok($crate::domain::RunInfo {
                             id: $crate::domain::RunId(id),
+                            embedding: $crate::domain::EmbeddingProfile {
+                                provider: provider.parse().map_err(|reason| corrupt("runs", reason))?,
+                                model,
+                                dimensions: narrow("runs", dimensions)?,
+                            },
                             collection,
                             status: status.parse().map_err(|reason| corrupt("runs", reason))?,
                         })

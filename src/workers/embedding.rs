@@ -21,7 +21,8 @@
 //! into its new run in the background (off the runtime, source by source, stopping if the job
 //! is paused or cancelled meanwhile), then starts the job. A paused preparation is finished by
 //! the re-ingest's completion step once the job is resumed (it chunks sources its run lacks),
-//! and one cut short by a crash is taken up again by the startup pass.
+//! one that meets an unavailable store starts again after a pause, and one cut short by a crash
+//! is taken up again by the startup pass.
 //!
 //! Workers wake when work arrives ([`EmbeddingWorkers::wake`]) and also poll, so work written
 //! by another process is picked up too. [`EmbeddingWorkers::run_once`] and
@@ -29,6 +30,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
@@ -42,14 +44,22 @@ use crate::domain::{ChunkId, JobEventKind, JobId, JobKind, JobStatus, ProviderKi
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
 use crate::store::{ReingestStep, SourceChunks, Store};
-use crate::vector::{Point, PointPayload, VectorRepo};
+use crate::vector::{Error as VectorError, Point, PointPayload, VectorRepo};
 
 /// How often idle workers look for work written by other processes.
 const POLL: Duration = Duration::from_secs(2);
 /// Most entries claimed at once.
 const CLAIM_LIMIT: u32 = 32;
-/// Pause before entries given back for an infrastructure problem are tried again.
+/// Pause before entries given back for an infrastructure problem are tried again; it doubles
+/// with each such failure in a row, up to [`INFRA_RETRY_MAX`].
 const INFRA_RETRY: Duration = Duration::from_secs(5);
+const INFRA_RETRY_MAX: Duration = Duration::from_secs(300);
+/// Pauses before a vector write that met an outage is tried again with the same vectors.
+const WRITE_RETRIES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
+/// First pause before a re-ingest preparation that met an unavailable store starts again; each
+/// further pause doubles, up to [`PREPARE_RETRY_MAX`].
+const PREPARE_RETRY_FIRST: Duration = Duration::from_secs(1);
+const PREPARE_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// The embedding providers by kind.
 #[derive(Clone, Default)]
@@ -90,6 +100,10 @@ struct Shared {
     sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
     /// Re-ingest preparations under way ([`EmbeddingWorkers::prepare`]).
     preparing: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The app's shutdown: ends preparations that are waiting to try again.
+    stop: CancellationToken,
+    /// Vector writes in a row that failed for an outage (see [`EmbeddingWorkers::infra_pause`]).
+    outages: AtomicU32,
 }
 
 /// The worker pool (cheap to clone).
@@ -115,6 +129,7 @@ impl EmbeddingWorkers {
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
         config: WorkerConfig,
+        stop: CancellationToken,
     ) -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -127,6 +142,8 @@ impl EmbeddingWorkers {
                 wake: Notify::new(),
                 sizers: std::sync::Mutex::new(HashMap::new()),
                 preparing: std::sync::Mutex::new(Vec::new()),
+                stop,
+                outages: AtomicU32::new(0),
             }),
         }
     }
@@ -137,12 +154,32 @@ impl EmbeddingWorkers {
     }
 
     /// Prepares a queued re-ingest job in the background: see [`EmbeddingWorkers::prepare_now`].
+    /// A store that is unavailable (a connection lost, a database busy past its timeout) is
+    /// waited out: the preparation starts again after 1 s, 2 s, 4 s … (at most a minute apart)
+    /// until it gets through, the job leaves `queued` or the workers stop. Any other failure
+    /// leaves the job queued; pausing and resuming it, or a restart, tries again.
     pub fn prepare(&self, job: JobId) {
         let this = self.clone();
         let handle = tokio::spawn(async move {
-            if let Err(err) = this.prepare_now(job).await {
-                tracing::warn!(%job, error = %err,
-                    "preparing a re-ingest failed; it stays queued: pause and resume it (or restart) to try again");
+            let mut pause = PREPARE_RETRY_FIRST;
+            loop {
+                match this.prepare_now(job).await {
+                    Ok(()) => return,
+                    Err(err @ crate::store::Error::Unavailable(_)) => {
+                        tracing::warn!(%job, error = %err, retry_in_s = pause.as_secs(),
+                            "preparing a re-ingest met an unavailable store; trying again");
+                    }
+                    Err(err) => {
+                        tracing::warn!(%job, error = %err,
+                            "preparing a re-ingest failed; it stays queued: pause and resume it (or restart) to try again");
+                        return;
+                    }
+                }
+                tokio::select! {
+                    () = this.shared.stop.cancelled() => return,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(PREPARE_RETRY_MAX);
             }
         });
         let mut preparing = self
@@ -407,6 +444,7 @@ impl EmbeddingWorkers {
                 }
             };
             let mut sendable = Vec::with_capacity(batch.len());
+            let mut sendable_counts = Vec::with_capacity(batch.len());
             for (item, count) in batch.into_iter().zip(counts) {
                 if count > limits.max_input_tokens {
                     let message = format!(
@@ -416,6 +454,7 @@ impl EmbeddingWorkers {
                     self.fail(owner, &item, "input_too_large", &message, true).await?;
                 } else {
                     sendable.push(item);
+                    sendable_counts.push(count);
                 }
             }
             if sendable.is_empty() {
@@ -428,6 +467,7 @@ impl EmbeddingWorkers {
                 dimensions: profile.dimensions,
                 mode: EmbedMode::Document,
                 texts: &texts,
+                token_counts: Some(&sendable_counts),
             };
             let result = provider.embed(lease.key(), request).await;
             let outcome = Outcome::of(&result);
@@ -463,13 +503,47 @@ impl EmbeddingWorkers {
                 .zip(vectors)
                 .map(|(item, dense)| point_of(item, dense))
                 .collect();
-            if let Err(err) = self.shared.vectors.upsert(&sendable[0].collection, points).await {
-                tracing::warn!(%job, error = %err, "vector store write failed; entries given back");
-                let ids: Vec<ChunkId> = sendable.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
-                store
-                    .release_work(owner, job, &ids, Some(now() + to_chrono(INFRA_RETRY)), false, now())
+            match self.write(&sendable[0].collection, points).await {
+                Ok(()) => {}
+                Err(err @ (VectorError::Unavailable(_) | VectorError::Io(_))) => {
+                    // An outage: nothing the chunks did. They go back without spending an
+                    // attempt, for a pause that doubles while the outage lasts, so that an
+                    // outage does not pay for the same embeddings every few seconds.
+                    let pause = self.infra_pause();
+                    tracing::warn!(%job, error = %err, retry_in_s = pause.as_secs(),
+                        "vector store write failed; entries given back");
+                    self.warn(
+                        job,
+                        json!({"code": "vector_store_unavailable", "chunks": sendable.len() + queue.len(),
+                        "message": format!(
+                            "writing vectors failed; the chunks will be embedded again in {} s: {err}",
+                            pause.as_secs()
+                        )}),
+                    )
                     .await?;
-                return Ok(embedded);
+                    let ids: Vec<ChunkId> = sendable.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
+                    store
+                        .release_work(owner, job, &ids, Some(now() + to_chrono(pause)), false, now())
+                        .await?;
+                    return Ok(embedded);
+                }
+                Err(err) => {
+                    // Refused (a lost collection, vectors that do not fit it): each chunk spends
+                    // an attempt, so a refusal that lasts fails them instead of looping.
+                    let message = err.to_string();
+                    tracing::warn!(%job, error = %message, "vector store refused a write");
+                    self.warn(
+                        job,
+                        json!({"code": "vector_store_rejected", "chunks": sendable.len(), "message": format!(
+                            "the vector store refused the chunks' vectors; each spent an attempt: {message}"
+                        )}),
+                    )
+                    .await?;
+                    for item in &sendable {
+                        self.fail(owner, item, "vector_store_rejected", &message, false).await?;
+                    }
+                    continue;
+                }
             }
             // Confirmed by the vector store: now, and only now, the entries are embedded.
             let done: Vec<(ChunkId, String)> = sendable.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
@@ -486,6 +560,33 @@ impl EmbeddingWorkers {
             }
         }
         Ok(embedded)
+    }
+
+    /// Writes `points` to `collection` and waits for the confirmation. A write that meets an
+    /// outage is tried again with the same vectors after [`WRITE_RETRIES`] pauses, so a short
+    /// blip costs no new embedding. A confirmed write ends the outage pause ([`Self::infra_pause`]).
+    async fn write(&self, collection: &str, points: Vec<Point>) -> crate::vector::Result<()> {
+        let mut pauses = WRITE_RETRIES.iter();
+        loop {
+            match self.shared.vectors.upsert(collection, points.clone()).await {
+                Ok(()) => {
+                    self.shared.outages.store(0, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(err @ (VectorError::Unavailable(_) | VectorError::Io(_))) => match pauses.next() {
+                    Some(pause) => tokio::time::sleep(*pause).await,
+                    None => return Err(err),
+                },
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// How long entries given back after a failed write wait: [`INFRA_RETRY`], doubling with
+    /// every such failure in a row (up to [`INFRA_RETRY_MAX`]) until a write gets through.
+    fn infra_pause(&self) -> Duration {
+        let failures = self.shared.outages.fetch_add(1, Ordering::Relaxed);
+        outage_pause(failures)
     }
 
     /// Embeds nothing for items whose exact text already has a vector of the same profile (in
@@ -825,6 +926,11 @@ fn point_of(item: &WorkItem, dense: Vec<f32>) -> Point {
     }
 }
 
+/// The pause after `failures` earlier failed writes in a row: 5 s, 10 s, 20 s … 5 min.
+fn outage_pause(failures: u32) -> Duration {
+    INFRA_RETRY.saturating_mul(1 << failures.min(6)).min(INFRA_RETRY_MAX)
+}
+
 /// 2 s, 4 s, 8 s … (capped at 5 min) before a failed entry is tried again.
 fn retry_backoff(attempt: u32) -> Duration {
     Duration::from_secs(2u64.saturating_pow(attempt.min(8))).min(Duration::from_secs(300))
@@ -846,4 +952,16 @@ async fn split_off_runtime(
 
 fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outage_pauses_double_up_to_five_minutes() {
+        let pauses: Vec<u64> = (0..9).map(|n| outage_pause(n).as_secs()).collect();
+        assert_eq!(pauses, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(outage_pause(u32::MAX), INFRA_RETRY_MAX);
+    }
 }

@@ -771,3 +771,84 @@ async fn answers_arriving_after_a_cancel_change_nothing() {
         .await;
     assert_eq!(answer["warnings"][0]["code"], "no_embedded_chunks", "{answer}");
 }
+
+/// The job's events so far, read from the store (the stream only ends with the job).
+async fn events_so_far(app: &TestApp, job: &str) -> Vec<(String, Value)> {
+    let job = quarry::domain::JobId(uuid::Uuid::parse_str(job).unwrap());
+    let events = app.state.store.job_events_after(job, 0, 1000).await.unwrap();
+    events
+        .into_iter()
+        .map(|e| (e.kind.as_str().to_owned(), serde_json::from_str(&e.data).unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_vector_store_outage_while_embedding_gives_the_chunks_back_for_a_while_and_says_so() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let (app, _world, _source, job) = crate::helpers::spawn_app_with_unreachable_vectors(fake.base_url()).await;
+    let step = app.state.workers.run_once("w").await.unwrap();
+    assert_eq!((step.claimed, step.embedded), (1, 0));
+    assert_eq!(fake.stats().items_embedded, 1);
+    // Given back for a pause: a step right after claims nothing and calls nobody.
+    let step = app.state.workers.run_once("w").await.unwrap();
+    assert_eq!(step.claimed, 0);
+    assert_eq!(fake.stats().items_embedded, 1, "not embedded again at once");
+
+    let (_, got) = app.get(&format!("/v1/jobs/{}", job.id)).await;
+    assert_eq!(got["status"], "running", "{got}");
+    assert_eq!(
+        (&got["counts"]["pending"], &got["counts"]["failed"]),
+        (&json!(1), &json!(0)),
+        "an outage spends no attempt: {got}"
+    );
+    let warnings: Vec<Value> = events_so_far(&app, &job.id.0.to_string())
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "warning")
+        .map(|(_, data)| data)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["code"], "vector_store_unavailable");
+    assert_eq!(warnings[0]["chunks"], 1);
+    assert!(
+        warnings[0]["message"].as_str().unwrap().contains("in 5 s"),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[tokio::test]
+async fn vectors_the_vector_store_refuses_spend_attempts_until_the_chunk_fails() {
+    let (fake, app, world) = setup(64).await;
+    let accepted = add(&app, &world, "Queen Maren rules the northern isles.").await;
+    // A tampered run row: the run's vectors no longer fit its collection (768 dimensions).
+    {
+        use sqlx::ConnectOptions as _;
+        let options: sqlx::sqlite::SqliteConnectOptions = app.store_url().parse().unwrap();
+        let mut conn = options.connect().await.unwrap();
+        sqlx::query("UPDATE runs SET dimensions = 700")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    app.state.workers.drain().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    app.state.workers.drain().await.unwrap();
+    let job_id = id(&accepted["job"]);
+    let (_, job) = app.get(&format!("/v1/jobs/{job_id}")).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["errors"][0]["code"], "vector_store_rejected", "{job}");
+    assert_eq!(
+        fake.stats().items_embedded,
+        2,
+        "one embedding per attempt (max_attempts 2)"
+    );
+    let events = app.job_events(&job_id).await;
+    let warnings: Vec<&Value> = events
+        .iter()
+        .filter(|(_, kind, _)| kind == "warning")
+        .map(|(_, _, data)| data)
+        .collect();
+    assert_eq!(warnings.len(), 2, "{events:?}");
+    assert!(warnings.iter().all(|w| w["code"] == "vector_store_rejected"));
+}

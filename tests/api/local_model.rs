@@ -108,6 +108,7 @@ async fn embed(provider: &LocalProvider, texts: &[String]) -> Result<Vec<Vec<f32
                 dimensions: DIMENSIONS,
                 mode: EmbedMode::Document,
                 texts,
+                token_counts: None,
             },
         )
         .await
@@ -299,6 +300,7 @@ async fn wrong_dimensions_or_model_are_permanent_and_limits_are_fixed() {
                 dimensions: 128,
                 mode: EmbedMode::Query,
                 texts: &texts,
+                token_counts: None,
             },
         )
         .await
@@ -331,6 +333,7 @@ async fn query_and_document_modes_give_the_same_vector() {
             dimensions: DIMENSIONS,
             mode,
             texts: &texts,
+            token_counts: None,
         };
         vectors.push(provider.embed(None, request).await.unwrap());
     }

@@ -369,3 +369,42 @@ async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
         .await;
     assert_eq!(answer["effective_top_k"], 6);
 }
+
+/// SQLite's busy timeout in the app's store (a write that waits longer fails "unavailable").
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_reingest_whose_chunking_meets_a_locked_database_starts_again_and_completes() {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    let s = setup().await;
+    // One long source, so that its chunking outlasts the few reads before it: the lock below is
+    // taken before the preparation's first write.
+    let text: String = (0..4000)
+        .map(|i| format!("Record {i} says the copper miners of the western hills dug deeper that year. "))
+        .collect();
+    s.add("long.txt", &text).await;
+    let options: sqlx::sqlite::SqliteConnectOptions = s.app.store_url().parse().unwrap();
+    let mut holder = options.connect().await.unwrap();
+
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 512, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut holder).await.unwrap();
+    let path = format!("/v1/jobs/{}", id(&job));
+    // Held past the busy timeout: the preparation's write fails as the store being unavailable.
+    tokio::time::sleep(BUSY_TIMEOUT + std::time::Duration::from_secs(2)).await;
+    let (_, waiting) = s.app.get(&path).await;
+    assert_eq!(
+        (waiting["status"].as_str(), waiting["counts"]["total"].as_u64()),
+        (Some("queued"), Some(0)),
+        "nothing could be written while the database was locked: {waiting}"
+    );
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    holder.close().await.unwrap();
+
+    s.app.state.workers.drain().await.unwrap();
+    let (_, done) = s.app.get(&path).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let after = world(&s).await;
+    assert_eq!(after["chunking"]["max_tokens"], 512);
+    assert_eq!(after["stats"]["embedded"], after["stats"]["chunks"], "{after}");
+}

@@ -91,6 +91,7 @@ fn request<'a>(model: &'a str, dimensions: u32, mode: EmbedMode, texts: &'a [Str
         dimensions,
         mode,
         texts,
+        token_counts: None,
     }
 }
 
@@ -821,6 +822,55 @@ async fn openai_splits_requests_by_token_budget_in_order() {
     }
     assert_eq!(calls.iter().flat_map(|c| c.texts.clone()).collect::<Vec<_>>(), input);
     assert_eq!(vectors.len(), input.len());
+}
+
+#[tokio::test]
+async fn openai_plans_with_the_token_counts_the_caller_already_made() {
+    let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
+    let budget = 40;
+    let provider = openai(
+        &fake,
+        OpenAiOptions {
+            max_tokens_per_request: budget,
+            ..OpenAiOptions::default()
+        },
+    );
+    let input = texts(&["one", "two", "three", "four"]);
+    // Counted as 20 tokens each (the words are 1 each): two texts per request.
+    let counts = [20, 20, 20, 20];
+    let vectors = provider
+        .embed(
+            Some(&api_key(OPENAI_KEY)),
+            EmbedRequest {
+                token_counts: Some(&counts),
+                ..request("text-embedding-3-small", 32, EmbedMode::Document, &input)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(vectors.len(), 4);
+    let calls: Vec<Vec<String>> = fake.stats().embed_calls.into_iter().map(|c| c.texts).collect();
+    assert_eq!(calls, [texts(&["one", "two"]), texts(&["three", "four"])]);
+
+    // Over the model's limit by the given count: refused without a request.
+    let counts = [1, 9000, 1, 1];
+    let err = provider
+        .embed(
+            Some(&api_key(OPENAI_KEY)),
+            EmbedRequest {
+                token_counts: Some(&counts),
+                ..request("text-embedding-3-small", 32, EmbedMode::Document, &input)
+            },
+        )
+        .await;
+    assert_eq!(
+        err,
+        Err(ProviderError::InputTooLarge {
+            tokens: 9000,
+            limit: 40
+        })
+    );
+    assert_eq!(fake.stats().embed_calls.len(), 2, "nothing more was sent");
 }
 
 #[tokio::test]

@@ -252,6 +252,66 @@ async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_s
 }
 
 #[tokio::test]
+async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_startup() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (status, job) = s
+        .app
+        .post(
+            &format!("/v1/worlds/{}/reingest", s.world_id()),
+            json!({"embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 256}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    s.app.state.workers.prepared().await;
+    let job = id(&job);
+    let runs = s.app.state.store.world_runs(world_id(&s)).await.unwrap();
+    let building = runs
+        .iter()
+        .find(|r| r.status == quarry::domain::RunStatus::Building)
+        .expect("the re-ingest's run")
+        .collection
+        .clone();
+    assert_ne!(building, s.world["collection"].as_str().unwrap());
+
+    // The new profile's collection is lost while the process is down, before anything of the
+    // new run was embedded into it.
+    let Setup { fake, mut app, world } = s;
+    app.stop().await;
+    let folder = app.vectors_path().join(&building);
+    assert!(folder.is_dir(), "{folder:?}");
+    std::fs::remove_dir_all(&folder).unwrap();
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.google.base_url = base;
+            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
+            s.embedding.workers = 0;
+        })
+        .await;
+    let s = Setup { fake, app, world };
+    let done = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            s.app.state.workers.drain().await.unwrap();
+            let (_, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
+            if body["status"] == "completed" {
+                break body;
+            }
+            assert!(Instant::now() < deadline, "the re-ingest never completed: {body}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    assert_eq!(done["counts"]["failed"], 0, "{done}");
+    let (_, after) = s.app.get(&format!("/v1/worlds/{}", s.world_id())).await;
+    assert_eq!(after["embedding"]["dimensions"], 256, "{after}");
+    assert_eq!(after["collection"], building.as_str());
+    assert_eq!(after["stats"]["embedded"], after["stats"]["chunks"], "{after}");
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [sentence(0)]);
+}
+
+#[tokio::test]
 async fn repairing_an_unknown_world_is_404() {
     let s = setup().await;
     let (status, body) = s
