@@ -105,7 +105,12 @@ impl App {
             scheduler.clone(),
             workers.clone(),
         ));
-        let sources = Arc::new(SourceService::new(store.clone(), vectors.clone(), workers.clone()));
+        let sources = Arc::new(SourceService::new(
+            store.clone(),
+            vectors.clone(),
+            workers.clone(),
+            scheduler.clone(),
+        ));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let tracker = TaskTracker::new();
         let repair = RepairService::new(

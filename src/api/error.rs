@@ -183,9 +183,15 @@ impl From<ServiceError> for ApiError {
                     "the vector store is unavailable",
                     err.into(),
                 ),
-                vector::Error::MissingCollection(_)
-                | vector::Error::Incompatible { .. }
-                | vector::Error::Rejected(_) => {
+                vector::Error::MissingCollection(ref name) => ApiError::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "vector_store_unavailable",
+                    format!(
+                        "the collection `{name}` is missing from the vector store; a repair \
+                         (POST /v1/worlds/{{world_id}}/repair, or a restart) creates it again and embeds its chunks anew"
+                    ),
+                ),
+                vector::Error::Incompatible { .. } | vector::Error::Rejected(_) => {
                     ApiError::opaque(S::INTERNAL_SERVER_ERROR, "internal_error", "internal error", err.into())
                 }
             },

@@ -3,8 +3,10 @@
 //! [`prepare_text`] turns an upload into the text quarry stores (HTML becomes readable text, plain
 //! text and markdown are kept byte for byte); [`split`] cuts that text into chunks of whole
 //! sentences that fit the world's [`ChunkingProfile`], with char offsets into the stored text and
-//! a little context carried in from the previous chunk. Tokens are always `cl100k_base` tokens
-//! ([`count_tokens`]), counted on the exact text that is stored.
+//! a little context carried in from the previous chunk. Tokens are counted on the exact text
+//! that is stored, by the world's model's own tokenizer where quarry has it ([`split_with`]: the
+//! local model's WordPiece), else as `cl100k_base` tokens ([`split`], [`count_tokens`]; exact
+//! for OpenAI's models, an estimate for Google's, whose exact count is taken at dispatch).
 //!
 //! # Decisions
 //! - **Boundaries.** Text is first cut into blocks by line: blank lines end a paragraph, and a
@@ -45,7 +47,8 @@ mod segment;
 mod split;
 mod tokens;
 
-pub use split::split;
+pub use split::{split, split_with};
+pub use tokens::{Cl100k, TokenCounter};
 
 /// Why an upload cannot become source text. The API maps both variants to 400.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,5 +90,5 @@ pub fn prepare_text(content_type: &str, raw: &str) -> Result<String, ChunkError>
 /// Number of `cl100k_base` tokens in `text` (special-token markers count as ordinary text).
 #[must_use]
 pub fn count_tokens(text: &str) -> u32 {
-    u32::try_from(tokens::count(text)).unwrap_or(u32::MAX)
+    u32::try_from(Cl100k.count(text)).unwrap_or(u32::MAX)
 }

@@ -6,7 +6,7 @@
 use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
 use super::segment::{self, Segment};
-use super::tokens::{self, MAX_TOKEN_BYTES};
+use super::tokens::{Cl100k, TokenCounter};
 use crate::domain::{ChunkingProfile, NewChunk};
 
 /// Smallest effective `max_tokens`: one char is at most 4 bytes, so at most 4 byte-level tokens,
@@ -40,16 +40,49 @@ struct Unit {
     heading: bool,
 }
 
-/// Splits `text` into chunks for `profile`. Deterministic and pure; see the module docs of
-/// [`crate::chunking`] for the rules. Whitespace-only text gives no chunks.
+/// The counter in use, with its planning bound.
+struct Tok<'a> {
+    counter: &'a dyn TokenCounter,
+    max_token_bytes: usize,
+}
+
+impl Tok<'_> {
+    fn count(&self, text: &str) -> usize {
+        self.counter.count(text)
+    }
+
+    fn token_ends(&self, text: &str) -> Vec<usize> {
+        self.counter.token_ends(text)
+    }
+
+    /// Bytes beyond which `n` tokens surely do not fit (see [`TokenCounter::max_token_bytes`]).
+    fn byte_cap(&self, n: usize) -> usize {
+        n.saturating_mul(self.max_token_bytes)
+    }
+}
+
+/// Splits `text` into chunks for `profile`, counting `cl100k_base` tokens. Deterministic and
+/// pure; see the module docs of [`crate::chunking`] for the rules. Whitespace-only text gives no
+/// chunks.
 #[must_use]
 pub fn split(text: &str, profile: ChunkingProfile) -> Vec<NewChunk> {
+    split_with(text, profile, &Cl100k)
+}
+
+/// [`split`] with the tokens of `counter`: every chunk has at most `max_tokens` of them, and
+/// its `token_count` is their exact number.
+#[must_use]
+pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCounter) -> Vec<NewChunk> {
     let max = usize::try_from(profile.max_tokens)
         .unwrap_or(usize::MAX)
         .max(MIN_WINDOW_TOKENS);
     let budget = usize::try_from(profile.overlap_tokens).unwrap_or(usize::MAX);
-    let units = units(text, max);
-    let spans = pack(text, &units, max);
+    let tok = Tok {
+        counter,
+        max_token_bytes: counter.max_token_bytes().max(1),
+    };
+    let units = units(&tok, text, max);
+    let spans = pack(&tok, text, &units, max);
 
     let mut chunks = Vec::with_capacity(spans.len());
     let mut chars = CharCursor::default();
@@ -57,7 +90,7 @@ pub fn split(text: &str, profile: ChunkingProfile) -> Vec<NewChunk> {
     for (number, &(first, last, token_count)) in spans.iter().enumerate() {
         let start = units[first].start;
         let end = units[last].end;
-        let overlap_start = previous.map_or(start, |(a, b)| overlap_start(text, &units, a, b, first, budget));
+        let overlap_start = previous.map_or(start, |(a, b)| overlap_start(&tok, text, &units, a, b, first, budget));
         chunks.push(NewChunk {
             chunk_number: u32::try_from(number).unwrap_or(u32::MAX),
             char_start: chars.advance(text, start),
@@ -88,13 +121,13 @@ impl CharCursor {
 }
 
 /// Segments of `text` as packing units, overlong ones windowed, with their lead estimates.
-fn units(text: &str, max: usize) -> Vec<Unit> {
-    let byte_cap = max.saturating_mul(MAX_TOKEN_BYTES);
+fn units(tok: &Tok<'_>, text: &str, max: usize) -> Vec<Unit> {
+    let byte_cap = tok.byte_cap(max);
     let mut units = Vec::new();
     for segment in segment::segments(text) {
         let Segment { start, end, heading } = segment;
         if end - start <= byte_cap {
-            let count = tokens::count(&text[start..end]);
+            let count = tok.count(&text[start..end]);
             if count <= max {
                 units.push(Unit {
                     start,
@@ -107,11 +140,11 @@ fn units(text: &str, max: usize) -> Vec<Unit> {
                 continue;
             }
         }
-        window(text, segment, max, &mut units);
+        window(tok, text, segment, max, &mut units);
     }
     for k in 0..units.len() {
         let gap = match k.checked_sub(1) {
-            Some(previous) => gap_cost(&text[units[previous].end..units[k].start], max),
+            Some(previous) => gap_cost(tok, &text[units[previous].end..units[k].start], max),
             None => 0,
         };
         units[k].lead = units[k].tokens.saturating_add(gap);
@@ -121,16 +154,16 @@ fn units(text: &str, max: usize) -> Vec<Unit> {
 
 /// Estimated tokens the whitespace `gap` adds between two units. A single trailing space
 /// usually merges into the next word's token, so it is not counted.
-fn gap_cost(gap: &str, max: usize) -> usize {
-    if gap.len() > max.saturating_mul(MAX_TOKEN_BYTES) {
+fn gap_cost(tok: &Tok<'_>, gap: &str, max: usize) -> usize {
+    if gap.len() > tok.byte_cap(max) {
         return max.saturating_add(1);
     }
     let gap = gap.strip_suffix(' ').unwrap_or(gap);
-    tokens::count(gap)
+    tok.count(gap)
 }
 
 /// Cuts an overlong segment into windows of at most `max` tokens, appended to `out`.
-fn window(text: &str, segment: Segment, max: usize, out: &mut Vec<Unit>) {
+fn window(tok: &Tok<'_>, text: &str, segment: Segment, max: usize, out: &mut Vec<Unit>) {
     let cap = max.saturating_mul(WINDOW_BYTES_PER_TOKEN).max(64);
     // Bytes to tokenize for the next window: starts at ~4 bytes a token, then follows what the
     // previous window needed, doubling (up to `cap`) while a slice holds fewer than `max` tokens.
@@ -144,7 +177,7 @@ fn window(text: &str, segment: Segment, max: usize, out: &mut Vec<Unit>) {
             if slice_end <= pos {
                 slice_end = next_char(text, pos);
             }
-            let ends = tokens::token_ends(&text[pos..slice_end]);
+            let ends = tok.token_ends(&text[pos..slice_end]);
             if ends.len() > max || slice_end == segment.end || bytes >= cap {
                 break (slice_end, ends);
             }
@@ -156,7 +189,7 @@ fn window(text: &str, segment: Segment, max: usize, out: &mut Vec<Unit>) {
         let (end, count) = if slice_end == segment.end && ends.len() <= max {
             (segment.end, ends.len())
         } else {
-            cut(text, pos, &ends, max)
+            cut(tok, text, pos, &ends, max)
         };
         out.push(Unit {
             start: pos,
@@ -173,7 +206,7 @@ fn window(text: &str, segment: Segment, max: usize, out: &mut Vec<Unit>) {
 
 /// End and exact count of the window starting at `pos` (non-whitespace) whose slice tokenized
 /// to `ends` (relative token ends). The window holds at least one char and at most `max` tokens.
-fn cut(text: &str, pos: usize, ends: &[usize], max: usize) -> (usize, usize) {
+fn cut(tok: &Tok<'_>, text: &str, pos: usize, ends: &[usize], max: usize) -> (usize, usize) {
     let one_char = next_char(text, pos);
     let mut take = max.min(ends.len());
     loop {
@@ -184,7 +217,7 @@ fn cut(text: &str, pos: usize, ends: &[usize], max: usize) -> (usize, usize) {
             end = one_char;
         }
         let end = prefer_whitespace(text, pos, floor_grapheme(text, pos, end));
-        let count = tokens::count(&text[pos..end]);
+        let count = tok.count(&text[pos..end]);
         if count <= max || end == one_char || take == 0 {
             return (end, count);
         }
@@ -232,7 +265,7 @@ fn skip_whitespace(text: &str, pos: usize, limit: usize) -> usize {
 }
 
 /// Greedy packing: `(first unit, last unit, exact tokens)` of each chunk.
-fn pack(text: &str, units: &[Unit], max: usize) -> Vec<(usize, usize, usize)> {
+fn pack(tok: &Tok<'_>, text: &str, units: &[Unit], max: usize) -> Vec<(usize, usize, usize)> {
     let n = units.len();
     // next_heading[k]: first heading unit at or after k; next_body[k]: first non-heading.
     let mut next_heading = vec![n; n + 1];
@@ -247,7 +280,7 @@ fn pack(text: &str, units: &[Unit], max: usize) -> Vec<(usize, usize, usize)> {
         // A heading opens a new chunk unless everything before it in the chunk is a heading.
         let body = next_body[first];
         let limit = if body < n { next_heading[body] - 1 } else { n - 1 };
-        let (last, count) = fit(text, units, first, limit, max);
+        let (last, count) = fit(tok, text, units, first, limit, max);
         spans.push((first, last, count));
         first = last + 1;
     }
@@ -257,9 +290,9 @@ fn pack(text: &str, units: &[Unit], max: usize) -> Vec<(usize, usize, usize)> {
 /// The last unit `j` in `first..=limit` such that `text[first.start..j.end]` has at most `max`
 /// tokens, with that exact count. Estimates propose, exact counts decide; once a candidate has
 /// failed, the rest is a binary search. Unit `first` alone always fits.
-fn fit(text: &str, units: &[Unit], first: usize, limit: usize, max: usize) -> (usize, usize) {
+fn fit(tok: &Tok<'_>, text: &str, units: &[Unit], first: usize, limit: usize, max: usize) -> (usize, usize) {
     let start = units[first].start;
-    let byte_cap = max.saturating_mul(MAX_TOKEN_BYTES);
+    let byte_cap = tok.byte_cap(max);
     let mut good = (first, units[first].tokens);
     // Smallest index known not to fit (or past the limit).
     let mut bad = limit + 1;
@@ -290,7 +323,7 @@ fn fit(text: &str, units: &[Unit], first: usize, limit: usize, max: usize) -> (u
         let count = if end - start > byte_cap {
             None
         } else {
-            Some(tokens::count(&text[start..end]))
+            Some(tok.count(&text[start..end]))
         };
         match count {
             Some(count) if count <= max => good = (candidate, count),
@@ -305,16 +338,24 @@ fn fit(text: &str, units: &[Unit], first: usize, limit: usize, max: usize) -> (u
 
 /// Byte where the overlap of the chunk starting at unit `next` begins, given the previous chunk
 /// `first..=last`; `units[next].start` when nothing fits.
-fn overlap_start(text: &str, units: &[Unit], first: usize, last: usize, next: usize, budget: usize) -> usize {
+fn overlap_start(
+    tok: &Tok<'_>,
+    text: &str,
+    units: &[Unit],
+    first: usize,
+    last: usize,
+    next: usize,
+    budget: usize,
+) -> usize {
     let end = units[next].start;
     if budget == 0 {
         return end;
     }
-    let byte_cap = budget.saturating_mul(MAX_TOKEN_BYTES);
-    let fits = |from: usize| end - from <= byte_cap && tokens::count(&text[from..end]) <= budget;
+    let byte_cap = tok.byte_cap(budget);
+    let fits = |from: usize| end - from <= byte_cap && tok.count(&text[from..end]) <= budget;
 
     // Sentence starts in the previous chunk whose tail the estimates say fits, earliest first.
-    let mut tail = gap_cost(&text[units[last].end..end], budget);
+    let mut tail = gap_cost(tok, &text[units[last].end..end], budget);
     let mut candidates = Vec::new();
     for unit in units[first..=last].iter().rev() {
         if unit.sentence && tail.saturating_add(unit.tokens) <= budget && end - unit.start <= byte_cap {
@@ -356,7 +397,7 @@ fn overlap_start(text: &str, units: &[Unit], first: usize, last: usize, next: us
         return end;
     }
     // Skip the word starts whose tail surely holds more than `budget` tokens.
-    let ends = tokens::token_ends(region);
+    let ends = tok.token_ends(region);
     let earliest = ends
         .len()
         .checked_sub(budget + 1)
@@ -398,7 +439,7 @@ mod tests {
         assert!(chunks.len() > 10);
         for chunk in &chunks {
             assert!(chunk.token_count <= 16);
-            assert_eq!(tokens::count(&chunk.chunk_text), chunk.token_count as usize);
+            assert_eq!(Cl100k.count(&chunk.chunk_text), chunk.token_count as usize);
         }
         let joined: String = chunks.iter().map(|c| c.chunk_text.as_str()).collect();
         assert_eq!(joined, text);
@@ -408,7 +449,7 @@ mod tests {
     fn windows_keep_grapheme_clusters_whole() {
         let family = "👩\u{200d}👩\u{200d}👧\u{200d}👦";
         let text = format!("{}{}", "e\u{301}".repeat(40), family.repeat(20));
-        assert!(tokens::count(family) < 32);
+        assert!(Cl100k.count(family) < 32);
         for chunk in split(&text, profile(32, 0)) {
             let body = chunk.chunk_text.replace("e\u{301}", "").replace(family, "");
             assert_eq!(body, "", "a cluster was cut: {:?}", chunk.chunk_text);

@@ -1,35 +1,56 @@
-//! The `cl100k_base` tokenizer, loaded once per process (its vocabulary is compiled in).
+//! How the splitter counts tokens: [`TokenCounter`], and [`Cl100k`], the `cl100k_base` BPE
+//! (its vocabulary is compiled in), the counter of every world whose model has no tokenizer of
+//! its own here.
 
 use tiktoken_rs::CoreBPE;
 
-/// Bytes in the longest `cl100k_base` token (a run of 128 spaces). A text longer than
-/// `n * MAX_TOKEN_BYTES` bytes surely has more than `n` tokens, so such text is never counted.
-pub(super) const MAX_TOKEN_BYTES: usize = 128;
+/// A tokenizer as the splitter sees it. Counts decide what fits; the other two only guide the
+/// search (a wrong guess costs a few more counts, never a chunk over the limit).
+pub trait TokenCounter: Send + Sync {
+    /// Exact number of tokens in `text`, without any special tokens a model adds around an input.
+    fn count(&self, text: &str) -> usize;
+    /// Byte offset (into `text`) where each token of `text` ends, in order. An end may fall
+    /// inside a multi-byte character: callers round down to a char boundary.
+    fn token_ends(&self, text: &str) -> Vec<usize>;
+    /// Bytes in the longest token worth planning for: a text longer than `n` times this is
+    /// taken to have more than `n` tokens and is never counted whole (which bounds the work on
+    /// huge inputs). A counter whose tokens can be longer only makes some chunks smaller.
+    fn max_token_bytes(&self) -> usize;
+}
+
+/// Bytes in the longest `cl100k_base` token (a run of 128 spaces).
+const CL100K_MAX_TOKEN_BYTES: usize = 128;
+
+/// The `cl100k_base` tokenizer, loaded once per process.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cl100k;
 
 fn bpe() -> &'static CoreBPE {
     tiktoken_rs::cl100k_base_singleton()
 }
 
-/// Exact token count of `text`.
-pub(super) fn count(text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
+impl TokenCounter for Cl100k {
+    fn count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        bpe().encode_ordinary(text).len()
     }
-    bpe().encode_ordinary(text).len()
-}
 
-/// Byte offset (into `text`) where each token of `text` ends, in order; the last is `text.len()`.
-///
-/// A token may end inside a multi-byte character: callers round down to a char boundary.
-pub(super) fn token_ends(text: &str) -> Vec<usize> {
-    let bpe = bpe();
-    let mut end = 0;
-    bpe.encode_ordinary(text)
-        .into_iter()
-        .map(|token| {
-            // Every rank produced by `encode_ordinary` decodes; 1 byte keeps offsets moving if not.
-            end += bpe.decode_bytes(&[token]).map_or(1, |bytes| bytes.len());
-            end.min(text.len())
-        })
-        .collect()
+    fn token_ends(&self, text: &str) -> Vec<usize> {
+        let bpe = bpe();
+        let mut end = 0;
+        bpe.encode_ordinary(text)
+            .into_iter()
+            .map(|token| {
+                // Every rank produced by `encode_ordinary` decodes; 1 byte keeps offsets moving if not.
+                end += bpe.decode_bytes(&[token]).map_or(1, |bytes| bytes.len());
+                end.min(text.len())
+            })
+            .collect()
+    }
+
+    fn max_token_bytes(&self) -> usize {
+        CL100K_MAX_TOKEN_BYTES
+    }
 }

@@ -141,6 +141,10 @@ pub fn clean(text: &str, secret: Option<&str>) -> String {
         Some(secret) if !secret.is_empty() => text.replace(secret, "[REDACTED]"),
         _ => text.to_owned(),
     };
+    // Messages are stored (a chunk's last error, job events); PostgreSQL text holds no U+0000.
+    if text.contains('\0') {
+        text = text.replace('\0', "\u{FFFD}");
+    }
     if text.len() > MAX_MESSAGE_BYTES {
         let mut end = MAX_MESSAGE_BYTES;
         while !text.is_char_boundary(end) {
@@ -721,6 +725,16 @@ mod tests {
         };
         assert!(!message.contains("AIza"), "{message}");
         assert_eq!(clean("nothing to hide", Some("")), "nothing to hide");
+    }
+
+    #[test]
+    fn nul_characters_do_not_reach_stored_messages() {
+        assert_eq!(clean("bad\0input", None), "bad\u{FFFD}input");
+        let err = classify_raw(400, &[], b"{\"error\": {\"message\": \"oops\\u0000here\"}}");
+        let ProviderError::Permanent { message } = err else {
+            panic!("{err:?}")
+        };
+        assert!(!message.contains('\0') && message.contains("oops"), "{message:?}");
     }
 
     #[test]

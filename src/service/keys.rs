@@ -67,6 +67,13 @@ impl KeyService {
                     "label must be at most 200 characters",
                 ));
             }
+            Some(l) if l.chars().any(char::is_control) => {
+                return Err(ServiceError::invalid(
+                    Invalid::Request,
+                    "label",
+                    "label must not contain control characters",
+                ));
+            }
             Some(l) => Some(l.to_owned()),
         };
         let quota_group = match req.quota_group.as_deref().map(str::trim) {
@@ -76,6 +83,13 @@ impl KeyService {
                     Invalid::Request,
                     "quota_group",
                     "quota_group must be at most 200 characters",
+                ));
+            }
+            Some(g) if g.chars().any(char::is_control) => {
+                return Err(ServiceError::invalid(
+                    Invalid::Request,
+                    "quota_group",
+                    "quota_group must not contain control characters",
                 ));
             }
             Some(g) => Some(g.to_owned()),

@@ -658,8 +658,14 @@ impl RetrievalService {
             let points: Vec<Uuid> = stale.iter().map(|(p, _)| *p).collect();
             match self.vectors.delete_points(&world.collection, &points).await {
                 Ok(()) => {
+                    answer.repairs.extend(points.iter().map(|&point_id| Repair {
+                        point_id,
+                        kind: "stale_point_deleted",
+                    }));
+                    // The answer stands whatever happens here: an entry left `embedded` without
+                    // its point is found by the next repair (startup or on demand).
                     let chunk_ids: Vec<ChunkId> = stale.iter().map(|(_, c)| *c).collect();
-                    let job = self
+                    match self
                         .store
                         .requeue_entries(
                             world.id,
@@ -669,14 +675,14 @@ impl RetrievalService {
                             None,
                             super::worlds::now(),
                         )
-                        .await?;
-                    if job.is_some() {
-                        self.workers.wake();
+                        .await
+                    {
+                        Ok(Some(_)) => self.workers.wake(),
+                        Ok(None) => {}
+                        Err(err) => {
+                            tracing::warn!(world = %world.id, error = %err, "requeueing stale chunks failed; a repair will");
+                        }
                     }
-                    answer.repairs.extend(points.iter().map(|&point_id| Repair {
-                        point_id,
-                        kind: "stale_point_deleted",
-                    }));
                 }
                 Err(err) => tracing::warn!(world = %world.id, error = %err, "deleting stale points failed"),
             }
@@ -768,13 +774,18 @@ struct Piece {
     number: u32,
 }
 
-/// The context within `budget` tokens, and how many chunks were left out. Hits come first:
-/// each, in rank order, is kept if it fits. Then each passage with a kept hit gets its
-/// neighbours, nearest to a kept hit first, until one does not fit. Kept chunks stay in passage
-/// order and, within a passage, in reading order. Counts are each chunk's `token_count`.
+/// The context within `budget` tokens, and how many chunks were left out for want of room. Hits
+/// come first: each, in rank order, is kept if it fits. Then each passage with a kept hit gets
+/// its neighbours, nearest to a kept hit first, until one does not fit. A chunk whose text is
+/// already in the context (the same text in two sources, say) is not repeated, and does not
+/// count as left out, nor do the neighbours of a hit that was only a repeat. Kept chunks stay
+/// in passage order and, within a passage, in reading order. Counts are each chunk's
+/// `token_count`.
 fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
-    let total: usize = passages.iter().map(Vec::len).sum();
     let mut keep: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
+    let mut placed: HashSet<&str> = HashSet::new();
+    // Repeats, and neighbours of hits that were only repeats: not left out for want of room.
+    let mut repeated: Vec<Vec<bool>> = keep.clone();
     let mut room = u64::from(budget);
     let mut hits: Vec<(usize, usize, usize)> = passages
         .iter()
@@ -788,10 +799,16 @@ fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
         .collect();
     hits.sort_unstable();
     for (_, p, i) in hits {
-        let tokens = u64::from(passages[p][i].tokens);
+        let piece = &passages[p][i];
+        if placed.contains(piece.text.as_str()) {
+            repeated[p][i] = true;
+            continue;
+        }
+        let tokens = u64::from(piece.tokens);
         if tokens <= room {
             room -= tokens;
             keep[p][i] = true;
+            placed.insert(&piece.text);
         }
     }
     for (p, passage) in passages.iter().enumerate() {
@@ -802,6 +819,13 @@ fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
             .map(|(piece, _)| piece.number)
             .collect();
         if kept.is_empty() {
+            let only_repeats = passage
+                .iter()
+                .zip(&repeated[p])
+                .all(|(piece, repeat)| piece.rank.is_none() || *repeat);
+            if only_repeats {
+                repeated[p].fill(true);
+            }
             continue;
         }
         let mut neighbours: Vec<(u32, usize)> = passage
@@ -815,14 +839,26 @@ fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
             .collect();
         neighbours.sort_unstable();
         for (_, i) in neighbours {
-            let tokens = u64::from(passage[i].tokens);
+            let piece = &passage[i];
+            if placed.contains(piece.text.as_str()) {
+                repeated[p][i] = true;
+                continue;
+            }
+            let tokens = u64::from(piece.tokens);
             if tokens > room {
                 break;
             }
             room -= tokens;
             keep[p][i] = true;
+            placed.insert(&piece.text);
         }
     }
+    let left_out = keep
+        .iter()
+        .zip(&repeated)
+        .flat_map(|(keep, repeated)| keep.iter().zip(repeated))
+        .filter(|(kept, repeat)| !**kept && !**repeat)
+        .count();
     let context: Vec<String> = passages
         .into_iter()
         .zip(keep)
@@ -834,7 +870,6 @@ fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
                 .map(|(piece, _)| piece.text)
         })
         .collect();
-    let left_out = total - context.len();
     (context, left_out)
 }
 
@@ -940,5 +975,26 @@ mod tests {
         let (context, left_out) = fit_context(vec![passage], 5);
         assert_eq!(context, ["h3"]);
         assert_eq!(left_out, 4);
+    }
+
+    #[test]
+    fn a_text_already_in_the_context_is_not_repeated_nor_counted_as_left_out() {
+        // The same sentence in two sources: the better-ranked copy is kept, with its neighbours.
+        let passages = vec![
+            vec![near("before", 1, 1), hit("same", 2, 3, 1)],
+            vec![hit("same", 7, 3, 0), near("after", 8, 1)],
+            vec![hit("other", 4, 2, 2)],
+        ];
+        let (context, left_out) = fit_context(passages, 100);
+        assert_eq!(context, ["same", "after", "other"]);
+        assert_eq!(left_out, 0);
+        // Repeated neighbours too; a budget that leaves one out still says so.
+        let passages = vec![
+            vec![hit("h1", 1, 1, 0), near("shared", 2, 1)],
+            vec![near("shared", 5, 1), hit("h6", 6, 1, 1), near("n7", 7, 5)],
+        ];
+        let (context, left_out) = fit_context(passages, 4);
+        assert_eq!(context, ["h1", "shared", "h6"]);
+        assert_eq!(left_out, 1);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{ChunkPage, Job, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
+use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
 use crate::workers::embedding::EmbeddingWorkers;
@@ -77,14 +78,21 @@ pub struct SourceService {
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
     workers: EmbeddingWorkers,
+    scheduler: KeyScheduler,
 }
 
 impl SourceService {
-    pub fn new(store: Arc<dyn Store>, vectors: Arc<dyn VectorRepo>, workers: EmbeddingWorkers) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        workers: EmbeddingWorkers,
+        scheduler: KeyScheduler,
+    ) -> Self {
         Self {
             store,
             vectors,
             workers,
+            scheduler,
         }
     }
 
@@ -107,6 +115,17 @@ impl SourceService {
             ),
             ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
         })?;
+        // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
+        // every backend alike.
+        if text.contains('\0') {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "text",
+                "the text contains a NUL character (U+0000); send the document as text",
+            ));
+        }
+        // Chunks nobody could embed would wait forever: refused before anything is written.
+        super::require_key(&self.scheduler, world.embedding.provider).await?;
         // Splitting a large upload takes seconds of CPU: keep it off the async workers.
         let profile = world.chunking;
         let (text, chunks) = tokio::task::spawn_blocking(move || {

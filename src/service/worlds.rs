@@ -105,7 +105,7 @@ impl WorldService {
             Some(req.max_tokens.unwrap_or(i64::from(world.chunking.max_tokens))),
             Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
         )?;
-        self.require_key(embedding.provider).await?;
+        super::require_key(&self.scheduler, embedding.provider).await?;
         let busy = || {
             ServiceError::conflict(
                 Conflict::JobState,
@@ -148,7 +148,7 @@ impl WorldService {
         let name = WorldName::parse(&req.name).map_err(|m| ServiceError::invalid(Invalid::Request, "name", m))?;
         let (embedding, spec) = self.embedding_profile(&req.provider, &req.model, req.dimensions)?;
         let chunking = chunking_profile(spec, req.max_tokens, req.overlap_tokens)?;
-        self.require_key(embedding.provider).await?;
+        super::require_key(&self.scheduler, embedding.provider).await?;
 
         let collection = CollectionSpec::for_profile(&embedding);
         self.vectors.ensure_collection(&collection).await?;
@@ -263,24 +263,6 @@ impl WorldService {
                 dimensions,
             },
             spec,
-        ))
-    }
-
-    async fn require_key(&self, provider: ProviderKind) -> ServiceResult<()> {
-        if !provider.needs_key() || self.scheduler.has_eligible_key(provider) {
-            return Ok(());
-        }
-        // Another replica may have added a key since the last periodic refresh.
-        self.scheduler.refresh().await?;
-        if self.scheduler.has_eligible_key(provider) {
-            return Ok(());
-        }
-        Err(ServiceError::conflict(
-            Conflict::NoEligibleProviderKey,
-            format!(
-                "no enabled {provider} API key: add one with POST /v1/provider-keys or providers.{provider}.keys, \
-                 then create the world"
-            ),
         ))
     }
 }

@@ -684,12 +684,12 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>> {
-        let Some(shard) = shard(&self.inner, collection).await? else {
-            return Ok(Vec::new());
-        };
         if search.limit == 0 {
             return Ok(Vec::new());
         }
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Err(Error::MissingCollection(collection.to_owned()));
+        };
         let mut request = QueryRequestBuilder::new(search.limit)
             .query(nearest(VectorInternal::Dense(search.vector), DENSE))
             .filter(to_filter(search.filter)?)
@@ -703,12 +703,12 @@ impl VectorRepo for EdgeRepo {
     }
 
     async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>> {
-        let Some(shard) = shard(&self.inner, collection).await? else {
-            return Ok(Vec::new());
-        };
         if search.limit == 0 {
             return Ok(Vec::new());
         }
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Err(Error::MissingCollection(collection.to_owned()));
+        };
         // Each prefetch must be able to fill the final page on its own.
         let prefetch_limit = search.prefetch_limit.max(search.limit);
         let filter = to_filter(search.filter)?;

@@ -186,10 +186,14 @@ pub trait VectorRepo: Send + Sync + 'static {
     /// Upserts points and waits until the backend confirms the write.
     async fn upsert(&self, collection: &str, points: Vec<Point>) -> Result<()>;
 
-    /// Dense search filtered by `filter`, best first.
+    /// Dense search filtered by `filter`, best first. A collection that does not exist is
+    /// [`Error::MissingCollection`], not an empty answer: a search is always of a world's own
+    /// collection, so a missing one is damage (other reads of a missing collection are empty).
+    /// A `limit` of 0 answers empty without looking.
     async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>>;
 
-    /// Hybrid search (dense + sparse prefetch, RRF fusion), best first.
+    /// Hybrid search (dense + sparse prefetch, RRF fusion), best first; a missing collection as
+    /// in [`VectorRepo::search`].
     async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>>;
 
     /// Points by id; missing ids are skipped. Order follows `ids`.

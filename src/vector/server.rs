@@ -228,6 +228,15 @@ fn client_error(e: QdrantError) -> Error {
     }
 }
 
+/// Names `collection` in a missing-collection error (the server's message names the namespaced
+/// collection, or none).
+fn named_if_missing<T>(result: Result<T>, collection: &str) -> Result<T> {
+    match result {
+        Err(Error::MissingCollection(_)) => Err(Error::MissingCollection(collection.to_owned())),
+        other => other,
+    }
+}
+
 /// Maps a missing collection to `empty` (reads and deletes of a collection that does not exist).
 fn or_empty<T>(result: Result<T>, empty: T) -> Result<T> {
     match result {
@@ -404,7 +413,7 @@ impl VectorRepo for ServerRepo {
             .await
             .map(|r| scored(r.result))
             .map_err(client_error);
-        or_empty(result, Vec::new())
+        named_if_missing(result, collection)
     }
 
     async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>> {
@@ -448,7 +457,7 @@ impl VectorRepo for ServerRepo {
             .await
             .map(|r| scored(r.result))
             .map_err(client_error);
-        or_empty(result, Vec::new())
+        named_if_missing(result, collection)
     }
 
     async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>> {

@@ -54,6 +54,8 @@ const CLAIM_LIMIT: u32 = 32;
 /// with each such failure in a row, up to [`INFRA_RETRY_MAX`].
 const INFRA_RETRY: Duration = Duration::from_secs(5);
 const INFRA_RETRY_MAX: Duration = Duration::from_secs(300);
+/// Pause before entries given back for want of a usable key are tried again.
+const NO_KEY_RETRY: Duration = Duration::from_secs(30);
 /// Pauses before a vector write that met an outage is tried again with the same vectors.
 const WRITE_RETRIES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
 /// First pause before a re-ingest preparation that met an unavailable store starts again; each
@@ -104,6 +106,8 @@ struct Shared {
     stop: CancellationToken,
     /// Vector writes in a row that failed for an outage (see [`EmbeddingWorkers::infra_pause`]).
     outages: AtomicU32,
+    /// Jobs told (by a `no_eligible_key` warning) that no key is left to embed them.
+    no_key_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
 }
 
 /// The worker pool (cheap to clone).
@@ -144,6 +148,7 @@ impl EmbeddingWorkers {
                 preparing: std::sync::Mutex::new(Vec::new()),
                 stop,
                 outages: AtomicU32::new(0),
+                no_key_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -402,11 +407,29 @@ impl EmbeddingWorkers {
                 .acquire(profile.provider, Lane::Ingest(batch[0].world_id), tokens)
                 .await
             {
-                Ok(lease) => lease,
+                Ok(lease) => {
+                    self.no_key_warned(job, false);
+                    lease
+                }
                 Err(err) => {
                     let retry = match err {
                         AcquireError::RateLimited { retry_after } => retry_after,
-                        AcquireError::NoEligibleKey(_) => Duration::from_secs(30),
+                        AcquireError::NoEligibleKey(provider) => {
+                            // Said once per job (until a key serves it again): the job waits
+                            // for a key to be added or enabled.
+                            if self.no_key_warned(job, true) {
+                                self.warn(
+                                    job,
+                                    json!({"code": "no_eligible_key", "chunks": batch.len() + queue.len(),
+                                    "message": format!(
+                                        "no enabled {provider} key is left; the chunks wait until one is \
+                                         added (POST /v1/provider-keys) or enabled"
+                                    )}),
+                                )
+                                .await?;
+                            }
+                            NO_KEY_RETRY
+                        }
                     };
                     let rest: Vec<ChunkId> = batch.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
                     store
@@ -560,6 +583,20 @@ impl EmbeddingWorkers {
             }
         }
         Ok(embedded)
+    }
+
+    /// Marks `job` as told that no key is left (`waiting`) or as served again; returns whether
+    /// the mark is new.
+    fn no_key_warned(&self, job: JobId, waiting: bool) -> bool {
+        let mut warned = self
+            .shared
+            .no_key_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match waiting {
+            true => warned.insert(job),
+            false => warned.remove(&job),
+        }
     }
 
     /// Writes `points` to `collection` and waits for the confirmation. A write that meets an

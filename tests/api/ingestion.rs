@@ -647,6 +647,13 @@ async fn re_adding_identical_text_reuses_vectors_without_any_provider_call() {
         .collect();
     assert_eq!(books, [1, 2], "{answer}");
     assert_eq!(answer["results"][0]["score"], answer["results"][1]["score"]);
+    // The context holds the text once, and nothing was left out for want of room.
+    assert_eq!(
+        answer["context"]["chunks"],
+        json!([answer["results"][0]["chunk_text"]]),
+        "{answer}"
+    );
+    assert_eq!(answer["warnings"], json!([]), "{answer}");
 }
 
 #[tokio::test]

@@ -117,6 +117,14 @@ async fn bad_key_requests_are_rejected_and_store_nothing() {
         (json!({"provider": "google", "secret": "two words"}), Some("secret")),
         (json!({"provider": "google"}), None),
         (json!({"provider": "google", "secret": SECRET, "extra": 1}), None),
+        (
+            json!({"provider": "google", "secret": SECRET, "label": "team\u{0}a"}),
+            Some("label"),
+        ),
+        (
+            json!({"provider": "google", "secret": SECRET, "quota_group": "p\n1"}),
+            Some("quota_group"),
+        ),
     ] {
         let (status, resp) = app.post("/v1/provider-keys", body.clone()).await;
         let err = assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
@@ -196,4 +204,76 @@ async fn metrics_export_key_counters_without_secrets() {
         "{text}"
     );
     assert!(!text.contains("AIza-metrics-secret-123"));
+}
+
+#[tokio::test]
+async fn without_a_usable_key_sources_are_refused_and_a_waiting_job_is_told_why() {
+    let fake = crate::fake_providers::FakeGoogle::start(&[SECRET]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        with_master_key(s);
+        s.providers.google.base_url = base;
+        s.embedding.workers = 0;
+    })
+    .await;
+    let (status, key) = app
+        .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{key}");
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            json!({"name": "g", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let sources = format!("/v1/worlds/{}/sources", world["id"].as_str().unwrap());
+    let (status, accepted) = app
+        .post(
+            &sources,
+            json!({"filename": "a.txt", "text": "Queen Maren rules the isles."}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let job = accepted["job"]["id"].as_str().unwrap().to_owned();
+
+    let key_path = format!("/v1/provider-keys/{}", key["key_id"].as_str().unwrap());
+    let (status, _) = app.patch(&key_path, json!({"enabled": false})).await;
+    assert_eq!(status, StatusCode::OK);
+    // A source nobody could embed is refused, and nothing of it is stored.
+    let (status, body) = app
+        .post(
+            &sources,
+            json!({"filename": "b.txt", "text": "Her fleet guards the straits."}),
+        )
+        .await;
+    assert_error(status, &body, StatusCode::CONFLICT, "no_eligible_provider_key");
+    let (_, listed) = app.get(&sources).await;
+    assert_eq!(listed["sources"].as_array().unwrap().len(), 1, "{listed}");
+
+    // The job that was already there waits, and says why.
+    let step = app.state.workers.run_once("w").await.unwrap();
+    assert_eq!((step.claimed, step.embedded), (1, 0));
+    let events = app
+        .state
+        .store
+        .job_events_after(quarry::domain::JobId(uuid::Uuid::parse_str(&job).unwrap()), 0, 100)
+        .await
+        .unwrap();
+    let warnings: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == quarry::domain::JobEventKind::Warning)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["code"], "no_eligible_key");
+    assert_eq!(warnings[0]["chunks"], 1);
+    assert!(!warnings[0].to_string().contains(SECRET));
+    let (_, got) = app.get(&format!("/v1/jobs/{job}")).await;
+    assert_eq!(
+        (&got["status"], &got["counts"]["pending"]),
+        (&json!("running"), &json!(1)),
+        "{got}"
+    );
+    assert_eq!(fake.stats().items_embedded, 0);
 }

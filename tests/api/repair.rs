@@ -252,6 +252,50 @@ async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_s
 }
 
 #[tokio::test]
+async fn retrieval_from_a_lost_collection_is_503_until_a_repair_makes_it_again() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let collection = s.world["collection"].as_str().unwrap().to_owned();
+    let Setup { fake, mut app, world } = s;
+    app.stop().await;
+    std::fs::remove_dir_all(app.vectors_path().join(&collection)).unwrap();
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.google.base_url = base;
+            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
+            s.embedding.workers = 0;
+            s.embedding.repair_on_startup = false;
+        })
+        .await;
+    let s = Setup { fake, app, world };
+    // Not an empty answer: the world says six chunks are embedded, and they cannot be searched.
+    let (status, body) = s.retrieve(json!({"query": "who rules the northern isles"})).await;
+    let error = assert_error(
+        status,
+        &body,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "vector_store_unavailable",
+    );
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains(&collection) && message.contains("repair"), "{message}");
+
+    let job = start_repair(&s).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        s.app.state.workers.drain().await.unwrap();
+        let (_, got) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+        if got["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the repair never completed: {got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [sentence(0)]);
+}
+
+#[tokio::test]
 async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_startup() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;

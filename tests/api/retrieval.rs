@@ -771,6 +771,46 @@ async fn a_point_whose_chunk_is_gone_is_skipped_and_deleted() {
 }
 
 #[tokio::test]
+async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
+    use sqlx::ConnectOptions as _;
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let new_text = "Queen Maren rules the northern isles from a palace of glass.";
+    let hash = hex::encode(sha2::Sha256::digest(new_text.as_bytes()));
+    s.sql(
+        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
+        &[new_text, &hash, &sentence(0)],
+    )
+    .await;
+    // Reads go on (WAL); the requeue, a write, waits out the busy timeout and fails.
+    let options: sqlx::sqlite::SqliteConnectOptions = s.app.store_url().parse().unwrap();
+    let mut holder = options.connect().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut holder).await.unwrap();
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    assert_eq!(warning_codes(&answer), ["stale_point"], "{answer}");
+    assert_eq!(answer["results"].as_array().unwrap().len(), 5, "{answer}");
+    assert_eq!(answer["repairs"][0]["kind"], "stale_point_deleted");
+
+    // The entry still says embedded without its point: a repair puts it right.
+    let (status, job) = s
+        .app
+        .post(&format!("/v1/worlds/{}/repair", s.world_id()), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        s.app.state.workers.drain().await.unwrap();
+        let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+        if texts(&answer) == [new_text] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never repaired: {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
 async fn a_point_made_from_old_text_is_deleted_and_its_slot_embedded_again() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
@@ -849,6 +889,20 @@ async fn hybrid_finds_an_exact_rare_token_that_dense_misses() {
     let scores = scores(&hybrid);
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(texts(&hybrid).contains(&archive.to_owned()));
+}
+
+#[tokio::test]
+async fn a_hybrid_query_with_no_bm25_terms_answers_from_the_dense_side() {
+    let s = setup_with(true).await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    // Stop words and punctuation only: BM25 has nothing to look up.
+    let query = "the and of, to... ?!";
+    assert!(quarry::sparse::query(query).indices.is_empty());
+    let hybrid = s.ok(json!({"query": query, "top_k": 3, "mode": "hybrid"})).await;
+    let dense = s.ok(json!({"query": query, "top_k": 3})).await;
+    assert_eq!(texts(&hybrid).len(), 3, "{hybrid}");
+    assert_eq!(texts(&hybrid), texts(&dense), "the fusion of one list keeps its order");
+    assert_eq!(hybrid["warnings"], json!([]));
 }
 
 #[tokio::test]

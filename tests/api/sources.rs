@@ -618,3 +618,38 @@ async fn oversized_uploads_are_413_and_store_nothing() {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(fake.stats().requests, 0);
 }
+
+/// A NUL character is refused as text alike on both backends (PostgreSQL cannot store it).
+async fn nul_text_is_refused(app: &TestApp) {
+    let world = world_on(app).await;
+    let path = format!("/v1/worlds/{}/sources", id(&world));
+    let (status, body) = app
+        .post(&path, json!({"filename": "a.txt", "text": "Queen Maren\u{0}rules."}))
+        .await;
+    let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    assert_eq!(error["details"]["field"], "text", "{body}");
+    let (status, body) = app.upload(&path, "a.txt", b"Queen Maren\0rules.".to_vec()).await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let (_, sources) = app.get(&path).await;
+    assert_eq!(sources["sources"], json!([]));
+    let (_, jobs) = app.get(&format!("/v1/worlds/{}/jobs", id(&world))).await;
+    assert_eq!(jobs["jobs"], json!([]));
+}
+
+#[tokio::test]
+async fn a_nul_character_in_the_text_is_400_and_stores_nothing() {
+    let s = setup().await;
+    nul_text_is_refused(&s.app).await;
+}
+
+#[tokio::test]
+async fn a_nul_character_in_the_text_is_400_on_postgres_too() {
+    let Some(db) = PgDatabase::create("sources::a_nul_character_in_the_text_is_400_on_postgres_too").await else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let mut app = spawn_app_on(db.url.clone(), google(fake.base_url())).await;
+    nul_text_is_refused(&app).await;
+    app.stop().await;
+    db.drop_db().await;
+}

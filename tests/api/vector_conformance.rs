@@ -593,16 +593,24 @@ async fn scroll_pages_through_a_world_in_id_order_without_duplicates(repo: &dyn 
     assert!(page.points.is_empty() && page.next.is_none());
 }
 
-async fn a_missing_collection_reads_empty_and_refuses_upserts(repo: &dyn VectorRepo) {
+async fn a_missing_collection_reads_empty_and_refuses_searches_and_upserts(repo: &dyn VectorRepo) {
     let world = WorldId::new();
     let name = "never_created";
-    let hits = repo
+    let err = repo
         .search(
             name,
             dense_search([1.0, 0.0, 0.0, 0.0], PointFilter::world(world), 5, None),
         )
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::MissingCollection(n) if n == name), "{err:?}");
+    let nothing_asked = repo
+        .search(
+            name,
+            dense_search([1.0, 0.0, 0.0, 0.0], PointFilter::world(world), 0, None),
+        )
         .await;
-    assert!(hits.unwrap().is_empty());
+    assert!(nothing_asked.unwrap().is_empty());
     let hybrid = HybridSearch {
         dense: vec![1.0, 0.0, 0.0, 0.0],
         sparse: SparseVector {
@@ -614,7 +622,8 @@ async fn a_missing_collection_reads_empty_and_refuses_upserts(repo: &dyn VectorR
         prefetch_limit: 5,
         dense_score_threshold: None,
     };
-    assert!(repo.hybrid_search(name, hybrid).await.unwrap().is_empty());
+    let err = repo.hybrid_search(name, hybrid).await.unwrap_err();
+    assert!(matches!(&err, Error::MissingCollection(n) if n == name), "{err:?}");
     assert!(repo.retrieve(name, &[Uuid::new_v4()]).await.unwrap().is_empty());
     let page = repo.scroll(name, PointFilter::world(world), None, 5).await.unwrap();
     assert!(page.points.is_empty() && page.next.is_none());
@@ -840,7 +849,7 @@ conformance_tests!(
     delete_points_removes_exactly_those_ids,
     delete_by_filter_removes_only_the_matching_points,
     scroll_pages_through_a_world_in_id_order_without_duplicates,
-    a_missing_collection_reads_empty_and_refuses_upserts,
+    a_missing_collection_reads_empty_and_refuses_searches_and_upserts,
     payload_round_trips_exactly,
     vectors_of_the_wrong_shape_are_rejected_not_stored,
 );
