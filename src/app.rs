@@ -110,6 +110,7 @@ impl App {
             vectors.clone(),
             workers.clone(),
             scheduler.clone(),
+            providers.clone(),
         ));
         let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
         let tracker = TaskTracker::new();

@@ -75,6 +75,7 @@ pub fn split(text: &str, profile: ChunkingProfile) -> Vec<NewChunk> {
 pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCounter) -> Vec<NewChunk> {
     let max = usize::try_from(profile.max_tokens)
         .unwrap_or(usize::MAX)
+        .min(counter.max_chunk_tokens().unwrap_or(usize::MAX))
         .max(MIN_WINDOW_TOKENS);
     let budget = usize::try_from(profile.overlap_tokens).unwrap_or(usize::MAX);
     let tok = Tok {

@@ -16,6 +16,12 @@ pub trait TokenCounter: Send + Sync {
     /// taken to have more than `n` tokens and is never counted whole (which bounds the work on
     /// huge inputs). A counter whose tokens can be longer only makes some chunks smaller.
     fn max_token_bytes(&self) -> usize;
+    /// The most tokens a chunk may have whatever its profile says (the model's limit, for a
+    /// counter tied to one model): a world stored with a larger `max_tokens` by an older
+    /// version still gets chunks its model takes. `None`: no limit of its own.
+    fn max_chunk_tokens(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Bytes in the longest `cl100k_base` token (a run of 128 spaces).

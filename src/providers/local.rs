@@ -38,7 +38,9 @@ use async_trait::async_trait;
 use tokio::sync::{OnceCell, Semaphore};
 
 use self::model::Model;
+pub use self::model::WordPieceCounter;
 use super::{ApiKey, EmbedRequest, EmbeddingProvider, ModelSpec, ProviderError, ProviderLimits};
+use crate::chunking::TokenCounter;
 use crate::domain::ProviderKind;
 
 /// The one model this provider serves, as named in the model registry.
@@ -48,6 +50,9 @@ pub const DIMENSIONS: u32 = 384;
 /// Its per-text limit in its own tokens, `[CLS]` and `[SEP]` included (the length it was
 /// trained at; sentence-transformers truncates there).
 pub const MAX_INPUT_TOKENS: u32 = 256;
+/// Most tokens of a chunk, counted without `[CLS]` and `[SEP]` as the splitter counts them
+/// ([`WordPieceCounter`]): with the two, it is exactly [`MAX_INPUT_TOKENS`].
+pub const MAX_CHUNK_TOKENS: u32 = MAX_INPUT_TOKENS - 2;
 /// Most texts in one forward pass (and in one request, as reported by `limits`).
 pub const MAX_BATCH_SIZE: usize = 32;
 
@@ -57,6 +62,8 @@ pub struct LocalProvider {
     model_dir: PathBuf,
     /// Set once the model has loaded; failed loads are not cached (see module docs).
     model: OnceCell<Arc<Model>>,
+    /// The tokenizer alone, for chunking (loaded apart from the weights, and likewise).
+    counter: OnceCell<Arc<WordPieceCounter>>,
     /// Bounds concurrent forward passes; permits are held by the blocking task.
     permits: Arc<Semaphore>,
     /// Forward passes run so far (observability, and tests that check the model was not run).
@@ -82,6 +89,7 @@ impl LocalProvider {
         LocalProvider {
             model_dir: model_dir.to_path_buf(),
             model: OnceCell::new(),
+            counter: OnceCell::new(),
             permits: Arc::new(Semaphore::new(max_concurrency.max(1))),
             forward_passes: Arc::new(AtomicU64::new(0)),
         }
@@ -101,6 +109,22 @@ impl LocalProvider {
     /// How many forward passes (batches through BERT) this provider has run.
     pub fn forward_passes(&self) -> u64 {
         self.forward_passes.load(Ordering::Relaxed)
+    }
+
+    /// The model's tokenizer as the splitter's counter, loaded on first use (only success is
+    /// cached, as for the model).
+    pub async fn word_pieces(&self) -> Result<Arc<WordPieceCounter>, ProviderError> {
+        self.counter
+            .get_or_try_init(|| {
+                let dir = self.model_dir.clone();
+                async move {
+                    blocking(move || model::load_tokenizer(&dir))
+                        .await?
+                        .map(|tokenizer| Arc::new(WordPieceCounter::new(tokenizer)))
+                }
+            })
+            .await
+            .cloned()
     }
 
     async fn model(&self) -> Result<Arc<Model>, ProviderError> {
@@ -123,6 +147,11 @@ impl LocalProvider {
 impl EmbeddingProvider for LocalProvider {
     fn kind(&self) -> ProviderKind {
         ProviderKind::Local
+    }
+
+    async fn chunk_counter(&self) -> Result<Option<Arc<dyn TokenCounter>>, ProviderError> {
+        let counter: Arc<dyn TokenCounter> = self.word_pieces().await?;
+        Ok(Some(counter))
     }
 
     fn limits(&self, _model: &ModelSpec) -> ProviderLimits {

@@ -141,6 +141,12 @@ pub trait EmbeddingProvider: Send + Sync + 'static {
     /// One vector per text, in input order, each exactly `dimensions` long (L2-normalised
     /// where the provider does not normalise reduced outputs itself).
     async fn embed(&self, key: Option<&ApiKey>, request: EmbedRequest<'_>) -> Result<Vec<Vec<f32>>, ProviderError>;
+
+    /// The tokenizer sources are chunked with when quarry has the model's own (the local model's
+    /// WordPiece); `None`: chunk in `cl100k_base` tokens.
+    async fn chunk_counter(&self) -> Result<Option<std::sync::Arc<dyn crate::chunking::TokenCounter>>, ProviderError> {
+        Ok(None)
+    }
 }
 
 /// Room for the special tokens a model adds to every text (`[CLS]`/`[SEP]`, BOS/EOS) when a

@@ -24,6 +24,16 @@ impl ModelSpec {
     pub fn allows_dimensions(&self, dimensions: u32) -> bool {
         (self.min_dimensions..=self.max_dimensions).contains(&dimensions)
     }
+
+    /// Most tokens a chunk may have as the splitter counts them. The local model's limit
+    /// includes the `[CLS]` and `[SEP]` it adds, which its chunks are counted without; every
+    /// other count is of the text alone.
+    pub fn max_chunk_tokens(&self) -> u32 {
+        match self.provider {
+            ProviderKind::Local => self.max_input_tokens.saturating_sub(2),
+            _ => self.max_input_tokens,
+        }
+    }
 }
 
 /// Built-in models plus the OpenAI-compatible ones declared in configuration.

@@ -11,7 +11,7 @@ use crate::domain::{ChunkPage, Job, JobId, NewSource, Source, SourceCounts, Sour
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
-use crate::workers::embedding::EmbeddingWorkers;
+use crate::workers::embedding::{EmbeddingWorkers, Providers};
 
 /// A source upload as received.
 pub struct AddSource {
@@ -79,6 +79,7 @@ pub struct SourceService {
     vectors: Arc<dyn VectorRepo>,
     workers: EmbeddingWorkers,
     scheduler: KeyScheduler,
+    providers: Providers,
 }
 
 impl SourceService {
@@ -87,12 +88,14 @@ impl SourceService {
         vectors: Arc<dyn VectorRepo>,
         workers: EmbeddingWorkers,
         scheduler: KeyScheduler,
+        providers: Providers,
     ) -> Self {
         Self {
             store,
             vectors,
             workers,
             scheduler,
+            providers,
         }
     }
 
@@ -126,10 +129,18 @@ impl SourceService {
         }
         // Chunks nobody could embed would wait forever: refused before anything is written.
         super::require_key(&self.scheduler, world.embedding.provider).await?;
+        // Counted in the model's own tokens where quarry has its tokenizer.
+        let counter = self
+            .providers
+            .chunk_counter(world.embedding.provider)
+            .await
+            .map_err(|err| ServiceError::Provider {
+                message: format!("the world's tokenizer is not available: {err}"),
+            })?;
         // Splitting a large upload takes seconds of CPU: keep it off the async workers.
         let profile = world.chunking;
         let (text, chunks) = tokio::task::spawn_blocking(move || {
-            let chunks = chunking::split(&text, profile);
+            let chunks = chunking::split_with(&text, profile, counter.as_ref());
             (text, chunks)
         })
         .await

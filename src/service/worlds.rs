@@ -269,14 +269,16 @@ impl WorldService {
 
 /// Range-checks the chunking profile against the model's input limit.
 ///
-/// Defaults: 512 / 64 tokens, but never more than three quarters of the model's limit (the
-/// chunker counts cl100k tokens; a provider's own tokenizer may count more, and the exact
-/// check at dispatch rejects what does not fit), and an overlap of at most a quarter.
+/// Defaults: 512 / 64 tokens, but never more than three quarters of the model's limit (Google
+/// chunks are counted in cl100k tokens, and Gemini's own tokenizer may count more: the exact
+/// check at dispatch rejects what does not fit), and an overlap of at most a quarter. The local
+/// model's chunks are counted in its own WordPiece tokens, without the two it adds, so they may
+/// be up to its limit less two ([`ModelSpec::max_chunk_tokens`]).
 fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i64>) -> ServiceResult<ChunkingProfile> {
     let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::ChunkingProfile, field, msg);
-    let limit = spec.max_input_tokens;
+    let limit = spec.max_chunk_tokens();
     let max_tokens = match max_tokens {
-        None => DEFAULT_MAX_TOKENS.min(limit * 3 / 4),
+        None => DEFAULT_MAX_TOKENS.min(spec.max_input_tokens * 3 / 4),
         Some(n) => u32::try_from(n)
             .ok()
             .filter(|n| (ChunkingProfile::MIN_MAX_TOKENS..=limit).contains(n))
@@ -284,7 +286,7 @@ fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i
                 invalid(
                     "chunking.max_tokens",
                     format!(
-                        "max_tokens must be between {} and {limit} (the input limit of {}/{}), not {n}",
+                        "max_tokens must be between {} and {limit} (the chunk limit of {}/{}), not {n}",
                         ChunkingProfile::MIN_MAX_TOKENS,
                         spec.provider,
                         spec.model

@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::chunking::{Cl100k, TokenCounter};
 use crate::config::ReuseScope;
 use crate::domain::{ChunkId, JobEventKind, JobId, JobKind, JobStatus, ProviderKind, WorkItem};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
@@ -77,6 +78,16 @@ impl Providers {
 
     pub fn get(&self, kind: ProviderKind) -> Option<Arc<dyn EmbeddingProvider>> {
         self.map.get(&kind).cloned()
+    }
+
+    /// The tokenizer sources of `kind`'s worlds are chunked with: the model's own where quarry
+    /// has it (the local model's WordPiece), else `cl100k_base`.
+    pub async fn chunk_counter(&self, kind: ProviderKind) -> Result<Arc<dyn TokenCounter>, ProviderError> {
+        let own = match self.get(kind) {
+            Some(provider) => provider.chunk_counter().await?,
+            None => None,
+        };
+        Ok(own.unwrap_or_else(|| Arc::new(Cl100k)))
     }
 }
 
@@ -217,6 +228,7 @@ impl EmbeddingWorkers {
         let Some(chunking) = store.run_chunking(job).await? else {
             return Ok(());
         };
+        let counter = self.run_counter(world, run).await?;
         let mut added = 0;
         for (source, book_number) in store.sources_missing_from_run(world, run).await? {
             if store.get_job(job).await?.map(|j| j.status) != Some(JobStatus::Queued) {
@@ -224,7 +236,7 @@ impl EmbeddingWorkers {
                 return Ok(());
             }
             added += self
-                .chunk_into_run(job, world, run, chunking, source, book_number)
+                .chunk_into_run(job, world, run, (chunking, &counter), source, book_number)
                 .await?;
         }
         if store
@@ -284,7 +296,7 @@ impl EmbeddingWorkers {
         job: JobId,
         world: crate::domain::WorldId,
         run: crate::domain::RunId,
-        chunking: crate::domain::ChunkingProfile,
+        (chunking, counter): (crate::domain::ChunkingProfile, &Arc<dyn TokenCounter>),
         source: crate::domain::SourceId,
         book_number: u32,
     ) -> crate::store::Result<u64> {
@@ -292,7 +304,7 @@ impl EmbeddingWorkers {
         let Some(text) = store.source_text(world, source).await? else {
             return Ok(0);
         };
-        let chunks = split_off_runtime(text, chunking).await?;
+        let chunks = split_off_runtime(text, chunking, counter.clone()).await?;
         let source = SourceChunks {
             source,
             book_number,
@@ -302,6 +314,25 @@ impl EmbeddingWorkers {
             Err(crate::store::Error::Duplicate(_)) => Ok(0),
             other => other,
         }
+    }
+
+    /// The tokenizer a run's chunks are cut with: its own profile's (a re-ingest may change the
+    /// provider). A model that cannot be read now (local files missing) fails the preparation,
+    /// which leaves the job queued (see [`EmbeddingWorkers::prepare`]).
+    async fn run_counter(
+        &self,
+        world: crate::domain::WorldId,
+        run: crate::domain::RunId,
+    ) -> crate::store::Result<Arc<dyn TokenCounter>> {
+        let runs = self.shared.store.world_runs(world).await?;
+        let Some(info) = runs.into_iter().find(|r| r.id == run) else {
+            return Ok(Arc::new(Cl100k));
+        };
+        self.shared
+            .providers
+            .chunk_counter(info.embedding.provider)
+            .await
+            .map_err(|err| crate::store::Error::Internal(format!("the run's tokenizer is not available: {err}")))
     }
 
     /// Waits for the re-ingest preparations under way (for tests).
@@ -850,9 +881,10 @@ impl EmbeddingWorkers {
                 let Some(chunking) = store.run_chunking(job).await? else {
                     return Ok(());
                 };
+                let counter = self.run_counter(world, run).await?;
                 for (source, book_number) in sources {
                     let added = self
-                        .chunk_into_run(job, world, run, chunking, source, book_number)
+                        .chunk_into_run(job, world, run, (chunking, &counter), source, book_number)
                         .await?;
                     tracing::info!(%job, %source, added, "source added during the re-ingest chunked into the new run");
                 }
@@ -981,8 +1013,9 @@ fn to_chrono(d: Duration) -> chrono::Duration {
 async fn split_off_runtime(
     text: String,
     chunking: crate::domain::ChunkingProfile,
+    counter: Arc<dyn TokenCounter>,
 ) -> crate::store::Result<Vec<crate::domain::NewChunk>> {
-    tokio::task::spawn_blocking(move || crate::chunking::split(&text, chunking))
+    tokio::task::spawn_blocking(move || crate::chunking::split_with(&text, chunking, counter.as_ref()))
         .await
         .map_err(|e| crate::store::Error::Internal(format!("chunking a source failed: {e}")))
 }

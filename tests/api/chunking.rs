@@ -3,8 +3,11 @@
 //! and examples of behaviour a user would notice.
 
 use proptest::prelude::*;
-use quarry::chunking::{ChunkError, count_tokens, prepare_text, split};
+use std::sync::OnceLock;
+
+use quarry::chunking::{ChunkError, count_tokens, prepare_text, split, split_with};
 use quarry::domain::{ChunkingProfile, NewChunk};
+use quarry::providers::local::WordPieceCounter;
 
 /// An independent count: straight from tiktoken, not through quarry.
 fn cl100k(text: &str) -> usize {
@@ -422,4 +425,77 @@ fn count_tokens_is_cl100k() {
     assert_eq!(count_tokens(""), 0);
     assert_eq!(count_tokens("hello world"), 2);
     assert_eq!(count_tokens("<|endoftext|>") as usize, cl100k("<|endoftext|>"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same contract in the local model's WordPiece tokens (when its files are present)
+
+/// quarry's counter for the local model, or `None` after the skip notice.
+fn word_pieces() -> Option<&'static WordPieceCounter> {
+    static COUNTER: OnceLock<Option<WordPieceCounter>> = OnceLock::new();
+    COUNTER
+        .get_or_init(|| {
+            crate::local_model::model_present("chunking::the_contract_holds_in_word_pieces")
+                .then(|| WordPieceCounter::from_dir(&crate::local_model::model_dir()).unwrap())
+        })
+        .as_ref()
+}
+
+/// An independent count: the model's tokenizer.json straight through the tokenizers crate.
+fn word_piece_count(text: &str) -> usize {
+    static TOKENIZER: OnceLock<tokenizers::Tokenizer> = OnceLock::new();
+    let tokenizer = TOKENIZER.get_or_init(|| {
+        let path = crate::local_model::model_dir().join("tokenizer.json");
+        let mut tokenizer = tokenizers::Tokenizer::from_file(path).unwrap();
+        tokenizer.with_truncation(None).unwrap();
+        tokenizer.with_padding(None);
+        tokenizer
+    });
+    tokenizer.encode(text, false).unwrap().len()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_contract_holds_in_word_pieces(text in text(), profile in small_profiles()) {
+        let Some(counter) = word_pieces() else { return Ok(()) };
+        let chunks = split_with(&text, profile, counter);
+        let chars: Vec<char> = text.chars().collect();
+        let mut covered = vec![false; chars.len()];
+        let mut previous_end = 0;
+        for (i, chunk) in chunks.iter().enumerate() {
+            prop_assert_eq!(chunk.chunk_number as usize, i);
+            prop_assert!(chunk.char_start >= previous_end);
+            prop_assert_eq!(&chars_of(&text, chunk.char_start, chunk.char_end), &chunk.chunk_text);
+            prop_assert!(chunk.chunk_text.chars().next().is_some_and(|c| !c.is_whitespace()));
+            prop_assert!(chunk.chunk_text.chars().next_back().is_some_and(|c| !c.is_whitespace()));
+            prop_assert_eq!(chunk.token_count as usize, word_piece_count(&chunk.chunk_text), "{:?}", chunk);
+            prop_assert!(chunk.token_count <= profile.max_tokens, "{chunk:?} over {}", profile.max_tokens);
+            let overlap_chars = chunk.overlap_text.chars().count() as u64;
+            prop_assert_eq!(&chars_of(&text, chunk.char_start - overlap_chars, chunk.char_start), &chunk.overlap_text);
+            prop_assert!(word_piece_count(&chunk.overlap_text) <= profile.overlap_tokens as usize);
+            for slot in &mut covered[chunk.char_start as usize..chunk.char_end as usize] {
+                *slot = true;
+            }
+            previous_end = chunk.char_end;
+        }
+        for (c, covered) in chars.iter().zip(&covered) {
+            prop_assert!(*covered || c.is_whitespace(), "{c:?} is in no chunk");
+        }
+    }
+}
+
+#[test]
+fn a_profile_larger_than_the_local_model_takes_still_gets_chunks_it_takes() {
+    let Some(counter) = word_pieces() else { return };
+    // A local world stored with max_tokens 300 (older versions allowed up to 256).
+    let text = "Queen Maren rules the northern isles from a tower of salt. ".repeat(60);
+    let chunks = split_with(&text, profile(300, 0), counter);
+    assert!(chunks.len() > 1);
+    for chunk in &chunks {
+        assert!(chunk.token_count <= 254, "{chunk:?}");
+        assert_eq!(word_piece_count(&chunk.chunk_text), chunk.token_count as usize);
+    }
+    assert!(chunks[0].token_count > 240, "filled up to the limit: {:?}", chunks[0]);
 }

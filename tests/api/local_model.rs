@@ -383,3 +383,100 @@ async fn inference_does_not_block_the_runtime() {
     );
     assert_eq!(provider.forward_passes(), 2);
 }
+
+/// Text that the local model's WordPiece cuts much finer than cl100k: Russian prose and Rust
+/// code, where a chunk of 192 cl100k tokens can hold 270 word pieces.
+fn dense_for_word_pieces() -> String {
+    let russian = "Северные острова лежат в холодном море, и королева Марен правит ими из соляной башни. \
+        Её флот охраняет проливы каждую зиму, а рыбаки чинят сети у старого маяка. ";
+    let code = "fn main() { let xs: Vec<u64> = (0..10).map(|x| x * x).collect(); println!(\"{xs:?}\"); }\n";
+    let mut text = String::new();
+    for i in 0..12 {
+        text.push_str(russian);
+        if i % 3 == 2 {
+            text.push_str("\n\n");
+            text.push_str(&code.repeat(3));
+            text.push_str("\n\n");
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn local_worlds_are_chunked_in_the_models_own_tokens_so_every_chunk_embeds() {
+    if !model_present("local_worlds_are_chunked_in_the_models_own_tokens_so_every_chunk_embeds") {
+        return;
+    }
+    let dir = model_dir();
+    let app = crate::helpers::spawn_app_with(move |s| {
+        s.providers.local.model_dir = dir;
+        s.embedding.workers = 0;
+    })
+    .await;
+    // The largest chunk a local world allows: the model's 256 less its [CLS] and [SEP].
+    let (status, body) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "l", "embedding": {"provider": "local", "model": MODEL_NAME},
+                               "chunking": {"max_tokens": 255, "overlap_tokens": 0}}),
+        )
+        .await;
+    let error = crate::helpers::assert_error(
+        status,
+        &body,
+        reqwest::StatusCode::BAD_REQUEST,
+        "invalid_chunking_profile",
+    );
+    assert!(error["message"].as_str().unwrap().contains("254"), "{body}");
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "l", "embedding": {"provider": "local", "model": MODEL_NAME},
+                               "chunking": {"max_tokens": 254, "overlap_tokens": 32}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{world}");
+    let world_id = world["id"].as_str().unwrap().to_owned();
+    let text = dense_for_word_pieces();
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{world_id}/sources"),
+            serde_json::json!({"filename": "isles.md", "text": text}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{accepted}");
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app
+        .get(&format!("/v1/jobs/{}", accepted["job"]["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(job["counts"]["failed"], 0, "{job}");
+
+    // Counted by the model's tokenizer itself: each chunk is its word pieces, within the limit
+    // with the two special tokens, and near it (so the test really fills chunks).
+    let provider = LocalProvider::new(&model_dir(), 1);
+    let (_, page) = app
+        .get(&format!(
+            "/v1/worlds/{world_id}/sources/{}/chunks?limit=1000",
+            accepted["source"]["id"].as_str().unwrap()
+        ))
+        .await;
+    let chunks = page["chunks"].as_array().unwrap();
+    assert!(chunks.len() > 2, "{page}");
+    let mut largest = 0;
+    for chunk in chunks {
+        let text = chunk["chunk_text"].as_str().unwrap().to_owned();
+        let with_specials = provider.count_tokens(None, MODEL_NAME, &[text]).await.unwrap()[0];
+        assert_eq!(
+            chunk["token_count"].as_u64(),
+            Some(u64::from(with_specials - 2)),
+            "{chunk}"
+        );
+        assert!(with_specials <= MAX_INPUT_TOKENS, "{chunk}");
+        largest = largest.max(with_specials);
+    }
+    assert!(largest > 200, "chunks were filled: the largest had {largest} tokens");
+    // The same text counted in cl100k tokens fits far more per chunk: it would have overflowed.
+    let cl100k = quarry::chunking::count_tokens(chunks[0]["chunk_text"].as_str().unwrap());
+    assert!(cl100k < 200, "{cl100k}");
+}

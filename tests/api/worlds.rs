@@ -177,11 +177,11 @@ async fn invalid_profiles_are_rejected_naming_the_field() {
         .post(
             "/v1/worlds",
             json!({"name": "w", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
-                   "chunking": {"max_tokens": 256, "overlap_tokens": 0}}),
+                   "chunking": {"max_tokens": 254, "overlap_tokens": 0}}),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["chunking"], json!({"max_tokens": 256, "overlap_tokens": 0}));
+    assert_eq!(body["chunking"], json!({"max_tokens": 254, "overlap_tokens": 0}));
 }
 
 #[tokio::test]

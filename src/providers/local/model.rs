@@ -12,6 +12,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
 use super::{DIMENSIONS, MAX_BATCH_SIZE};
+use crate::chunking::TokenCounter;
 use crate::providers::{ProviderError, l2_normalize};
 
 const CONFIG_FILE: &str = "config.json";
@@ -19,6 +20,85 @@ const TOKENIZER_FILE: &str = "tokenizer.json";
 const WEIGHTS_FILE: &str = "model.safetensors";
 /// The script that puts verified copies of the three files in place; every load error names it.
 const FETCH_SCRIPT: &str = "scripts/fetch-model";
+
+/// The model's WordPiece tokenizer from `dir`, exact: the shipped tokenizer.json truncates at
+/// 128 tokens and pads every text to 128. Both off: counts must be exact (a long text is
+/// refused, never cut), and padding is done per batch, to the longest text in it.
+pub(super) fn load_tokenizer(dir: &Path) -> Result<Tokenizer, ProviderError> {
+    let path = dir.join(TOKENIZER_FILE);
+    if !path.is_file() {
+        return Err(ProviderError::Unavailable {
+            message: format!(
+                "local model file missing in {} ({TOKENIZER_FILE}); run {FETCH_SCRIPT} to fetch all-MiniLM-L6-v2 \
+                 there, or point providers.local.model_dir at a folder that has it",
+                dir.display()
+            ),
+        });
+    }
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(|err| unusable(dir, TOKENIZER_FILE, &*err))?;
+    tokenizer
+        .with_truncation(None)
+        .map_err(|err| unusable(dir, TOKENIZER_FILE, &*err))?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}
+
+/// The local model's tokens as the splitter counts them: WordPiece pieces of the text, without
+/// the `[CLS]` and `[SEP]` the model adds (see [`super::MAX_CHUNK_TOKENS`]).
+pub struct WordPieceCounter {
+    tokenizer: Tokenizer,
+}
+
+/// Longest run of text planned as one token: WordPiece turns a word of more than 100 chars into
+/// a single `[UNK]`, 100 chars are at most 400 bytes, and anything longer is only planned in
+/// smaller pieces (see [`TokenCounter::max_token_bytes`]).
+const WORDPIECE_MAX_TOKEN_BYTES: usize = 400;
+
+impl WordPieceCounter {
+    pub(super) fn new(tokenizer: Tokenizer) -> Self {
+        Self { tokenizer }
+    }
+
+    /// The counter of the model folder `dir` (blocking: reads `tokenizer.json`). Errors as for
+    /// loading the model.
+    pub fn from_dir(dir: &Path) -> Result<Self, ProviderError> {
+        load_tokenizer(dir).map(Self::new)
+    }
+}
+
+impl TokenCounter for WordPieceCounter {
+    fn count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        // Encoding plain text cannot fail with this tokenizer; were it to, "too many" makes the
+        // splitter cut smaller, never send something over the limit.
+        self.tokenizer
+            .encode_fast(text, false)
+            .map_or(usize::MAX, |encoding| encoding.len())
+    }
+
+    fn token_ends(&self, text: &str) -> Vec<usize> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|encoding| {
+                encoding
+                    .get_offsets()
+                    .iter()
+                    .map(|&(_, end)| end.min(text.len()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn max_token_bytes(&self) -> usize {
+        WORDPIECE_MAX_TOKEN_BYTES
+    }
+
+    fn max_chunk_tokens(&self) -> Option<usize> {
+        Some(super::MAX_CHUNK_TOKENS as usize)
+    }
+}
 
 /// all-MiniLM-L6-v2 ready to run: its tokenizer (truncation and padding switched off) and the
 /// BERT encoder on the CPU.
@@ -65,15 +145,7 @@ impl Model {
         }
         let pad_id = u32::try_from(config.pad_token_id).map_err(|err| unusable(dir, CONFIG_FILE, &err))?;
 
-        let mut tokenizer =
-            Tokenizer::from_file(dir.join(TOKENIZER_FILE)).map_err(|err| unusable(dir, TOKENIZER_FILE, &*err))?;
-        // The shipped tokenizer.json truncates at 128 tokens and pads every text to 128. Both
-        // off: counts must be exact (a long text is refused, never cut), and padding is done
-        // per batch below, to the longest text in it.
-        tokenizer
-            .with_truncation(None)
-            .map_err(|err| unusable(dir, TOKENIZER_FILE, &*err))?;
-        tokenizer.with_padding(None);
+        let tokenizer = load_tokenizer(dir)?;
 
         // Read into memory rather than memory-map: mapping needs `unsafe` and would break if
         // the file were rewritten in place under a running server. The buffer is dropped once
