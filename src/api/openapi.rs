@@ -51,7 +51,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         health::readyz,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonErrors),
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
@@ -73,6 +73,60 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Answers every `/v1` operation that reads the store can give whatever it does, added where a
+/// handler does not list them itself: 400 `invalid_request` for an id in the path that is not a UUID, and 503 when the
+/// store (or the vector store) cannot be reached.
+struct CommonErrors;
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+        let error = |description: &str| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                    .build(),
+            )
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            // Models and the scheduler's live view are answered from memory.
+            if !path.starts_with("/v1/") || path == "/v1/models" || path == "/v1/providers" {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let has_path_id = operation
+                    .parameters
+                    .iter()
+                    .flatten()
+                    .any(|p| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Path));
+                let responses = &mut operation.responses.responses;
+                if has_path_id {
+                    responses
+                        .entry("400".into())
+                        .or_insert_with(|| error("invalid_request (an id in the path is not a UUID)"));
+                }
+                responses
+                    .entry("503".into())
+                    .or_insert_with(|| error("store_unavailable (the database cannot be reached or is busy)"));
+            }
+        }
     }
 }
 

@@ -101,6 +101,7 @@ pub struct SourceList {
         (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
+        (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn add_source(

@@ -44,7 +44,8 @@ pub struct EmbeddingRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkingRequest {
-    /// Largest chunk, in tokens (default 512, at most three quarters of the model limit).
+    /// Largest chunk, in the model's tokens: 16 up to the model's chunk limit (254 for the local
+    /// model, its input limit for the others). Default 512, capped at three quarters of the limit.
     #[schema(example = 512)]
     pub max_tokens: Option<i64>,
     /// Tokens of context carried from the previous chunk (default 64, at most half of max_tokens).

@@ -7,7 +7,7 @@
 //!
 //! Points carry ids and a small payload (world, run, source, slot, text hash) — never chunk
 //! text: text always comes from the store, and a hit is only trusted after it was checked
-//! against it. Every query is filtered by world (a tenant-indexed keyword) and usually by run.
+//! against it. Every query is filtered by world (a tenant-indexed UUID) and usually by run.
 
 pub mod edge;
 pub mod server;

@@ -2,15 +2,15 @@
 //! `qdrant-client`.
 //!
 //! Same collections and semantics as the embedded store: named dense vector `dense` (cosine),
-//! optional sparse `bm25` with the IDF modifier, a tenant keyword index on `world_id` and keyword
-//! indexes on `run_id`/`source_id`. Every write is sent with `wait=true`, so it returns only once
+//! optional sparse `bm25` with the IDF modifier, UUID indexes on `world_id` (the tenant index),
+//! `run_id` and `source_id`. Every write is sent with `wait=true`, so it returns only once
 //! the server applied it. Several quarry replicas may share one server; collection creation
 //! tolerates losing the race to another replica.
 //!
 //! Errors: transport failures, timeouts, overload and authentication failures are
 //! [`Error::Unavailable`] (the server cannot be used right now); a gRPC `NotFound` is the missing
-//! collection (reads answer empty, deletes do nothing, upserts fail with
-//! [`Error::MissingCollection`]); anything else the server refuses is [`Error::Rejected`].
+//! collection (searches and upserts fail with [`Error::MissingCollection`], other reads answer
+//! empty, deletes do nothing); anything else the server refuses is [`Error::Rejected`].
 
 use std::collections::HashMap;
 use std::fmt;

@@ -115,6 +115,50 @@ fn config() -> ProptestConfig {
     }
 }
 
+/// Every invariant of the contract for `chunks` of `text`, with `count` the tokenizer's own
+/// count: numbered in order, disjoint, each its char slice, trimmed, exactly counted and within
+/// `max_tokens`, overlaps ending at the chunk within `overlap_tokens`, and every non-whitespace
+/// char in some chunk.
+fn check_contract(
+    text: &str,
+    profile: ChunkingProfile,
+    chunks: &[NewChunk],
+    count: fn(&str) -> usize,
+) -> Result<(), TestCaseError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut covered = vec![false; chars.len()];
+    let mut previous_end = 0;
+    for (i, chunk) in chunks.iter().enumerate() {
+        prop_assert_eq!(chunk.chunk_number as usize, i);
+        prop_assert!(chunk.char_start >= previous_end);
+        prop_assert_eq!(&chars_of(text, chunk.char_start, chunk.char_end), &chunk.chunk_text);
+        prop_assert!(chunk.chunk_text.chars().next().is_some_and(|c| !c.is_whitespace()));
+        prop_assert!(chunk.chunk_text.chars().next_back().is_some_and(|c| !c.is_whitespace()));
+        prop_assert_eq!(chunk.token_count as usize, count(&chunk.chunk_text), "{:?}", chunk);
+        prop_assert!(
+            chunk.token_count <= profile.max_tokens,
+            "{chunk:?} over {}",
+            profile.max_tokens
+        );
+        let overlap_chars = chunk.overlap_text.chars().count() as u64;
+        prop_assert!(overlap_chars <= chunk.char_start);
+        prop_assert_eq!(
+            &chars_of(text, chunk.char_start - overlap_chars, chunk.char_start),
+            &chunk.overlap_text
+        );
+        prop_assert!(count(&chunk.overlap_text) <= profile.overlap_tokens as usize);
+        for slot in &mut covered[chunk.char_start as usize..chunk.char_end as usize] {
+            prop_assert!(!*slot, "chunks overlap");
+            *slot = true;
+        }
+        previous_end = chunk.char_end;
+    }
+    for (c, covered) in chars.iter().zip(&covered) {
+        prop_assert!(*covered || c.is_whitespace(), "{c:?} is in no chunk");
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Properties
 
@@ -206,30 +250,7 @@ proptest! {
     ) {
         let chunks = split(&text, profile);
         prop_assert_eq!(&chunks, &split(&text, profile));
-        let chars: Vec<char> = text.chars().collect();
-        let mut covered = vec![false; chars.len()];
-        let mut previous_end = 0;
-        for (i, chunk) in chunks.iter().enumerate() {
-            prop_assert_eq!(chunk.chunk_number as usize, i);
-            prop_assert!(chunk.char_start >= previous_end);
-            prop_assert_eq!(&chars_of(&text, chunk.char_start, chunk.char_end), &chunk.chunk_text);
-            prop_assert!(chunk.chunk_text.chars().next().is_some_and(|c| !c.is_whitespace()));
-            prop_assert!(chunk.chunk_text.chars().next_back().is_some_and(|c| !c.is_whitespace()));
-            prop_assert_eq!(chunk.token_count as usize, cl100k(&chunk.chunk_text));
-            prop_assert!(chunk.token_count <= profile.max_tokens);
-            let overlap_chars = chunk.overlap_text.chars().count() as u64;
-            prop_assert!(overlap_chars <= chunk.char_start);
-            prop_assert_eq!(&chars_of(&text, chunk.char_start - overlap_chars, chunk.char_start), &chunk.overlap_text);
-            prop_assert!(cl100k(&chunk.overlap_text) <= profile.overlap_tokens as usize);
-            for slot in &mut covered[chunk.char_start as usize..chunk.char_end as usize] {
-                prop_assert!(!*slot, "chunks overlap");
-                *slot = true;
-            }
-            previous_end = chunk.char_end;
-        }
-        for (c, covered) in chars.iter().zip(&covered) {
-            prop_assert!(*covered || c.is_whitespace(), "{c:?} is in no chunk");
-        }
+        check_contract(&text, profile, &chunks, cl100k)?;
     }
 
     #[test]
@@ -461,28 +482,7 @@ proptest! {
     fn the_contract_holds_in_word_pieces(text in text(), profile in small_profiles()) {
         let Some(counter) = word_pieces() else { return Ok(()) };
         let chunks = split_with(&text, profile, counter);
-        let chars: Vec<char> = text.chars().collect();
-        let mut covered = vec![false; chars.len()];
-        let mut previous_end = 0;
-        for (i, chunk) in chunks.iter().enumerate() {
-            prop_assert_eq!(chunk.chunk_number as usize, i);
-            prop_assert!(chunk.char_start >= previous_end);
-            prop_assert_eq!(&chars_of(&text, chunk.char_start, chunk.char_end), &chunk.chunk_text);
-            prop_assert!(chunk.chunk_text.chars().next().is_some_and(|c| !c.is_whitespace()));
-            prop_assert!(chunk.chunk_text.chars().next_back().is_some_and(|c| !c.is_whitespace()));
-            prop_assert_eq!(chunk.token_count as usize, word_piece_count(&chunk.chunk_text), "{:?}", chunk);
-            prop_assert!(chunk.token_count <= profile.max_tokens, "{chunk:?} over {}", profile.max_tokens);
-            let overlap_chars = chunk.overlap_text.chars().count() as u64;
-            prop_assert_eq!(&chars_of(&text, chunk.char_start - overlap_chars, chunk.char_start), &chunk.overlap_text);
-            prop_assert!(word_piece_count(&chunk.overlap_text) <= profile.overlap_tokens as usize);
-            for slot in &mut covered[chunk.char_start as usize..chunk.char_end as usize] {
-                *slot = true;
-            }
-            previous_end = chunk.char_end;
-        }
-        for (c, covered) in chars.iter().zip(&covered) {
-            prop_assert!(*covered || c.is_whitespace(), "{c:?} is in no chunk");
-        }
+        check_contract(&text, profile, &chunks, word_piece_count)?;
     }
 }
 

@@ -214,14 +214,13 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
     assert_eq!(world["stats"]["embedded"], world["stats"]["chunks"], "{world}");
 }
 
-#[tokio::test]
-async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_startup() {
-    let s = setup().await;
-    s.ingest(&[("isles.txt", ISLES)]).await;
-    let collection = s.world["collection"].as_str().unwrap().to_owned();
+/// Stops the app, deletes `collection`'s folder from the embedded vector store (as a wiped
+/// disk would), and starts a new process on the same files, without background workers and
+/// with a startup repair unless `startup_repair` is false.
+async fn restart_without_collection(s: Setup, collection: &str, startup_repair: bool) -> Setup {
     let Setup { fake, mut app, world } = s;
     app.stop().await;
-    let folder = app.vectors_path().join(&collection);
+    let folder = app.vectors_path().join(collection);
     assert!(folder.is_dir(), "{folder:?}");
     std::fs::remove_dir_all(&folder).unwrap();
     let base = fake.base_url();
@@ -230,9 +229,32 @@ async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_s
             s.providers.google.base_url = base;
             s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
             s.embedding.workers = 0;
+            s.embedding.repair_on_startup = startup_repair;
         })
         .await;
-    let s = Setup { fake, app, world };
+    Setup { fake, app, world }
+}
+
+/// Drains the workers until `job` is completed (20 s at most) and returns it.
+async fn drain_until_completed(s: &Setup, job: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        s.app.state.workers.drain().await.unwrap();
+        let (_, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
+        if body["status"] == "completed" {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "the job never completed: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_startup() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let collection = s.world["collection"].as_str().unwrap().to_owned();
+    let s = restart_without_collection(s, &collection, true).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         s.app.state.workers.drain().await.unwrap();
@@ -256,19 +278,7 @@ async fn retrieval_from_a_lost_collection_is_503_until_a_repair_makes_it_again()
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
     let collection = s.world["collection"].as_str().unwrap().to_owned();
-    let Setup { fake, mut app, world } = s;
-    app.stop().await;
-    std::fs::remove_dir_all(app.vectors_path().join(&collection)).unwrap();
-    let base = fake.base_url();
-    let app = app
-        .restart_with(move |s| {
-            s.providers.google.base_url = base;
-            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
-            s.embedding.workers = 0;
-            s.embedding.repair_on_startup = false;
-        })
-        .await;
-    let s = Setup { fake, app, world };
+    let s = restart_without_collection(s, &collection, false).await;
     // Not an empty answer: the world says six chunks are embedded, and they cannot be searched.
     let (status, body) = s.retrieve(json!({"query": "who rules the northern isles"})).await;
     let error = assert_error(
@@ -281,16 +291,7 @@ async fn retrieval_from_a_lost_collection_is_503_until_a_repair_makes_it_again()
     assert!(message.contains(&collection) && message.contains("repair"), "{message}");
 
     let job = start_repair(&s).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        s.app.state.workers.drain().await.unwrap();
-        let (_, got) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
-        if got["status"] == "completed" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the repair never completed: {got}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    drain_until_completed(&s, &id(&job)).await;
     let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
     assert_eq!(texts(&answer), [sentence(0)]);
 }
@@ -320,32 +321,8 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
 
     // The new profile's collection is lost while the process is down, before anything of the
     // new run was embedded into it.
-    let Setup { fake, mut app, world } = s;
-    app.stop().await;
-    let folder = app.vectors_path().join(&building);
-    assert!(folder.is_dir(), "{folder:?}");
-    std::fs::remove_dir_all(&folder).unwrap();
-    let base = fake.base_url();
-    let app = app
-        .restart_with(move |s| {
-            s.providers.google.base_url = base;
-            s.providers.google.keys = vec![secrecy::SecretString::from("key-a")];
-            s.embedding.workers = 0;
-        })
-        .await;
-    let s = Setup { fake, app, world };
-    let done = {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            s.app.state.workers.drain().await.unwrap();
-            let (_, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
-            if body["status"] == "completed" {
-                break body;
-            }
-            assert!(Instant::now() < deadline, "the re-ingest never completed: {body}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
+    let s = restart_without_collection(s, &building, true).await;
+    let done = drain_until_completed(&s, &job).await;
     assert_eq!(done["counts"]["failed"], 0, "{done}");
     let (_, after) = s.app.get(&format!("/v1/worlds/{}", s.world_id())).await;
     assert_eq!(after["embedding"]["dimensions"], 256, "{after}");

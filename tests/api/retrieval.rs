@@ -770,10 +770,9 @@ async fn a_point_whose_chunk_is_gone_is_skipped_and_deleted() {
     assert_eq!(again["repairs"], json!([]));
 }
 
-#[tokio::test]
-async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
-    use sqlx::ConnectOptions as _;
-    let s = setup().await;
+/// Ingests ISLES, then rewrites its first chunk's text (and hash) under the API, so that the
+/// chunk's point was made from old text; returns the new text.
+async fn with_first_chunk_rewritten(s: &Setup) -> &'static str {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let new_text = "Queen Maren rules the northern isles from a palace of glass.";
     let hash = hex::encode(sha2::Sha256::digest(new_text.as_bytes()));
@@ -782,6 +781,14 @@ async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
         &[new_text, &hash, &sentence(0)],
     )
     .await;
+    new_text
+}
+
+#[tokio::test]
+async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
+    use sqlx::ConnectOptions as _;
+    let s = setup().await;
+    let new_text = with_first_chunk_rewritten(&s).await;
     // Reads go on (WAL); the requeue, a write, waits out the busy timeout and fails.
     let options: sqlx::sqlite::SqliteConnectOptions = s.app.store_url().parse().unwrap();
     let mut holder = options.connect().await.unwrap();
@@ -813,14 +820,7 @@ async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
 #[tokio::test]
 async fn a_point_made_from_old_text_is_deleted_and_its_slot_embedded_again() {
     let s = setup().await;
-    s.ingest(&[("isles.txt", ISLES)]).await;
-    let new_text = "Queen Maren rules the northern isles from a palace of glass.";
-    let hash = hex::encode(sha2::Sha256::digest(new_text.as_bytes()));
-    s.sql(
-        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
-        &[new_text, &hash, &sentence(0)],
-    )
-    .await;
+    let new_text = with_first_chunk_rewritten(&s).await;
 
     let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 6})).await;
     let returned = texts(&answer);
