@@ -26,7 +26,7 @@ use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
 use crate::service::repair::RepairService;
-use crate::service::retrieval::RetrievalService;
+use crate::service::retrieval::{RetrievalLimits, RetrievalService};
 use crate::service::sources::SourceService;
 use crate::service::worlds::WorldService;
 use crate::state::AppState;
@@ -128,7 +128,10 @@ impl App {
             scheduler.clone(),
             providers,
             workers.clone(),
-            settings.retrieval.max_context_tokens,
+            RetrievalLimits::for_request_timeout(
+                settings.retrieval.max_context_tokens,
+                Duration::from_secs(settings.server.request_timeout_s),
+            ),
         ));
         let state = AppState {
             store: store.clone(),

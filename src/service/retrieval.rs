@@ -254,8 +254,30 @@ pub struct RetrievalService {
     /// The last store answer per world, for head starts.
     hints: Mutex<HashMap<WorldId, Hint>>,
     head_starts: HeadStarts,
-    /// The context's token budget when a request names none.
-    default_context_tokens: u32,
+    limits: RetrievalLimits,
+}
+
+/// Bounds a retrieval works within.
+#[derive(Clone, Copy, Debug)]
+pub struct RetrievalLimits {
+    /// The context's token budget when a request names none (`retrieval.max_context_tokens`).
+    pub max_context_tokens: u32,
+    /// Longest the query's embedding may take, key waits and retries included; past it the
+    /// answer is 502 `provider_error`. See [`RetrievalLimits::for_request_timeout`].
+    pub query_budget: Duration,
+}
+
+impl RetrievalLimits {
+    /// Limits that leave room, inside a request timeout of `request_timeout`, to answer a
+    /// query whose embedding is too slow with a clear 502 instead of the server's generic 408:
+    /// the embedding gets the timeout less a quarter of it, or less 2 s when that is smaller.
+    pub fn for_request_timeout(max_context_tokens: u32, request_timeout: Duration) -> Self {
+        let margin = (request_timeout / 4).min(Duration::from_secs(2));
+        Self {
+            max_context_tokens,
+            query_budget: request_timeout.saturating_sub(margin),
+        }
+    }
 }
 
 /// Embedding and search done for one world, with their times.
@@ -278,7 +300,7 @@ impl RetrievalService {
         scheduler: KeyScheduler,
         providers: Providers,
         workers: EmbeddingWorkers,
-        default_context_tokens: u32,
+        limits: RetrievalLimits,
     ) -> Self {
         Self {
             store,
@@ -289,7 +311,7 @@ impl RetrievalService {
             workers,
             hints: Mutex::new(HashMap::new()),
             head_starts: HeadStarts::default(),
-            default_context_tokens,
+            limits,
         }
     }
 
@@ -424,7 +446,7 @@ impl RetrievalService {
                 .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
         });
         answer.results.truncate(limit as usize);
-        let budget = settings.max_context_tokens.unwrap_or(self.default_context_tokens);
+        let budget = settings.max_context_tokens.unwrap_or(self.limits.max_context_tokens);
         let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
         let (context, left_out) = fit_context(passages, budget);
         if left_out > 0 {
@@ -451,7 +473,16 @@ impl RetrievalService {
         settings: Settings,
     ) -> ServiceResult<Found> {
         let phase = Instant::now();
-        let vector = self.embed_query(world, query).await?;
+        let budget = self.limits.query_budget;
+        let vector = tokio::time::timeout(budget, self.embed_query(world, query))
+            .await
+            .map_err(|_| ServiceError::Provider {
+                message: format!(
+                    "the query was not embedded within {:.1} s (the part of server.request_timeout_s \
+                     left for it): the provider is slow or unreachable, or every key is busy",
+                    budget.as_secs_f64()
+                ),
+            })??;
         let embed_ms = ms(phase.elapsed());
         let phase = Instant::now();
         let hits = self.search(world, query, vector, limit as usize, settings).await?;

@@ -906,6 +906,35 @@ async fn a_hybrid_query_with_no_bm25_terms_answers_from_the_dense_side() {
 }
 
 #[tokio::test]
+async fn a_query_the_provider_is_too_slow_to_embed_is_502_before_the_request_times_out() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.embedding.workers = 0;
+        // The provider's own timeout (60 s) is far longer than the server's.
+        s.server.request_timeout_s = 2;
+    })
+    .await;
+    let world = create_world(&app, "Aerth", false).await;
+    let s = Setup { fake, app, world };
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    s.fake.set_latency(Duration::from_secs(5));
+    // Without the budget, the server's timeout answers first: 408 request_timeout.
+    let (status, body) = s.retrieve(json!({"query": "who rules the northern isles"})).await;
+    let error = assert_error(status, &body, StatusCode::BAD_GATEWAY, "provider_error");
+    assert!(
+        error["message"].as_str().unwrap().contains("1.5 s"),
+        "the budget is the 2 s request timeout less a quarter: {body}"
+    );
+    // The key was not left in flight: a fast provider answers the next query.
+    s.fake.set_latency(Duration::ZERO);
+    let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
+    assert_eq!(texts(&answer), [sentence(0)]);
+}
+
+#[tokio::test]
 async fn hybrid_mode_on_a_dense_world_is_refused() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
