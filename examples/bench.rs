@@ -993,7 +993,10 @@ async fn measure(
         ]);
         raw_row(raw, notes, label, "vectors.search", concurrency, &raw_load);
         if concurrency == 1 {
-            ratio_at_1 = Some(quantile_ms(&load.latencies, 0.50) / quantile_ms(&raw_load.latencies, 0.50));
+            ratio_at_1 = Some((
+                quantile_ms(&load.latencies, 0.50),
+                quantile_ms(&raw_load.latencies, 0.50),
+            ));
         }
     }
 
@@ -1048,10 +1051,19 @@ async fn measure(
     })
     .await;
     raw_row(raw, notes, label, "store.chunks_by_points (8 hits)", 1, &verify);
-    if let Some(ratio) = ratio_at_1 {
+    if let Some((quarry_p50, raw_p50)) = ratio_at_1 {
+        let ratio = quarry_p50 / raw_p50;
         notes.push(format!(
             "{label}: quarry p50 ÷ raw search p50 at concurrency 1 = {ratio:.2} (target ≤ 1.5: {})",
             if ratio <= 1.5 { "met" } else { "missed" }
+        ));
+        // For comparison only (not the target's definition): against the three storage calls a
+        // retrieval makes, each timed alone, so that what is left is HTTP, the embedding round
+        // trip and the hops between them.
+        let calls = raw_p50 + quantile_ms(&lookup.latencies, 0.50) + quantile_ms(&verify.latencies, 0.50);
+        notes.push(format!(
+            "{label}: quarry p50 ÷ (raw search + world read + verification read, p50s) = {:.2}",
+            quarry_p50 / calls
         ));
     }
     Ok(())
