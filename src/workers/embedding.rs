@@ -918,6 +918,7 @@ impl EmbeddingWorkers {
 
     /// Logs a job's end (the store recorded its status event with the change).
     fn log_finished(&self, job: JobId, status: JobStatus) {
+        self.no_key_warned(job, false);
         tracing::info!(%job, %status, "job finished");
     }
 

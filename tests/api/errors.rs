@@ -19,6 +19,8 @@ async fn malformed_json_is_invalid_request() {
         .unwrap();
     let (status, body) = read(resp).await;
     assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let (_, list) = app.get("/v1/worlds").await;
+    assert_eq!(list["worlds"], json!([]));
 }
 
 #[tokio::test]
@@ -35,6 +37,8 @@ async fn missing_content_type_is_invalid_request() {
     let (status, body) = read(resp).await;
     let err = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     assert!(err["message"].as_str().unwrap().contains("application/json"), "{body}");
+    let (_, list) = app.get("/v1/worlds").await;
+    assert_eq!(list["worlds"], json!([]));
 }
 
 #[tokio::test]

@@ -325,7 +325,11 @@ async fn pause_resume_and_cancel_follow_the_rules() {
     let missing = format!("/v1/jobs/{}", uuid::Uuid::new_v4());
     let (status, body) = app.get(&missing).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
-    let (status, body) = app.post(&format!("{missing}/cancel"), json!({})).await;
+    for action in ["pause", "resume", "cancel"] {
+        let (status, body) = app.post(&format!("{missing}/{action}"), json!({})).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
+    }
+    let (status, body) = app.get(&format!("{missing}/events")).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
     assert_eq!(fake.stats().embed_requests(), 0);
 

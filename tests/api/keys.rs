@@ -163,6 +163,8 @@ async fn configuration_keys_are_listed_read_only_and_survive_restarts_as_one_row
     let path = format!("/v1/provider-keys/{}", keys[0]["key_id"].as_str().unwrap());
     let (status, body) = app.delete(&path).await;
     assert_error(status, &body, StatusCode::CONFLICT, "provider_key_read_only");
+    let (_, after) = app.get("/v1/provider-keys").await;
+    assert_eq!(after, list, "the refused delete changed nothing");
     // They can be disabled (and re-enabled).
     let (status, body) = app.patch(&path, json!({"enabled": false})).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -428,6 +428,8 @@ async fn local_worlds_are_chunked_in_the_models_own_tokens_so_every_chunk_embeds
         "invalid_chunking_profile",
     );
     assert!(error["message"].as_str().unwrap().contains("254"), "{body}");
+    let (_, list) = app.get("/v1/worlds").await;
+    assert_eq!(list["worlds"], serde_json::json!([]), "nothing was created");
     let (status, world) = app
         .post(
             "/v1/worlds",

@@ -12,6 +12,7 @@ mod keys;
 mod local_model;
 mod log_secrets;
 mod operations;
+mod outages;
 mod reingest;
 mod remote_providers;
 mod repair;

@@ -242,3 +242,65 @@ async fn configured_openai_compatible_models_are_listed_and_usable() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["embedding"]["dimensions"], 768);
 }
+
+#[tokio::test]
+async fn a_world_whose_model_left_the_configuration_is_told_so_on_reingest_and_retrieval() {
+    let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
+    fake.add_model("nomic-embed-text", 768, false);
+    let nomic = || quarry::config::ExtraModel {
+        name: "nomic-embed-text".into(),
+        dimensions: 768,
+        max_input_tokens: 2048,
+        dimensions_adjustable: false,
+    };
+    let base = fake.base_url();
+    let app = crate::helpers::spawn_app_with(move |s| {
+        s.providers.openai.base_url = base;
+        s.providers.openai.models.push(nomic());
+        s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+        s.embedding.workers = 0;
+    })
+    .await;
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "n", "embedding": {"provider": "openai", "model": "nomic-embed-text"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let path = format!("/v1/worlds/{}", world["id"].as_str().unwrap());
+    let (status, body) = app
+        .post(
+            &format!("{path}/sources"),
+            serde_json::json!({"filename": "a.txt", "text": "Queen Maren rules the isles."}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.state.workers.drain().await.unwrap();
+
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.openai.base_url = base;
+            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+            s.embedding.workers = 0;
+        })
+        .await;
+    let (status, body) = app
+        .post(&format!("{path}/retrieve"), serde_json::json!({"query": "who rules"}))
+        .await;
+    let error = assert_error(status, &body, StatusCode::BAD_GATEWAY, "provider_error");
+    assert!(
+        error["message"].as_str().unwrap().contains("nomic-embed-text"),
+        "{body}"
+    );
+    let (status, body) = app.post(&format!("{path}/reingest"), serde_json::json!({})).await;
+    let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_embedding_profile");
+    assert_eq!(error["details"]["field"], "embedding", "{body}");
+    let (_, jobs) = app.get(&format!("{path}/jobs")).await;
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "no re-ingest job: {jobs}");
+    // The world itself is still there, its chunks intact.
+    let (status, got) = app.get(&path).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert_eq!(got["stats"]["embedded"], 1, "{got}");
+}

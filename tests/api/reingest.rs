@@ -176,6 +176,20 @@ async fn bad_reingest_requests_are_refused_and_write_nothing() {
     assert_eq!(status, StatusCode::ACCEPTED);
     let (status, answer) = reingest(&s, json!({"chunking": {"max_tokens": 30}})).await;
     assert_error(status, &answer, StatusCode::CONFLICT, "job_state_conflict");
+    let (_, jobs) = s.app.get(&format!("/v1/worlds/{}/jobs", s.world_id())).await;
+    let reingests = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["kind"] == "reingest")
+        .count();
+    assert_eq!(reingests, 1, "the refused one made no job: {jobs}");
+    s.app.state.workers.drain().await.unwrap();
+    assert_eq!(
+        world(&s).await["chunking"]["max_tokens"],
+        40,
+        "the first one's profile, not 30"
+    );
 }
 
 #[tokio::test]

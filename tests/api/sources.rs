@@ -393,6 +393,15 @@ async fn missing_worlds_and_sources_are_404_and_bad_ids_400() {
         let (status, body) = read(resp).await;
         assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthorized");
     }
+    // A source read in a world that does not exist, and a missing world's listings.
+    for path in [
+        format!("/v1/worlds/{missing_world}/sources/{source}"),
+        format!("/v1/worlds/{missing_world}/sources"),
+        format!("/v1/worlds/{missing_world}/jobs"),
+    ] {
+        let (status, body) = s.app.get(&path).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
+    }
     // Nothing was deleted by any of that.
     let (status, _) = s.app.get(&format!("{}/{source}", s.sources())).await;
     assert_eq!(status, StatusCode::OK);
