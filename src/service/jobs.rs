@@ -68,8 +68,10 @@ impl JobService {
                 .into_iter()
                 .find(|r| r.id == job.run_id && r.status == RunStatus::Building)
                 .map(|r| r.collection);
-            if let Some(collection) = collection {
-                self.store.retire_run(job.run_id).await?;
+            // Only a run still being built: one the re-ingest switched to is the world's now.
+            if let Some(collection) = collection
+                && self.store.retire_run(job.run_id).await?
+            {
                 self.workers.remove_run(job.world_id, job.run_id, &collection).await?;
             }
         }

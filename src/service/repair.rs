@@ -187,8 +187,8 @@ impl RepairService {
 
     /// Completes a job with nothing pending (the store records its status event).
     async fn finish(&self, job: JobId) -> crate::store::Result<()> {
-        self.inner.store.finish_job_if_done(job, now()).await?;
-        Ok(())
+        // Through the workers' completion step: a re-ingest's ends with its switch.
+        self.inner.workers.finish_job(job).await
     }
 
     /// Runs a re-ingest replaced or abandoned whose points or rows are still there. The rows of
@@ -310,10 +310,18 @@ impl RepairService {
             }
         }
 
-        // Orphans: delete only what still has no entry now.
+        // Orphans: delete only what still has no entry now, in any run the world has now (a
+        // re-ingest begun since the runs were read above writes into the same collection).
+        let live: Vec<(RunId, String)> = store
+            .world_runs(world.id)
+            .await?
+            .into_iter()
+            .filter(|r| r.status != RunStatus::Retired)
+            .map(|r| (r.id, r.collection))
+            .collect();
         for (collection, points) in orphans {
             let mut still: HashSet<Uuid> = points.iter().copied().collect();
-            for (run, run_collection) in &kept {
+            for (run, run_collection) in &live {
                 if *run_collection == collection {
                     for found in store.chunks_by_points(world.id, *run, &points).await? {
                         still.remove(&found.point_id);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
-use crate::domain::{ChunkPage, Job, JobId, NewSource, Source, SourceCounts, SourceId, WorldId};
+use crate::domain::{ChunkPage, Job, JobId, JobKind, JobStatus, NewSource, Source, SourceCounts, SourceId, WorldId};
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
@@ -238,6 +238,13 @@ impl SourceService {
         }
         tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,
             jobs_finished = deletion.finished_jobs.len(), "source deleted");
+        // A re-ingest whose remaining work went with the source ends through its own completion
+        // step (the switch), which the deletion leaves to it.
+        for job in self.store.list_jobs(world_id).await? {
+            if job.kind == JobKind::Reingest && job.status == JobStatus::Running {
+                self.workers.finish_job(job.id).await?;
+            }
+        }
         Ok(())
     }
 

@@ -201,18 +201,28 @@ impl WorldService {
 
     /// Deletes the world's points first (in every collection its runs use), then its rows. If
     /// the vector store is down nothing is deleted; if the row delete fails after the points
-    /// are gone, the world is still there and a repair re-embeds it.
+    /// are gone, the world is still there and a repair re-embeds it. Once the rows are gone the
+    /// points are deleted once more: a worker whose write landed between the two deletes has
+    /// nothing left to account for its point, and repair never visits a deleted world. A failure
+    /// of that last pass is logged (such a point is never served: searches filter by world).
     pub async fn delete(&self, id: WorldId) -> ServiceResult<()> {
         if self.store.get_world(id).await?.is_none() {
             return Err(ServiceError::NotFound(Missing::World));
         }
-        for collection in self.store.world_collections(id).await? {
+        let collections = self.store.world_collections(id).await?;
+        for collection in &collections {
             self.vectors
-                .delete_by_filter(&collection, PointFilter::world(id))
+                .delete_by_filter(collection, PointFilter::world(id))
                 .await?;
         }
         if !self.store.delete_world(id).await? {
             return Err(ServiceError::NotFound(Missing::World));
+        }
+        for collection in &collections {
+            if let Err(err) = self.vectors.delete_by_filter(collection, PointFilter::world(id)).await {
+                tracing::warn!(world = %id, %collection, error = %err,
+                    "deleting a deleted world's late points failed; they are never served");
+            }
         }
         Ok(())
     }

@@ -148,6 +148,10 @@ pub trait JobStore: Send + Sync {
     /// Completes (or fails, when entries failed) a running job with no pending entry left.
     /// Returns the job when this call finished it.
     async fn finish_job_if_done(&self, id: JobId, now: DateTime<Utc>) -> Result<Option<Job>>;
+    /// Running ingest and re-ingest jobs with no pending entry (at most 100): nothing is left
+    /// for a worker to claim, so only a completion step ends them. Repair jobs are left out:
+    /// one has nothing pending while its reconciliation runs, and finishes itself after it.
+    async fn running_jobs_with_nothing_pending(&self) -> Result<Vec<JobId>>;
     /// Appends an event; returns its id.
     async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64>;
     /// Events of a job with id greater than `after`, oldest first.
@@ -347,7 +351,9 @@ pub trait RunStore: Send + Sync {
     async fn finish_reingest(&self, job: JobId, now: DateTime<Utc>) -> Result<ReingestStep>;
     /// The chunking profile of the run `job` fills.
     async fn run_chunking(&self, job: JobId) -> Result<Option<crate::domain::ChunkingProfile>>;
-    async fn retire_run(&self, run: RunId) -> Result<()>;
+    /// Retires `run` if it is still being built (a cancelled re-ingest's); returns whether it
+    /// did. An active or already retired run is left alone.
+    async fn retire_run(&self, run: RunId) -> Result<bool>;
     /// Deletes a run with its chunks and manifest entries.
     async fn delete_run(&self, run: RunId) -> Result<()>;
 }

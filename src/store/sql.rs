@@ -113,8 +113,10 @@ pub(super) const DROP_JOB_PENDING: &str = "UPDATE jobs SET total = CASE WHEN tot
      WHERE id = $1 AND status IN ('queued', 'running', 'paused')";
 
 /// Ends an unfinished job that has no entry left at all (its whole subject was deleted).
+/// Not for re-ingests: one ends only through `finish_reingest`, which switches the world or
+/// retires its run (a re-ingest whose sources were all deleted switches to an empty run).
 pub(super) const CANCEL_EMPTIED_JOB: &str = "UPDATE jobs SET status = 'cancelled', finished_at = $2 \
-     WHERE id = $1 AND status IN ('queued', 'running', 'paused') \
+     WHERE id = $1 AND kind <> 'reingest' AND status IN ('queued', 'running', 'paused') \
      AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1) RETURNING id";
 
 pub(super) const SELECT_JOB: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
@@ -237,17 +239,30 @@ pub(super) const FAIL_ENTRY: &str = "UPDATE manifest_entries SET attempts = atte
 pub(super) const COUNT_FAILED: &str = "UPDATE jobs SET failed = failed + 1 WHERE id = $1";
 pub(super) const COUNT_RETRY: &str = "UPDATE jobs SET retries = retries + 1 WHERE id = $1";
 
+/// Not for re-ingests, as [`CANCEL_EMPTIED_JOB`].
 pub(super) const FINISH_JOB_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
      SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
-     finished_at = $2 WHERE id = $1 AND status = 'running' \
+     finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
      AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id";
 
 pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1";
+
+/// Not repair jobs: one is running with nothing pending while its reconciliation is under way,
+/// and finishes itself when that ends.
+pub(super) const RUNNING_JOBS_WITH_NOTHING_PENDING: &str = "SELECT j.id FROM jobs j WHERE j.status = 'running' \
+     AND j.kind <> 'repair' AND NOT EXISTS (SELECT 1 FROM manifest_entries m WHERE m.job_id = j.id AND m.state = 'pending') \
+     ORDER BY j.created_at LIMIT 100";
 
 pub(super) const SET_JOB_STATUS: &str = "UPDATE jobs SET status = $3, finished_at = $4 WHERE id = $1 AND status = $2";
 
 /// Locks a job's row without changing it (and without firing the status trigger).
 pub(super) const LOCK_JOB: &str = "UPDATE jobs SET total = total WHERE id = $1";
+
+/// [`LOCK_JOB`], returning the job's status as of the lock.
+pub(super) const LOCK_JOB_STATUS: &str = "UPDATE jobs SET total = total WHERE id = $1 RETURNING status";
+
+/// Retires a run only while it is being built (a cancelled re-ingest's), never an active one.
+pub(super) const RETIRE_BUILDING_RUN: &str = "UPDATE runs SET status = 'retired' WHERE id = $1 AND status = 'building'";
 
 pub(super) const INSERT_EVENT: &str =
     "INSERT INTO job_events (job_id, kind, data, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
@@ -336,7 +351,8 @@ pub(super) const SELECT_RUN_COLLECTION: &str = "SELECT collection FROM runs WHER
 pub(super) const COMPLETE_RUN_JOBS: &str = "UPDATE jobs SET status = 'completed', finished_at = $3 \
      WHERE world_id = $1 AND run_id = $2 AND status IN ('queued', 'running', 'paused')";
 
-pub(super) const DELETE_RUN: &str = "DELETE FROM runs WHERE id = $1";
+/// Only a retired run: never the one a world serves, nor one being built.
+pub(super) const DELETE_RUN: &str = "DELETE FROM runs WHERE id = $1 AND status = 'retired'";
 
 pub(super) const JOB_RUN_CHUNKING: &str =
     "SELECT r.max_tokens, r.overlap_tokens FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = $1";
@@ -1284,6 +1300,16 @@ macro_rules! impl_store {
                 }
             }
 
+            async fn running_jobs_with_nothing_pending(
+                &self,
+            ) -> $crate::store::Result<Vec<$crate::domain::JobId>> {
+                use $crate::store::sql::*;
+                let ids: Vec<uuid::Uuid> = sqlx::query_scalar(RUNNING_JOBS_WITH_NOTHING_PENDING)
+                    .fetch_all(&self.pool)
+                    .await?;
+                Ok(ids.into_iter().map($crate::domain::JobId).collect())
+            }
+
             async fn append_job_event(
                 &self,
                 job: $crate::domain::JobId,
@@ -2033,6 +2059,26 @@ macro_rules! impl_store {
                     tx.rollback().await?;
                     return Ok(ReingestStep::NotDone);
                 };
+                // Judged again under locks (world, then run, then job, the order every writer
+                // of these rows takes): the job read above may be stale. Another caller may
+                // have switched the world already (the run is active now, and `old` is this
+                // very run), or the job been paused or cancelled meanwhile. Locking the run
+                // also keeps a source from being chunked into it between the checks below.
+                let run_status: Option<String> = sqlx::query_scalar(LOCK_RUN)
+                    .bind(run.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let job_status: Option<String> = sqlx::query_scalar(LOCK_JOB_STATUS)
+                    .bind(job.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if run_status.as_deref() != Some("building")
+                    || job_status.as_deref() != Some("running")
+                    || old == run.0
+                {
+                    tx.rollback().await?;
+                    return Ok(ReingestStep::NotDone);
+                }
                 let pending: bool = sqlx::query_scalar(JOB_HAS_PENDING)
                     .bind(job.0)
                     .fetch_one(&mut *tx)
@@ -2108,13 +2154,18 @@ macro_rules! impl_store {
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query(SET_JOB_STATUS)
+                let completed = sqlx::query(SET_JOB_STATUS)
                     .bind(job.0)
                     .bind($crate::domain::JobStatus::Running.as_str())
                     .bind($crate::domain::JobStatus::Completed.as_str())
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
+                if completed.rows_affected() != 1 {
+                    // Cannot happen under the job's lock; never switch without completing it.
+                    tx.rollback().await?;
+                    return Ok(ReingestStep::NotDone);
+                }
                 tx.commit().await?;
                 Ok(ReingestStep::Switched {
                     world,
@@ -2141,14 +2192,10 @@ macro_rules! impl_store {
                 .transpose()
             }
 
-            async fn retire_run(&self, run: $crate::domain::RunId) -> $crate::store::Result<()> {
+            async fn retire_run(&self, run: $crate::domain::RunId) -> $crate::store::Result<bool> {
                 use $crate::store::sql::*;
-                sqlx::query(SET_RUN_STATUS)
-                    .bind(run.0)
-                    .bind($crate::domain::RunStatus::Retired.as_str())
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
+                let done = sqlx::query(RETIRE_BUILDING_RUN).bind(run.0).execute(&self.pool).await?;
+                Ok(done.rows_affected() > 0)
             }
 
             async fn delete_run(&self, run: $crate::domain::RunId) -> $crate::store::Result<()> {

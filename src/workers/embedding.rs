@@ -49,6 +49,8 @@ use crate::vector::{Error as VectorError, Point, PointPayload, VectorRepo};
 
 /// How often idle workers look for work written by other processes.
 const POLL: Duration = Duration::from_secs(2);
+/// How often idle workers look for running jobs nothing is left to claim in.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 /// Most entries claimed at once.
 const CLAIM_LIMIT: u32 = 32;
 /// Pause before entries given back for an infrastructure problem are tried again; it doubles
@@ -119,6 +121,8 @@ struct Shared {
     outages: AtomicU32,
     /// Jobs told (by a `no_eligible_key` warning) that no key is left to embed them.
     no_key_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
+    /// When an idle worker last looked for stalled jobs ([`EmbeddingWorkers::finish_stalled`]).
+    last_sweep: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// The worker pool (cheap to clone).
@@ -160,6 +164,7 @@ impl EmbeddingWorkers {
                 stop,
                 outages: AtomicU32::new(0),
                 no_key_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
+                last_sweep: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -277,7 +282,13 @@ impl EmbeddingWorkers {
             };
             match step {
                 Ok(step) if step.claimed > 0 => continue,
-                Ok(_) => {}
+                Ok(_) => {
+                    if self.sweep_due()
+                        && let Err(err) = self.finish_stalled().await
+                    {
+                        tracing::warn!(error = %err, "finishing stalled jobs failed; retrying later");
+                    }
+                }
                 Err(err) => tracing::warn!(error = %err, "embedding worker step failed; retrying"),
             }
             tokio::select! {
@@ -350,7 +361,7 @@ impl EmbeddingWorkers {
     }
 
     /// Waits for re-ingest preparations under way, then runs steps until no work is left that
-    /// can be done now (for tests).
+    /// can be done now, then finishes stalled jobs (for tests).
     pub async fn drain(&self) -> crate::store::Result<u64> {
         self.prepared().await;
         let mut embedded = 0;
@@ -358,9 +369,37 @@ impl EmbeddingWorkers {
             let step = self.run_once("drain").await?;
             embedded += step.embedded;
             if step.claimed == 0 {
+                self.finish_stalled().await?;
                 return Ok(embedded);
             }
         }
+    }
+
+    /// Finishes running jobs that have nothing left to claim. Workers finish a job after its
+    /// last batch; a process that stopped between marking that batch and finishing the job
+    /// (or a completion step that failed) leaves a job that no worker would ever look at
+    /// again, in this process or any other. Idle workers look for such jobs every
+    /// [`SWEEP_INTERVAL`].
+    async fn finish_stalled(&self) -> crate::store::Result<()> {
+        for job in self.shared.store.running_jobs_with_nothing_pending().await? {
+            self.finish_job(job).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether an idle worker should look for stalled jobs now (once per [`SWEEP_INTERVAL`]
+    /// per process, whichever worker comes first).
+    fn sweep_due(&self) -> bool {
+        let mut last = self
+            .shared
+            .last_sweep
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last.is_none_or(|at| at.elapsed() >= SWEEP_INTERVAL);
+        if due {
+            *last = Some(std::time::Instant::now());
+        }
+        due
     }
 
     /// Claims one set of entries and processes it.
@@ -717,6 +756,18 @@ impl EmbeddingWorkers {
             .store
             .complete_work(owner, job, run, &done, done.len() as u64, now())
             .await?;
+        if marked < done.len() as u64 {
+            // The job was paused or cancelled meanwhile (or slots deleted): as after an
+            // embedding, no point is left behind for a slot that is gone, and the rest of the
+            // claim goes back without a provider call.
+            self.drop_dead_points(&reusable).await?;
+            let ids: Vec<ChunkId> = rest.iter().map(|i| i.chunk_id).collect();
+            self.shared
+                .store
+                .release_work(owner, job, &ids, None, false, now())
+                .await?;
+            return Ok((Vec::new(), marked));
+        }
         tracing::debug!(%job, reused = marked, "vectors reused for identical text");
         Ok((rest, marked))
     }

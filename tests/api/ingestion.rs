@@ -863,3 +863,37 @@ async fn vectors_the_vector_store_refuses_spend_attempts_until_the_chunk_fails()
     assert_eq!(warnings.len(), 2, "{events:?}");
     assert!(warnings.iter().all(|w| w["code"] == "vector_store_rejected"));
 }
+
+#[tokio::test]
+async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
+    let (_fake, app, world) = setup(64).await;
+    let accepted = add(&app, &world, TEXT).await;
+    // A worker marked the job's last entries and its process stopped before finishing the job
+    // (the points would be written; they do not matter here).
+    let store = &app.state.store;
+    let now = chrono::Utc::now();
+    let items = store
+        .claim_work("gone", 100, now + chrono::Duration::minutes(5), now)
+        .await
+        .unwrap();
+    assert!(!items.is_empty());
+    let done: Vec<(quarry::domain::ChunkId, String)> =
+        items.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+    let marked = store
+        .complete_work("gone", items[0].job_id, items[0].run_id, &done, 0, now)
+        .await
+        .unwrap();
+    assert_eq!(marked, items.len() as u64);
+    let path = format!("/v1/jobs/{}", id(&accepted["job"]));
+    let (_, job) = app.get(&path).await;
+    assert_eq!(
+        (&job["status"], &job["counts"]["pending"]),
+        (&json!("running"), &json!(0)),
+        "{job}"
+    );
+
+    // Nothing is left to claim, so only the idle workers' sweep can end it.
+    app.state.workers.drain().await.unwrap();
+    let (_, job) = app.get(&path).await;
+    assert_eq!(job["status"], "completed", "{job}");
+}

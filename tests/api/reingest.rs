@@ -422,3 +422,44 @@ async fn a_reingest_whose_chunking_meets_a_locked_database_starts_again_and_comp
     assert_eq!(after["chunking"]["max_tokens"], 512);
     assert_eq!(after["stats"]["embedded"], after["stats"]["chunks"], "{after}");
 }
+
+#[tokio::test]
+async fn deleting_sources_during_a_reingest_leaves_it_to_switch_and_never_stuck() {
+    let s = setup().await;
+    s.ingest(&BOOKS[..2]).await;
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    s.app.state.workers.prepared().await;
+    let path = format!("/v1/jobs/{}", id(&job));
+    let (_, sources) = s.app.get(&format!("/v1/worlds/{}/sources", s.world_id())).await;
+    let ids: Vec<String> = sources["sources"].as_array().unwrap().iter().map(id).collect();
+
+    // One of two sources goes: the re-ingest carries on with the other.
+    let (status, _) = s
+        .app
+        .delete(&format!("/v1/worlds/{}/sources/{}", s.world_id(), ids[0]))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, running) = s.app.get(&path).await;
+    assert_eq!(running["status"], "running", "{running}");
+    // The last one goes too: nothing is left to embed, so the re-ingest switches (to a world
+    // with no sources) rather than ending without its switch.
+    let (status, _) = s
+        .app
+        .delete(&format!("/v1/worlds/{}/sources/{}", s.world_id(), ids[1]))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, done) = s.app.get(&path).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let after = world(&s).await;
+    assert_eq!(after["chunking"]["max_tokens"], 40, "{after}");
+    assert_eq!(after["stats"]["sources"], 0);
+    let runs = s.app.state.store.world_runs(wid(&s)).await.unwrap();
+    assert!(
+        runs.iter().all(|r| r.status != quarry::domain::RunStatus::Building),
+        "no run is left half-built: {runs:?}"
+    );
+    // So another re-ingest can start.
+    let (status, body) = reingest(&s, json!({"chunking": {"max_tokens": 30, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+}

@@ -1088,3 +1088,71 @@ async fn a_reader_tailing_job_events_misses_none_written_concurrently(store: Arc
     assert_eq!(seen, all, "the tailing reader saw every event once, in order");
 }
 conformance!(a_reader_tailing_job_events_misses_none_written_concurrently);
+
+conformance!(a_reingest_switches_once_however_many_finish_it_at_once);
+async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn Store>) {
+    use quarry::domain::RunStatus;
+    use quarry::store::{NewRun, ReingestStep};
+    let now = Utc::now().trunc_subsecs(6);
+    let world = store.create_world(new_world("W")).await.unwrap();
+    let old = world.active_run;
+    // A world without sources: its re-ingest has nothing to embed and may switch at once.
+    let run = RunId::new();
+    let job = store
+        .begin_reingest(
+            NewRun {
+                id: run,
+                world: world.id,
+                embedding: world.embedding.clone(),
+                chunking: ChunkingProfile {
+                    max_tokens: 100,
+                    overlap_tokens: 0,
+                },
+            },
+            JobId::new(),
+            now,
+        )
+        .await
+        .unwrap();
+    store
+        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    // Three workers reach the completion step together: each read the job running before
+    // any of them switched.
+    let (a, b, c) = tokio::join!(
+        store.finish_reingest(job.id, now),
+        store.finish_reingest(job.id, now),
+        store.finish_reingest(job.id, now)
+    );
+    let steps = [a.unwrap(), b.unwrap(), c.unwrap()];
+    let switched: Vec<&ReingestStep> = steps
+        .iter()
+        .filter(|s| matches!(s, ReingestStep::Switched { .. }))
+        .collect();
+    assert_eq!(switched.len(), 1, "{steps:?}");
+    assert!(
+        matches!(switched[0], ReingestStep::Switched { old_run, .. } if *old_run == old),
+        "{steps:?}"
+    );
+    assert_eq!(store.get_world(world.id).await.unwrap().unwrap().active_run, run);
+    let runs = store.world_runs(world.id).await.unwrap();
+    let status_of = |id: RunId| runs.iter().find(|r| r.id == id).map(|r| r.status);
+    assert_eq!(
+        (status_of(old), status_of(run)),
+        (Some(RunStatus::Retired), Some(RunStatus::Active))
+    );
+    assert!(matches!(
+        store.finish_reingest(job.id, now).await.unwrap(),
+        ReingestStep::NotDone
+    ));
+    // The run a world serves is neither retired nor deleted by a late cancel's clean-up.
+    assert!(!store.retire_run(run).await.unwrap());
+    store.delete_run(run).await.unwrap();
+    let runs = store.world_runs(world.id).await.unwrap();
+    assert!(
+        runs.iter().any(|r| r.id == run && r.status == RunStatus::Active),
+        "{runs:?}"
+    );
+}
