@@ -1736,6 +1736,16 @@ macro_rules! impl_store {
                     return Ok(None);
                 }
                 let mut tx = self.pool.begin_with($begin).await?;
+                // Only into a run that is served or being built: a retired run is on its way
+                // out, and work queued for it would leave points nothing uses.
+                let run_status: Option<String> = sqlx::query_scalar(LOCK_RUN)
+                    .bind(run.0)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if !matches!(run_status.as_deref(), Some("active" | "building")) {
+                    tx.rollback().await?;
+                    return Ok(None);
+                }
                 let existing: Option<uuid::Uuid> = match job {
                     Some(job) => Some(job.0),
                     None => {

@@ -1156,3 +1156,79 @@ async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn 
         "{runs:?}"
     );
 }
+
+conformance!(nothing_is_requeued_into_a_retired_run);
+async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
+    use quarry::store::{NewRun, SourceChunks};
+    let now = Utc::now().trunc_subsecs(6);
+    let world = store.create_world(new_world("W")).await.unwrap();
+    let (source, _) = add_source(&store, world.id, 2).await;
+    let run = RunId::new();
+    let job = store
+        .begin_reingest(
+            NewRun {
+                id: run,
+                world: world.id,
+                embedding: world.embedding.clone(),
+                chunking: world.chunking,
+            },
+            JobId::new(),
+            now,
+        )
+        .await
+        .unwrap();
+    let added = store
+        .add_run_chunks(
+            world.id,
+            run,
+            job.id,
+            SourceChunks {
+                source: source.id,
+                book_number: source.book_number,
+                chunks: chunks(2),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(added, 2);
+    store
+        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    // Every entry of both runs is embedded (a claim takes one job's entries at a time), then the
+    // re-ingest is cancelled and its run retired.
+    let (mut new_run, mut active) = (Vec::new(), Vec::new());
+    for _ in 0..4 {
+        let items = claim(&store, "w", 10).await;
+        if items.is_empty() {
+            break;
+        }
+        assert_eq!(complete(&store, "w", &items).await, items.len() as u64);
+        for item in items {
+            match item.run_id == run {
+                true => new_run.push(item.chunk_id),
+                false => active.push(item.chunk_id),
+            }
+        }
+    }
+    assert_eq!((new_run.len(), active.len()), (2, 2));
+    store
+        .transition_job(job.id, &[JobStatus::Running], JobStatus::Cancelled, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.retire_run(run).await.unwrap());
+    let requeued = store
+        .requeue_entries(world.id, run, &new_run, "point_missing", None, now)
+        .await
+        .unwrap();
+    assert_eq!(requeued, None, "no work (nor repair job) for a run on its way out");
+    // The active run takes requeues as before.
+    let requeued = store
+        .requeue_entries(world.id, world.active_run, &active, "point_missing", None, now)
+        .await
+        .unwrap();
+    assert!(matches!(requeued, Some((_, 2))), "{requeued:?}");
+}
