@@ -60,9 +60,11 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
     let store = Check {
         kind: state.store.kind().into(),
         ok: store.is_ok(),
+        // The cause (which can name paths and hosts) goes to the log, not to this
+        // unauthenticated answer.
         error: store.err().map(|e| {
             tracing::warn!(error = %e, "readiness: store check failed");
-            e.to_string()
+            "the store cannot be reached (the server log says why)".to_owned()
         }),
     };
     let vectors = Check {
@@ -70,7 +72,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
         ok: vectors.is_ok(),
         error: vectors.err().map(|e| {
             tracing::warn!(error = %e, "readiness: vector store check failed");
-            e.to_string()
+            "the vector store cannot be reached (the server log says why)".to_owned()
         }),
     };
     let ready = store.ok && vectors.ok;

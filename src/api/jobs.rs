@@ -241,8 +241,8 @@ pub async fn job_events(
                 Ok(_) => {
                     // Nothing new: if the job is over, read once more (its final status event
                     // may have landed since the read above), else wait.
-                    match c.state.store.get_job(c.job).await {
-                        Ok(Some(job)) if job.status.is_terminal() => c.over = true,
+                    match c.state.store.job_status(c.job).await {
+                        Ok(Some(status)) if status.is_terminal() => c.over = true,
                         Ok(Some(_)) => tokio::time::sleep(EVENT_POLL).await,
                         Ok(None) | Err(_) => return None,
                     }

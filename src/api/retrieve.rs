@@ -19,8 +19,16 @@ use crate::domain::WorldId;
 use crate::service::retrieval::{RawSettings, Retrieval, Settings};
 use crate::state::AppState;
 
+/// Largest `/retrieve` body: room for the longest query taken
+/// ([`crate::service::retrieval::MAX_QUERY_BYTES`]) escaped, and the settings. Bigger is 413
+/// before anything is parsed (the body is read as free-form JSON to judge its fields in order).
+pub const MAX_RETRIEVE_BODY_BYTES: usize = 4 * crate::service::retrieval::MAX_QUERY_BYTES;
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/worlds/{world_id}/retrieve", post(retrieve))
+    Router::new().route(
+        "/v1/worlds/{world_id}/retrieve",
+        post(retrieve).layer(axum::extract::DefaultBodyLimit::max(MAX_RETRIEVE_BODY_BYTES)),
+    )
 }
 
 const FIELDS: [&str; 6] = ["query", "top_k", "min_score", "mode", "neighbors", "max_context_tokens"];
@@ -182,7 +190,8 @@ impl From<Retrieval> for RetrieveResponse {
         (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key", body = ErrorBody),
-        (status = 422, description = "input_too_large or token_count_failed (the query)", body = ErrorBody),
+        (status = 413, description = "payload_too_large (a body over 256 KiB)", body = ErrorBody),
+        (status = 422, description = "input_too_large (over the model's token limit, or longer than 64 KiB) or token_count_failed", body = ErrorBody),
         (status = 429, description = "provider_rate_limited, with details.retry_after_s", body = ErrorBody),
         (status = 502, description = "provider_error", body = ErrorBody),
         (status = 503, description = "store_unavailable or vector_store_unavailable", body = ErrorBody),

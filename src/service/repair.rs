@@ -63,6 +63,8 @@ struct Inner {
     workers: EmbeddingWorkers,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// Worlds this process is reconciling for a repair request, with that request's job.
+    reconciling: std::sync::Mutex<HashMap<WorldId, JobId>>,
 }
 
 /// Cheap to clone.
@@ -86,28 +88,68 @@ impl RepairService {
                 workers,
                 tracker,
                 cancel,
+                reconciling: std::sync::Mutex::new(HashMap::new()),
             }),
         }
     }
 
-    /// Starts a `repair` job for the world and reconciles in the background.
+    fn reconciling(&self) -> std::sync::MutexGuard<'_, HashMap<WorldId, JobId>> {
+        // A map of plain values: a panic elsewhere cannot leave it half-written.
+        self.inner
+            .reconciling
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a `repair` job for the world and reconciles in the background. While this
+    /// process is still reconciling the world for an earlier request, that request's job is
+    /// the answer: a second full pass at once would find nothing the first does not, and a
+    /// client repeating the request cannot pile up passes (each reads all of the world's
+    /// manifest entries and points).
     pub async fn start(&self, world_id: WorldId) -> ServiceResult<Job> {
         let store = &self.inner.store;
         let world = store
             .get_world(world_id)
             .await?
             .ok_or(ServiceError::NotFound(Missing::World))?;
+        let under_way = self.reconciling().get(&world_id).copied();
+        if let Some(job) = under_way
+            && let Some(job) = store.get_job(job).await?
+        {
+            return Ok(job);
+        }
         let job = store
             .create_job(world.id, world.active_run, JobKind::Repair, now())
             .await?;
-        let this = self.clone();
         let job_id = job.id;
+        let earlier = {
+            let mut reconciling = self.reconciling();
+            match reconciling.get(&world_id) {
+                Some(&earlier) => Some(earlier),
+                None => {
+                    reconciling.insert(world_id, job_id);
+                    None
+                }
+            }
+        };
+        if let Some(earlier) = earlier {
+            // Another request got here first, meanwhile: its pass covers this one.
+            store
+                .transition_job(job_id, &[JobStatus::Running], JobStatus::Cancelled, now())
+                .await?;
+            return store
+                .get_job(earlier)
+                .await?
+                .ok_or(ServiceError::NotFound(Missing::Job));
+        }
+        let this = self.clone();
         self.inner.tracker.spawn(async move {
             let cancel = this.inner.cancel.clone();
             tokio::select! {
                 () = cancel.cancelled() => {}
                 () = this.run_job(world, job_id) => {}
             }
+            this.reconciling().remove(&world_id);
         });
         Ok(job)
     }

@@ -68,6 +68,10 @@ pub const MAX_NEIGHBORS: u32 = 3;
 const MIN_PREFETCH: usize = 20;
 /// Query embedding attempts when keys fail one after another (each on a fresh key).
 const EMBED_ATTEMPTS: usize = 3;
+/// Longest query taken, in UTF-8 bytes: no model here takes more than 8,192 tokens, which is
+/// about 35 kB of English. A longer one is refused (422 `input_too_large`) before it is
+/// tokenized, so a huge query costs no CPU on the runtime and no provider quota.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
 
 /// How hits are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -514,8 +518,21 @@ impl RetrievalService {
                 ),
             })?;
         let limits = provider.limits(spec);
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(ServiceError::Unprocessable {
+                kind: Unprocessable::InputTooLarge,
+                message: format!(
+                    "the query is {} bytes long; queries of at most {MAX_QUERY_BYTES} bytes are taken",
+                    query.len()
+                ),
+            });
+        }
         let texts = vec![query.to_owned()];
-        let estimate = crate::chunking::count_tokens(query);
+        // For the scheduler's token budgets only, and never above what the model takes (a
+        // query over it is refused below and must not leave the key's budget in debt).
+        let estimate = u32::try_from(query.len().div_ceil(4))
+            .unwrap_or(u32::MAX)
+            .clamp(1, limits.max_input_tokens.max(1));
         let mut last = None;
         for _ in 0..EMBED_ATTEMPTS {
             let lease = self

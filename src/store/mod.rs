@@ -148,6 +148,9 @@ pub trait JobStore: Send + Sync {
     /// Completes (or fails, when entries failed) a running job with no pending entry left.
     /// Returns the job when this call finished it.
     async fn finish_job_if_done(&self, id: JobId, now: DateTime<Utc>) -> Result<Option<Job>>;
+    /// A job's status alone (`None`: no such job): cheaper than [`JobStore::get_job`], which
+    /// also reads the job's failed chunks.
+    async fn job_status(&self, id: JobId) -> Result<Option<JobStatus>>;
     /// Running ingest and re-ingest jobs with no pending entry (at most 100): nothing is left
     /// for a worker to claim, so only a completion step ends them. Repair jobs are left out:
     /// one has nothing pending while its reconciliation runs, and finishes itself after it.

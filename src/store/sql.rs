@@ -1300,6 +1300,20 @@ macro_rules! impl_store {
                 }
             }
 
+            async fn job_status(
+                &self,
+                id: $crate::domain::JobId,
+            ) -> $crate::store::Result<Option<$crate::domain::JobStatus>> {
+                use $crate::store::sql::*;
+                let status: Option<String> = sqlx::query_scalar(JOB_STATUS)
+                    .bind(id.0)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                status
+                    .map(|s| s.parse().map_err(|reason| corrupt("jobs", reason)))
+                    .transpose()
+            }
+
             async fn running_jobs_with_nothing_pending(
                 &self,
             ) -> $crate::store::Result<Vec<$crate::domain::JobId>> {

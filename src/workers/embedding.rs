@@ -113,8 +113,8 @@ struct Shared {
     config: WorkerConfig,
     wake: Notify,
     sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
-    /// Re-ingest preparations under way ([`EmbeddingWorkers::prepare`]).
-    preparing: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Re-ingest preparations under way ([`EmbeddingWorkers::prepare`]), one per job.
+    preparing: std::sync::Mutex<HashMap<JobId, tokio::task::JoinHandle<()>>>,
     /// The app's shutdown: ends preparations that are waiting to try again.
     stop: CancellationToken,
     /// Vector writes in a row that failed for an outage (see [`EmbeddingWorkers::infra_pause`]).
@@ -160,7 +160,7 @@ impl EmbeddingWorkers {
                 config,
                 wake: Notify::new(),
                 sizers: std::sync::Mutex::new(HashMap::new()),
-                preparing: std::sync::Mutex::new(Vec::new()),
+                preparing: std::sync::Mutex::new(HashMap::new()),
                 stop,
                 outages: AtomicU32::new(0),
                 no_key_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
@@ -180,6 +180,18 @@ impl EmbeddingWorkers {
     /// until it gets through, the job leaves `queued` or the workers stop. Any other failure
     /// leaves the job queued; pausing and resuming it, or a restart, tries again.
     pub fn prepare(&self, job: JobId) {
+        let mut preparing = self
+            .shared
+            .preparing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        preparing.retain(|_, h| !h.is_finished());
+        if preparing.contains_key(&job) {
+            // One preparation per job: pausing and resuming a re-ingest again and again must
+            // not start a full chunking of the world each time. The one under way sees the
+            // job's status before each source and carries on or stops.
+            return;
+        }
         let this = self.clone();
         let handle = tokio::spawn(async move {
             let mut pause = PREPARE_RETRY_FIRST;
@@ -203,13 +215,7 @@ impl EmbeddingWorkers {
                 pause = (pause * 2).min(PREPARE_RETRY_MAX);
             }
         });
-        let mut preparing = self
-            .shared
-            .preparing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        preparing.retain(|h| !h.is_finished());
-        preparing.push(handle);
+        preparing.insert(job, handle);
     }
 
     /// Chunks every stored source the queued re-ingest `job`'s run lacks into it, one source
@@ -348,14 +354,14 @@ impl EmbeddingWorkers {
 
     /// Waits for the re-ingest preparations under way (for tests).
     pub async fn prepared(&self) {
-        let preparing: Vec<_> = std::mem::take(
+        let preparing: HashMap<_, _> = std::mem::take(
             &mut *self
                 .shared
                 .preparing
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        for handle in preparing {
+        for handle in preparing.into_values() {
             let _ = handle.await;
         }
     }

@@ -31,6 +31,15 @@ async fn readyz_reports_503_when_the_store_is_gone() {
     assert_eq!(body["status"], "unavailable");
     assert_eq!(body["store"]["ok"], false);
     assert_eq!(body["vectors"]["ok"], true);
+    // Unauthenticated: the cause (paths, hosts) is in the log, not here.
+    assert_eq!(
+        body["store"]["error"],
+        "the store cannot be reached (the server log says why)"
+    );
+    assert!(
+        !body.to_string().contains(&app.dir.path().display().to_string()),
+        "{body}"
+    );
 
     // And a request that needs the store is a structured 503, not a 500.
     let (status, body) = app.get("/v1/worlds").await;

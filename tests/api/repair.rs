@@ -333,6 +333,31 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
 }
 
 #[tokio::test]
+async fn repair_requests_made_while_one_is_under_way_get_its_job() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let path = format!("/v1/worlds/{}/repair", s.world_id());
+    let requests = (0..8).map(|_| s.app.post(&path, json!({})));
+    let answers = futures_util::future::join_all(requests).await;
+    let mut jobs: Vec<String> = answers
+        .iter()
+        .map(|(status, job)| {
+            assert_eq!(*status, StatusCode::ACCEPTED, "{job}");
+            id(job)
+        })
+        .collect();
+    jobs.sort();
+    jobs.dedup();
+    assert!(jobs.len() < 8, "passes were shared, not one per request: {jobs:?}");
+    for job in &jobs {
+        drain_until_completed(&s, job).await;
+    }
+    // Once it is over, a new request starts a new pass.
+    let again = start_repair(&s).await;
+    assert!(!jobs.contains(&id(&again)));
+}
+
+#[tokio::test]
 async fn repairing_an_unknown_world_is_404() {
     let s = setup().await;
     let (status, body) = s

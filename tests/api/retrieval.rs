@@ -958,6 +958,30 @@ async fn a_query_over_the_model_limit_is_refused_without_an_embedding_call() {
 }
 
 #[tokio::test]
+async fn a_huge_query_is_refused_before_it_is_counted_or_sent_and_a_huge_body_before_it_is_read() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let query = "isles ".repeat(11_000); // 66,000 bytes: over the 64 KiB a query may have
+    let (status, answer) = s.retrieve(json!({"query": query})).await;
+    let error = assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "input_too_large");
+    assert!(error["message"].as_str().unwrap().contains("65536"), "{answer}");
+    let stats = s.fake.stats();
+    assert_eq!(
+        (stats.embed_requests(), stats.counted.len()),
+        (0, 0),
+        "neither counted by the provider nor sent"
+    );
+    // A body bigger than any query needs is refused before it is parsed.
+    let (status, answer) = s
+        .retrieve(json!({"query": "isles", "mode": "x".repeat(300 * 1024)}))
+        .await;
+    assert_error(status, &answer, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    // Just under the query limit is still taken (and counted exactly: it might be too long).
+    let answer = s.ok(json!({"query": "isles ".repeat(300), "top_k": 1})).await;
+    assert_eq!(answer["results"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn a_query_that_cannot_be_counted_is_refused() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
