@@ -145,6 +145,7 @@ impl App {
             repair: repair.clone(),
             workers: workers.clone(),
             scheduler: scheduler.clone(),
+            shutdown: cancel.clone(),
         };
         let router_state = state.clone();
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));

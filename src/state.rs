@@ -28,4 +28,7 @@ pub struct AppState {
     pub repair: RepairService,
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
+    /// Fires when the server is told to stop: long-lived answers (event streams) end on it, so
+    /// a graceful shutdown does not wait out its timeout for them.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }

@@ -228,7 +228,8 @@ pub async fn job_events(
                     .data(event.data);
                 return Some((Ok::<_, std::convert::Infallible>(sse), c));
             }
-            if c.done {
+            if c.done || c.state.shutdown.is_cancelled() {
+                // Shutting down: the client reconnects with Last-Event-ID and misses nothing.
                 return None;
             }
             match c.state.store.job_events_after(c.job, c.last, 100).await {
@@ -243,7 +244,12 @@ pub async fn job_events(
                     // may have landed since the read above), else wait.
                     match c.state.store.job_status(c.job).await {
                         Ok(Some(status)) if status.is_terminal() => c.over = true,
-                        Ok(Some(_)) => tokio::time::sleep(EVENT_POLL).await,
+                        Ok(Some(_)) => {
+                            tokio::select! {
+                                () = tokio::time::sleep(EVENT_POLL) => {}
+                                () = c.state.shutdown.cancelled() => return None,
+                            }
+                        }
                         Ok(None) | Err(_) => return None,
                     }
                 }

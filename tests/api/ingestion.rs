@@ -897,3 +897,42 @@ async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
     let (_, job) = app.get(&path).await;
     assert_eq!(job["status"], "completed", "{job}");
 }
+
+#[tokio::test]
+async fn an_open_event_stream_ends_cleanly_when_the_server_shuts_down() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let mut app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.embedding.workers = 0;
+        // Long enough that a stream holding the shutdown up would hang the test.
+        s.server.shutdown_timeout_s = 600;
+    })
+    .await;
+    let world = google_world(&app, 24).await;
+    let (_, accepted) = app
+        .post(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            json!({"filename": "isles.md", "text": TEXT}),
+        )
+        .await;
+    // The job stays running (no workers), so its stream would go on.
+    let url = app.url(&format!("/v1/jobs/{}/events", id(&accepted["job"])));
+    let resp = app.client.get(&url).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let reader = tokio::spawn(resp.text());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Without the shutdown signal the stream holds the graceful shutdown until its timeout.
+    tokio::time::timeout(Duration::from_secs(60), app.stop())
+        .await
+        .expect("the server stopped without waiting out its 600 s shutdown timeout");
+    let body = tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("the stream ended")
+        .unwrap()
+        .expect("a complete body, not a broken connection");
+    let events = parse_sse(&body);
+    assert_eq!(events.first().map(|e| e.1.as_str()), Some("status"), "{body}");
+    assert_eq!(events[0].2["status"], "running");
+}
