@@ -30,7 +30,7 @@ impl ModelSpec {
     /// other count is of the text alone.
     pub fn max_chunk_tokens(&self) -> u32 {
         match self.provider {
-            ProviderKind::Local => self.max_input_tokens.saturating_sub(2),
+            ProviderKind::Local => self.max_input_tokens.min(super::local::MAX_CHUNK_TOKENS),
             _ => self.max_input_tokens,
         }
     }

@@ -833,7 +833,7 @@ fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
     let mut keep: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
     let mut placed: HashSet<&str> = HashSet::new();
     // Repeats, and neighbours of hits that were only repeats: not left out for want of room.
-    let mut repeated: Vec<Vec<bool>> = keep.clone();
+    let mut repeated: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
     let mut room = u64::from(budget);
     let mut hits: Vec<(usize, usize, usize)> = passages
         .iter()

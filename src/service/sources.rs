@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
-use crate::domain::{ChunkPage, Job, JobId, JobKind, JobStatus, NewSource, Source, SourceCounts, SourceId, WorldId};
+use crate::domain::{
+    ChunkPage, Job, JobId, JobKind, JobStatus, NewSource, RunStatus, Source, SourceCounts, SourceId, WorldId,
+};
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
@@ -239,10 +241,14 @@ impl SourceService {
         tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,
             jobs_finished = deletion.finished_jobs.len(), "source deleted");
         // A re-ingest whose remaining work went with the source ends through its own completion
-        // step (the switch), which the deletion leaves to it.
-        for job in self.store.list_jobs(world_id).await? {
-            if job.kind == JobKind::Reingest && job.status == JobStatus::Running {
-                self.workers.finish_job(job.id).await?;
+        // step (the switch), which the deletion leaves to it. Its jobs are only looked up while
+        // a run is being built (the job list grows with the world's history).
+        let runs = self.store.world_runs(world_id).await?;
+        if runs.iter().any(|r| r.status == RunStatus::Building) {
+            for job in self.store.list_jobs(world_id).await? {
+                if job.kind == JobKind::Reingest && job.status == JobStatus::Running {
+                    self.workers.finish_job(job.id).await?;
+                }
             }
         }
         Ok(())
