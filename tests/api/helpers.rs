@@ -37,6 +37,17 @@ pub fn test_settings(dir: &std::path::Path, store_url: &str) -> Settings {
     settings
 }
 
+/// Settings for an app on the fake Google server at `base` (key `key-a`), without background
+/// workers (tests drain the queue themselves), then `tweak`.
+pub fn on_fake_google(base: String, tweak: impl FnOnce(&mut Settings)) -> impl FnOnce(&mut Settings) {
+    move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.embedding.workers = 0;
+        tweak(s);
+    }
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

@@ -11,7 +11,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::fake_providers::{Failure, FakeGoogle};
-use crate::helpers::{TOKEN, TestApp, assert_error, parse_sse, read, spawn_app_with};
+use crate::helpers::{TOKEN, TestApp, assert_error, on_fake_google, parse_sse, read, spawn_app_with};
 
 const TEXT: &str = "# The Northern Isles\n\nQueen Maren rules the northern isles from a tower of salt. \
     Her fleet guards the straits.\n\nIn the south, the river cities trade amber and wool. \
@@ -565,14 +565,7 @@ async fn a_local_world_is_embedded_by_the_built_in_model() {
 #[tokio::test]
 async fn shutdown_is_bounded_even_with_a_stream_open() {
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let base = fake.base_url();
-    let mut app = spawn_app_with(move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.embedding.workers = 0;
-        s.server.shutdown_timeout_s = 1;
-    })
-    .await;
+    let mut app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.shutdown_timeout_s = 1)).await;
     let world = google_world(&app, 512).await;
     let accepted = add(&app, &world, "One short text.").await;
     // A running job's event stream stays open until the job ends, which it never does here.
@@ -901,15 +894,8 @@ async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
 #[tokio::test]
 async fn an_open_event_stream_ends_cleanly_when_the_server_shuts_down() {
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let base = fake.base_url();
-    let mut app = spawn_app_with(move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.embedding.workers = 0;
-        // Long enough that a stream holding the shutdown up would hang the test.
-        s.server.shutdown_timeout_s = 600;
-    })
-    .await;
+    // Long enough that a stream holding the shutdown up would hang the test.
+    let mut app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.shutdown_timeout_s = 600)).await;
     let world = google_world(&app, 24).await;
     let (_, accepted) = app
         .post(

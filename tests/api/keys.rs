@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{assert_error, spawn_app, spawn_app_with};
 
-const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="; // 32 bytes
+pub(crate) const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="; // 32 bytes
 const SECRET: &str = "AIzaSyDUMMY-secret-value-9f8e7d";
 
 fn with_master_key(s: &mut quarry::config::Settings) {

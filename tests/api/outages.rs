@@ -4,27 +4,15 @@
 
 use std::time::Duration;
 
-use quarry::config::Settings;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::fake_providers::FakeGoogle;
-use crate::helpers::{TestApp, assert_error, spawn_app_with, spawn_app_with_unreachable_vectors};
+use crate::helpers::{TestApp, assert_error, on_fake_google, spawn_app_with, spawn_app_with_unreachable_vectors};
 
 fn google_world_body(name: &str) -> Value {
     json!({"name": name, "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768}})
-}
-
-/// Settings for an app on the fake Google server at `base` (key `key-a`), without background
-/// workers, then `tweak`.
-fn on_google(base: String, tweak: impl FnOnce(&mut Settings)) -> impl FnOnce(&mut Settings) {
-    move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.embedding.workers = 0;
-        tweak(s);
-    }
 }
 
 /// Names of the worlds the API lists.
@@ -90,8 +78,8 @@ async fn with_the_vector_store_down_world_writes_are_503_and_change_nothing() {
 #[tokio::test]
 async fn with_the_store_gone_every_route_that_needs_it_is_503_store_unavailable() {
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(on_google(fake.base_url(), |s| {
-        s.security.master_key = Some(SecretString::from("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="));
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        s.security.master_key = Some(SecretString::from(crate::keys::MASTER_KEY));
     }))
     .await;
     let (status, world) = app.post("/v1/worlds", google_world_body("Aerth")).await;
@@ -174,7 +162,7 @@ async fn with_the_store_gone_every_route_that_needs_it_is_503_store_unavailable(
 async fn a_database_busy_past_its_timeout_is_503_and_a_request_past_the_servers_is_408_and_neither_writes() {
     use sqlx::ConnectOptions as _;
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(on_google(fake.base_url(), |_| {})).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
     let (status, world) = app.post("/v1/worlds", google_world_body("Aerth")).await;
     assert_eq!(status, StatusCode::CREATED, "{world}");
     let sources = format!("/v1/worlds/{}/sources", world["id"].as_str().unwrap());
@@ -197,7 +185,7 @@ async fn a_database_busy_past_its_timeout_is_503_and_a_request_past_the_servers_
     // A server whose request timeout is shorter than the wait answers 408 first; the write it
     // abandoned is rolled back.
     let app = app
-        .restart_with(on_google(fake.base_url(), |s| s.server.request_timeout_s = 1))
+        .restart_with(on_fake_google(fake.base_url(), |s| s.server.request_timeout_s = 1))
         .await;
     sqlx::query("BEGIN IMMEDIATE").execute(&mut holder).await.unwrap();
     let (status, body) = app.post("/v1/worlds", google_world_body("Late")).await;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use crate::fake_providers::{Failure, FakeGoogle};
-use crate::helpers::{TestApp, assert_error, spawn_app_with};
+use crate::helpers::{TestApp, assert_error, on_fake_google, spawn_app_with};
 
 /// One sentence per chunk at `max_tokens: 16`.
 pub const ISLES: &str = "Queen Maren rules the northern isles from a tower of salt. \
@@ -587,14 +587,7 @@ async fn the_context_keeps_within_its_token_budget_and_the_results_stay_whole() 
 #[tokio::test]
 async fn the_configured_context_budget_applies_when_the_request_names_none() {
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let base = fake.base_url();
-    let app = spawn_app_with(move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.embedding.workers = 0;
-        s.retrieval.max_context_tokens = 1;
-    })
-    .await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.retrieval.max_context_tokens = 1)).await;
     let world = create_world(&app, "Tight", false).await;
     let s = Setup { fake, app, world };
     s.ingest(&[("isles.txt", ISLES)]).await;
@@ -908,15 +901,8 @@ async fn a_hybrid_query_with_no_bm25_terms_answers_from_the_dense_side() {
 #[tokio::test]
 async fn a_query_the_provider_is_too_slow_to_embed_is_502_before_the_request_times_out() {
     let fake = FakeGoogle::start(&["key-a"]).await;
-    let base = fake.base_url();
-    let app = spawn_app_with(move |s| {
-        s.providers.google.base_url = base;
-        s.providers.google.keys = vec![SecretString::from("key-a")];
-        s.embedding.workers = 0;
-        // The provider's own timeout (60 s) is far longer than the server's.
-        s.server.request_timeout_s = 2;
-    })
-    .await;
+    // The provider's own timeout (60 s) is far longer than the server's.
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.request_timeout_s = 2)).await;
     let world = create_world(&app, "Aerth", false).await;
     let s = Setup { fake, app, world };
     s.ingest(&[("isles.txt", ISLES)]).await;

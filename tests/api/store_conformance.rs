@@ -1089,31 +1089,31 @@ async fn a_reader_tailing_job_events_misses_none_written_concurrently(store: Arc
 }
 conformance!(a_reader_tailing_job_events_misses_none_written_concurrently);
 
+/// A re-ingest of `world` on its own profiles: its new run (building) and its job (queued).
+async fn begin_reingest(store: &Arc<dyn Store>, world: &World) -> (RunId, quarry::domain::Job) {
+    let run = RunId::new();
+    let new = quarry::store::NewRun {
+        id: run,
+        world: world.id,
+        embedding: world.embedding.clone(),
+        chunking: world.chunking,
+    };
+    let job = store
+        .begin_reingest(new, JobId::new(), Utc::now().trunc_subsecs(6))
+        .await
+        .unwrap();
+    (run, job)
+}
+
 conformance!(a_reingest_switches_once_however_many_finish_it_at_once);
 async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn Store>) {
     use quarry::domain::RunStatus;
-    use quarry::store::{NewRun, ReingestStep};
+    use quarry::store::ReingestStep;
     let now = Utc::now().trunc_subsecs(6);
     let world = store.create_world(new_world("W")).await.unwrap();
     let old = world.active_run;
     // A world without sources: its re-ingest has nothing to embed and may switch at once.
-    let run = RunId::new();
-    let job = store
-        .begin_reingest(
-            NewRun {
-                id: run,
-                world: world.id,
-                embedding: world.embedding.clone(),
-                chunking: ChunkingProfile {
-                    max_tokens: 100,
-                    overlap_tokens: 0,
-                },
-            },
-            JobId::new(),
-            now,
-        )
-        .await
-        .unwrap();
+    let (run, job) = begin_reingest(&store, &world).await;
     store
         .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
         .await
@@ -1159,24 +1159,11 @@ async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn 
 
 conformance!(nothing_is_requeued_into_a_retired_run);
 async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
-    use quarry::store::{NewRun, SourceChunks};
+    use quarry::store::SourceChunks;
     let now = Utc::now().trunc_subsecs(6);
     let world = store.create_world(new_world("W")).await.unwrap();
     let (source, _) = add_source(&store, world.id, 2).await;
-    let run = RunId::new();
-    let job = store
-        .begin_reingest(
-            NewRun {
-                id: run,
-                world: world.id,
-                embedding: world.embedding.clone(),
-                chunking: world.chunking,
-            },
-            JobId::new(),
-            now,
-        )
-        .await
-        .unwrap();
+    let (run, job) = begin_reingest(&store, &world).await;
     let added = store
         .add_run_chunks(
             world.id,
