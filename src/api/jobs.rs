@@ -55,6 +55,8 @@ pub struct JobDto {
     pub status: String,
     pub run_id: Uuid,
     pub counts: JobCountsDto,
+    /// The first 100 failed chunks, by book and chunk number. `counts.failed` counts them all;
+    /// every chunk's error is also in its source's chunk listing (`last_error`).
     pub errors: Vec<JobErrorDto>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,

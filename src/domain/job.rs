@@ -98,6 +98,9 @@ pub struct JobError {
     pub message: String,
 }
 
+/// How many failed chunks a job object lists in `errors` at most.
+pub const MAX_JOB_ERRORS: u32 = 100;
+
 /// A job as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
@@ -107,6 +110,8 @@ pub struct Job {
     pub status: JobStatus,
     pub run_id: RunId,
     pub counts: JobCounts,
+    /// The first [`MAX_JOB_ERRORS`] failed chunks, by book and chunk number; `counts.failed`
+    /// has them all, and each chunk's own `last_error` is in the source's chunk listing.
     pub errors: Vec<JobError>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,

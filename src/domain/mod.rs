@@ -9,7 +9,9 @@ pub mod work;
 pub mod world;
 
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
-pub use job::{Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, ManifestState, RunStatus};
+pub use job::{
+    Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState, RunStatus,
+};
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
     Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewSource, Source, SourceCounts, SourceDeletion,

@@ -794,15 +794,16 @@ impl RetrievalService {
                 None => windows.push(window),
             }
         }
+        // One read for every window; the windows are disjoint, and the chunks come back ordered
+        // by source and chunk number, so each window is a contiguous run of them.
+        let chunks = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
         let mut seen = HashSet::new();
         let mut passages = Vec::with_capacity(windows.len());
         for (source, from, to) in windows {
-            let chunks = self
-                .store
-                .chunk_window(world.id, world.active_run, source, from, to)
-                .await?;
-            let passage: Vec<Piece> = chunks
+            let start = chunks.partition_point(|v| (v.chunk.source_id.0, v.chunk.chunk_number) < (source.0, from));
+            let passage: Vec<Piece> = chunks[start..]
                 .iter()
+                .take_while(|v| v.chunk.source_id == source && v.chunk.chunk_number <= to)
                 .filter(|view| seen.insert(view.chunk.id))
                 .map(|view| piece(view, ranks.get(&view.chunk.id).copied()))
                 .collect();

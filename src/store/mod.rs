@@ -225,14 +225,14 @@ pub trait RetrievalStore: Send + Sync {
     /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
     /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
-    /// Chunks `from..=to` of one source in `run`, in reading order.
-    async fn chunk_window(
+    /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
+    /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
+    /// chunk number. One round trip per few hundred windows, however many there are.
+    async fn chunk_windows(
         &self,
         world: WorldId,
         run: RunId,
-        source: SourceId,
-        from: u32,
-        to: u32,
+        windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkView>>;
     /// Marks embedded or failed entries of `run` pending again (no attempts spent, embedded
     /// hash cleared, `warning` recorded) under `job`, or when `None` under the newest running

@@ -126,9 +126,20 @@ pub(super) const LIST_JOBS: &str = "SELECT id, world_id, kind, status, run_id, t
      rate_limited, reused, created_at, started_at, finished_at FROM jobs WHERE world_id = $1 \
      ORDER BY created_at DESC, id";
 
+/// The first [`MAX_JOB_ERRORS`](crate::domain::MAX_JOB_ERRORS) failed entries of `$1`, `$2`
+/// being that limit.
 pub(super) const JOB_ERRORS: &str = "SELECT c.book_number, c.chunk_number, m.last_error_code, \
      m.last_error_message FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number";
+     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number LIMIT $2";
+
+/// The same for many jobs at once: `$1` the limit per job, then the job ids (see [`in_list`]),
+/// then `) e WHERE e.n <= $1 ORDER BY …` from [`LIST_JOB_ERRORS_END`].
+pub(super) const LIST_JOB_ERRORS: &str = "SELECT e.job_id, e.book_number, e.chunk_number, e.last_error_code, \
+     e.last_error_message FROM (SELECT m.job_id, c.book_number, c.chunk_number, m.last_error_code, \
+     m.last_error_message, ROW_NUMBER() OVER (PARTITION BY m.job_id ORDER BY c.book_number, c.chunk_number) AS n \
+     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.state = 'failed' AND m.job_id IN ";
+
+pub(super) const LIST_JOB_ERRORS_END: &str = ") e WHERE e.n <= $1 ORDER BY e.job_id, e.book_number, e.chunk_number";
 
 pub(super) const INSERT_KEY: &str = "INSERT INTO provider_keys (id, provider, label, origin, quota_group, \
      secret_ciphertext, secret_nonce, fingerprint, created_at, updated_at) \
@@ -294,11 +305,26 @@ macro_rules! chunk_view_columns {
 /// the caller keeps the rows of its world and run.
 pub(super) const CHUNKS_BY_POINTS: &str = concat!(chunk_view_columns!(), "WHERE m.point_id IN ");
 
-pub(super) const CHUNK_WINDOW: &str = concat!(
-    chunk_view_columns!(),
-    "WHERE c.world_id = $1 AND c.run_id = $2 AND c.source_id = $3 AND c.chunk_number BETWEEN $4 AND $5 \
-     ORDER BY c.chunk_number"
-);
+/// `$1` world, `$2` run, then one [`window_terms`] group per window. No `ORDER BY`: with one,
+/// SQLite (without statistics) walks the whole run in index order instead of looking up each
+/// window in the `(run_id, source_id, chunk_number)` index; the caller sorts.
+pub(super) const CHUNK_WINDOWS: &str = concat!(chunk_view_columns!(), "WHERE c.world_id = $1 AND ");
+
+/// `(c.run_id = $2 AND c.source_id = $k AND c.chunk_number BETWEEN $k+1 AND $k+2) OR …` for
+/// `n` windows whose parameters start at `$first`.
+pub(super) fn window_terms(first: usize, n: usize) -> String {
+    let terms: Vec<String> = (0..n)
+        .map(|i| {
+            let k = first + 3 * i;
+            format!(
+                "(c.run_id = $2 AND c.source_id = ${k} AND c.chunk_number BETWEEN ${} AND ${})",
+                k + 1,
+                k + 2
+            )
+        })
+        .collect();
+    format!("({})", terms.join(" OR "))
+}
 
 /// `$1` collection, then the hashes (see [`in_list`]).
 pub(super) const REUSABLE_ANY_WORLD: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
@@ -754,6 +780,14 @@ pub(super) struct JobRow {
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
+}
+
+/// A [`JobErrorRow`] with its job, from [`LIST_JOB_ERRORS`].
+#[derive(sqlx::FromRow)]
+pub(super) struct ListedJobErrorRow {
+    pub(super) job_id: Uuid,
+    #[sqlx(flatten)]
+    pub(super) error: JobErrorRow,
 }
 
 #[derive(sqlx::FromRow)]
@@ -1225,6 +1259,7 @@ macro_rules! impl_store {
                 let Some(row) = row else { return Ok(None) };
                 let errors: Vec<JobErrorRow> = sqlx::query_as(JOB_ERRORS)
                     .bind(id.0)
+                    .bind(wide($crate::domain::MAX_JOB_ERRORS))
                     .fetch_all(&self.pool)
                     .await?;
                 row.into_job(errors).map(Some)
@@ -1239,15 +1274,30 @@ macro_rules! impl_store {
                     .bind(world.0)
                     .fetch_all(&self.pool)
                     .await?;
-                let mut jobs = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let errors: Vec<JobErrorRow> = sqlx::query_as(JOB_ERRORS)
-                        .bind(row.id_uuid())
-                        .fetch_all(&self.pool)
-                        .await?;
-                    jobs.push(row.into_job(errors)?);
+                // The errors of every listed job, a few hundred jobs per read.
+                let mut errors: std::collections::HashMap<uuid::Uuid, Vec<JobErrorRow>> =
+                    std::collections::HashMap::new();
+                let ids: Vec<uuid::Uuid> = rows.iter().map(|r| r.id_uuid()).collect();
+                for batch in ids.chunks(500) {
+                    // Only generated `$n` placeholders are added to the constant text.
+                    let sql = sqlx::AssertSqlSafe(format!(
+                        "{LIST_JOB_ERRORS}{}{LIST_JOB_ERRORS_END}",
+                        in_list(2, batch.len())
+                    ));
+                    let mut query = sqlx::query_as::<_, ListedJobErrorRow>(sql).bind(wide($crate::domain::MAX_JOB_ERRORS));
+                    for job in batch {
+                        query = query.bind(*job);
+                    }
+                    for row in query.fetch_all(&self.pool).await? {
+                        errors.entry(row.job_id).or_default().push(row.error);
+                    }
                 }
-                Ok(jobs)
+                rows.into_iter()
+                    .map(|row| {
+                        let mine = errors.remove(&row.id_uuid()).unwrap_or_default();
+                        row.into_job(mine)
+                    })
+                    .collect()
             }
 
             async fn transition_job(
@@ -1716,24 +1766,30 @@ macro_rules! impl_store {
                 Ok(found)
             }
 
-            async fn chunk_window(
+            async fn chunk_windows(
                 &self,
                 world: $crate::domain::WorldId,
                 run: $crate::domain::RunId,
-                source: $crate::domain::SourceId,
-                from: u32,
-                to: u32,
+                windows: &[($crate::domain::SourceId, u32, u32)],
             ) -> $crate::store::Result<Vec<$crate::domain::ChunkView>> {
                 use $crate::store::sql::*;
-                let rows: Vec<ChunkViewRow> = sqlx::query_as(CHUNK_WINDOW)
-                    .bind(world.0)
-                    .bind(run.0)
-                    .bind(source.0)
-                    .bind(wide(from))
-                    .bind(wide(to))
-                    .fetch_all(&self.pool)
-                    .await?;
-                rows.into_iter().map(TryInto::try_into).collect()
+                let mut found: Vec<$crate::domain::ChunkView> = Vec::new();
+                // Bounded parameter lists, as in `chunks_by_points`.
+                for batch in windows.chunks(200) {
+                    // Only generated `$n` placeholders are added to the constant text.
+                    let sql = sqlx::AssertSqlSafe(format!("{CHUNK_WINDOWS}{}", window_terms(3, batch.len())));
+                    let mut query = sqlx::query_as::<_, ChunkViewRow>(sql).bind(world.0).bind(run.0);
+                    for (source, from, to) in batch {
+                        query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
+                    }
+                    for row in query.fetch_all(&self.pool).await? {
+                        found.push(row.try_into()?);
+                    }
+                }
+                // Windows of different batches may overlap.
+                found.sort_by_key(|v| (v.chunk.source_id.0, v.chunk.chunk_number));
+                found.dedup_by_key(|v| v.chunk.id);
+                Ok(found)
             }
 
             async fn requeue_entries(

@@ -221,6 +221,66 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
 }
 
 #[tokio::test]
+async fn a_job_lists_its_first_hundred_errors_and_counts_them_all() {
+    let (fake, app, world) = setup(16).await;
+    let text: String = (0..130)
+        .map(|i| format!("Sentence number {i} is about the keeper of the lighthouse. "))
+        .collect();
+    let first = add(&app, &world, &text).await;
+    let second = add(&app, &world, "One short text. Another short text.").await;
+    let (many, few) = (
+        first["source"]["chunks"].as_u64().unwrap(),
+        second["source"]["chunks"].as_u64().unwrap(),
+    );
+    assert!(many > 100 && few >= 1, "{first} {second}");
+    // Every chunk is over the model's limit by the provider's count, so every chunk fails.
+    for _ in 0..many + few {
+        fake.fail_next_count(Failure::Raw {
+            status: 200,
+            headers: vec![],
+            body: "{\"totalTokens\": 5000}".into(),
+        });
+    }
+    app.state.workers.drain().await.unwrap();
+
+    let first_job = id(&first["job"]);
+    let (_, job) = app.get(&format!("/v1/jobs/{first_job}")).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["counts"]["failed"], many);
+    let numbers: Vec<u64> = job["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["chunk_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..100).collect::<Vec<u64>>(), "the first hundred, in order");
+
+    // The world's job list reads the errors of all its jobs at once; each keeps its own.
+    let (status, list) = app.get(&format!("/v1/worlds/{}/jobs", id(&world))).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let listed = |job: &str| {
+        list["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["id"] == job)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(listed(&first_job)["errors"], job["errors"]);
+    let other = listed(&id(&second["job"]));
+    assert_eq!(other["counts"]["failed"], few, "{other}");
+    let errors = other["errors"].as_array().unwrap();
+    assert_eq!(errors.len() as u64, few, "{other}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e["book_number"] == 2 && e["code"] == "input_too_large"),
+        "{other}"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_key_is_a_warning_on_the_job_and_the_other_key_takes_over() {
     let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
     let base = fake.base_url();

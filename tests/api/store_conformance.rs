@@ -414,6 +414,17 @@ async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc
     );
     assert_eq!(finished.errors.len(), 1);
     assert_eq!(finished.errors[0].code, "provider_error");
+    // The world's listing reads the same errors for this job, and none for the others.
+    add_source(&store, world.id, 2).await;
+    let listed = store.list_jobs(world.id).await.unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for other in &listed {
+        if other.id == job.id {
+            assert_eq!(other.errors, finished.errors);
+        } else {
+            assert!(other.errors.is_empty(), "{other:?}");
+        }
+    }
 }
 
 conformance!(expired_leases_return_to_the_queue);
@@ -530,16 +541,33 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     );
     assert!(store.chunks_by_points(world.id, run, &[]).await.unwrap().is_empty());
 
-    let window = store.chunk_window(world.id, run, source.id, 1, 9).await.unwrap();
+    let window = store.chunk_windows(world.id, run, &[(source.id, 1, 9)]).await.unwrap();
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
     assert_eq!(numbers, [1, 2, 3]);
     assert!(
         store
-            .chunk_window(other.id, run, source.id, 0, 3)
+            .chunk_windows(other.id, run, &[(source.id, 0, 3)])
             .await
             .unwrap()
             .is_empty()
     );
+    // Several windows in one read: overlapping ones give each chunk once, in reading order, and
+    // a window of an unknown source adds nothing.
+    let windows = [
+        (source.id, 2, 3),
+        (SourceId::new(), 0, 9),
+        (source.id, 0, 0),
+        (source.id, 1, 2),
+    ];
+    let window = store.chunk_windows(world.id, run, &windows).await.unwrap();
+    let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
+    assert_eq!(numbers, [0, 1, 2, 3]);
+    assert!(store.chunk_windows(world.id, run, &[]).await.unwrap().is_empty());
+    // More windows than one statement takes (200 per read) still come back whole.
+    let many: Vec<_> = (0..450).map(|i| (source.id, i % 4, i % 4)).collect();
+    let window = store.chunk_windows(world.id, run, &many).await.unwrap();
+    let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
+    assert_eq!(numbers, [0, 1, 2, 3]);
 
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);
