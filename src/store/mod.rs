@@ -235,10 +235,19 @@ pub trait RetrievalStore: Send + Sync {
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkView>>;
     /// Marks embedded or failed entries of `run` pending again (no attempts spent, embedded
-    /// hash cleared, `warning` recorded) under `job`, or when `None` under the newest running
-    /// `repair` or `reingest` job of that world and run, created as a `repair` job when there is
-    /// none. Entries already pending are left to the job that holds them. Returns the job and
-    /// how many entries were requeued, when at least one was.
+    /// hash cleared, `warning` recorded) under a job that has not ended, so that they are worked
+    /// on and counted before it can end:
+    /// - a run being built: its re-ingest job, whatever its status (paused, its entries wait),
+    ///   so that the world switches to the run only once they are embedded again; `job` is
+    ///   ignored, and nothing is requeued when the run has no live re-ingest job;
+    /// - the active run: `job` when given and not ended, else the newest running `repair` or
+    ///   `reingest` job of that world and run, else a new running `repair` job.
+    ///
+    /// The chosen job's row is locked first, so it cannot end meanwhile; an entry that it
+    /// already counted as embedded or failed moves back to pending in its counts, not twice
+    /// into its total. Entries already pending are left to the job that holds them; a run that
+    /// is neither active nor being built gets nothing. Returns the job and how many entries
+    /// were requeued, when at least one was.
     async fn requeue_entries(
         &self,
         world: WorldId,

@@ -338,8 +338,28 @@ pub(super) const REUSABLE_IN_WORLD: &str = "SELECT c.text_sha256, m.point_id FRO
      WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
      AND m.world_id = $2 AND c.text_sha256 IN ";
 
-pub(super) const RUNNING_REPAIR_JOB: &str = "SELECT id FROM jobs WHERE world_id = $1 AND run_id = $2 \
-     AND kind IN ('repair', 'reingest') AND status = 'running' ORDER BY created_at DESC, id LIMIT 1";
+/// Locks and returns the newest running repair or re-ingest job of world `$1` and run `$2`. The
+/// status is checked again on the locked row (Postgres re-evaluates an `UPDATE`'s condition on
+/// a row changed meanwhile), so a job that ended between the choice and the lock is not taken.
+pub(super) const LOCK_RUNNING_REPAIR_JOB: &str = "UPDATE jobs SET total = total WHERE id = (SELECT id FROM jobs \
+     WHERE world_id = $1 AND run_id = $2 AND kind IN ('repair', 'reingest') AND status = 'running' \
+     ORDER BY created_at DESC, id LIMIT 1) AND status = 'running' RETURNING id";
+
+/// Locks job `$3` when it belongs to world `$1` and run `$2` and has not ended.
+pub(super) const LOCK_LIVE_JOB: &str = "UPDATE jobs SET total = total WHERE id = $3 AND world_id = $1 \
+     AND run_id = $2 AND status IN ('queued', 'running', 'paused') RETURNING id";
+
+/// Locks the re-ingest job building run `$2` of world `$1`, unless it has ended.
+pub(super) const LOCK_LIVE_REINGEST_JOB: &str = "UPDATE jobs SET total = total WHERE world_id = $1 \
+     AND run_id = $2 AND kind = 'reingest' AND status IN ('queued', 'running', 'paused') RETURNING id";
+
+/// The job and state of an entry about to be requeued (`REQUEUE_ENTRY`'s condition).
+pub(super) const REQUEUE_CANDIDATE: &str = "SELECT job_id, state FROM manifest_entries \
+     WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state <> 'pending'";
+
+/// Entries the job had counted as embedded (`$2`) or failed (`$3`) that are pending again.
+pub(super) const UNCOUNT_JOB_ENTRIES: &str = "UPDATE jobs SET embedded = CASE WHEN embedded > $2 THEN embedded - $2 ELSE 0 END, \
+     failed = CASE WHEN failed > $3 THEN failed - $3 ELSE 0 END WHERE id = $1";
 
 /// Jobs that ended keep their counts: only a live job counts an adopted entry.
 pub(super) const COUNT_ADOPTED: &str = "UPDATE jobs SET embedded = embedded + 1 \
@@ -355,11 +375,12 @@ pub(super) const LOCK_WORLD: &str = "UPDATE worlds SET updated_at = updated_at W
 pub(super) const SOURCES_MISSING_FROM_RUN: &str = "SELECT s.id, s.book_number FROM sources s WHERE s.world_id = $1 \
      AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.run_id = $2 AND c.source_id = s.id) ORDER BY s.book_number";
 
-pub(super) const JOB_HAS_PENDING: &str =
-    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending')";
+/// Whether any entry of world `$1`'s run `$2` is pending, whichever job holds it.
+pub(super) const RUN_HAS_PENDING: &str =
+    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'pending')";
 
-pub(super) const JOB_HAS_FAILED: &str =
-    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed')";
+pub(super) const RUN_HAS_FAILED: &str =
+    "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'failed')";
 
 pub(super) const SWITCH_WORLD: &str = "UPDATE worlds SET active_run_id = r.id, provider = r.provider, \
      model = r.model, dimensions = r.dimensions, max_tokens = r.max_tokens, overlap_tokens = r.overlap_tokens, \
@@ -1816,19 +1837,51 @@ macro_rules! impl_store {
                     tx.rollback().await?;
                     return Ok(None);
                 }
-                let existing: Option<uuid::Uuid> = match job {
-                    Some(job) => Some(job.0),
-                    None => {
-                        sqlx::query_scalar(RUNNING_REPAIR_JOB)
-                            .bind(world.0)
-                            .bind(run.0)
-                            .fetch_optional(&mut *tx)
-                            .await?
+                // The job the entries go to, its row locked (see the trait's documentation).
+                let existing: Option<uuid::Uuid> = if run_status.as_deref() == Some("building") {
+                    let reingest: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_LIVE_REINGEST_JOB)
+                        .bind(world.0)
+                        .bind(run.0)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if reingest.is_none() {
+                        tx.rollback().await?;
+                        return Ok(None);
+                    }
+                    reingest
+                } else {
+                    let given: Option<uuid::Uuid> = match job {
+                        Some(job) => {
+                            sqlx::query_scalar(LOCK_LIVE_JOB)
+                                .bind(world.0)
+                                .bind(run.0)
+                                .bind(job.0)
+                                .fetch_optional(&mut *tx)
+                                .await?
+                        }
+                        None => None,
+                    };
+                    match given {
+                        Some(job) => Some(job),
+                        None => {
+                            sqlx::query_scalar(LOCK_RUNNING_REPAIR_JOB)
+                                .bind(world.0)
+                                .bind(run.0)
+                                .fetch_optional(&mut *tx)
+                                .await?
+                        }
                     }
                 };
                 let job = existing.unwrap_or_else(uuid::Uuid::new_v4);
-                let mut requeued = 0u64;
+                let (mut requeued, mut added, mut own_embedded, mut own_failed) = (0u64, 0u64, 0u64, 0u64);
                 for chunk in chunks {
+                    let prior: Option<(Option<uuid::Uuid>, String)> = sqlx::query_as(REQUEUE_CANDIDATE)
+                        .bind(chunk.0)
+                        .bind(world.0)
+                        .bind(run.0)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let Some((held_by, state)) = prior else { continue };
                     let done = sqlx::query(REQUEUE_ENTRY)
                         .bind(chunk.0)
                         .bind(world.0)
@@ -1838,7 +1891,15 @@ macro_rules! impl_store {
                         .bind(now)
                         .execute(&mut *tx)
                         .await?;
-                    requeued += done.rows_affected();
+                    if done.rows_affected() == 0 {
+                        continue;
+                    }
+                    requeued += 1;
+                    match (held_by == Some(job), state.as_str()) {
+                        (true, "embedded") => own_embedded += 1,
+                        (true, _) => own_failed += 1,
+                        (false, _) => added += 1,
+                    }
                 }
                 if requeued == 0 {
                     tx.rollback().await?;
@@ -1847,9 +1908,17 @@ macro_rules! impl_store {
                 if existing.is_some() {
                     sqlx::query(ADD_JOB_TOTAL)
                         .bind(job)
-                        .bind(wide(requeued))
+                        .bind(wide(added))
                         .execute(&mut *tx)
                         .await?;
+                    if own_embedded + own_failed > 0 {
+                        sqlx::query(UNCOUNT_JOB_ENTRIES)
+                            .bind(job)
+                            .bind(wide(own_embedded))
+                            .bind(wide(own_failed))
+                            .execute(&mut *tx)
+                            .await?;
+                    }
                 } else {
                     sqlx::query(INSERT_JOB)
                         .bind(job)
@@ -2159,8 +2228,11 @@ macro_rules! impl_store {
                     tx.rollback().await?;
                     return Ok(ReingestStep::NotDone);
                 }
-                let pending: bool = sqlx::query_scalar(JOB_HAS_PENDING)
-                    .bind(job.0)
+                // Every entry of the run counts, not only the job's own: the run is what the
+                // world will serve.
+                let pending: bool = sqlx::query_scalar(RUN_HAS_PENDING)
+                    .bind(world.0)
+                    .bind(run.0)
                     .fetch_one(&mut *tx)
                     .await?;
                 if pending {
@@ -2171,8 +2243,9 @@ macro_rules! impl_store {
                     .bind(run.0)
                     .fetch_one(&mut *tx)
                     .await?;
-                let failed: bool = sqlx::query_scalar(JOB_HAS_FAILED)
-                    .bind(job.0)
+                let failed: bool = sqlx::query_scalar(RUN_HAS_FAILED)
+                    .bind(world.0)
+                    .bind(run.0)
                     .fetch_one(&mut *tx)
                     .await?;
                 if failed {

@@ -616,6 +616,117 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert_eq!(complete(&store, "r", &requeued).await, 2);
     let done = store.finish_job_if_done(repair, Utc::now()).await.unwrap().unwrap();
     assert_eq!(done.status, JobStatus::Completed);
+
+    // A job that has ended takes no more work (repair's own job, finished while the repair ran):
+    // the entry goes to a new running repair job, which counts it and will embed it.
+    let (later, n) = store
+        .requeue_entries(world.id, run, &[mine[2].chunk_id], "point_missing", Some(repair), now)
+        .await
+        .unwrap()
+        .expect("requeued");
+    assert_eq!(n, 1);
+    assert_ne!(later, repair, "not into the completed job");
+    let fresh = store.get_job(later).await.unwrap().unwrap();
+    assert_eq!(
+        (fresh.kind, fresh.status, fresh.counts.total),
+        (JobKind::Repair, JobStatus::Running, 1)
+    );
+    let ended = store.get_job(repair).await.unwrap().unwrap();
+    assert_eq!(
+        (ended.status, ended.counts.total),
+        (JobStatus::Completed, 2),
+        "untouched"
+    );
+    let mut item = claim(&store, "r", 10).await;
+    if item.first().is_some_and(|i| i.world_id == other.id) {
+        item = claim(&store, "r", 10).await;
+    }
+    assert_eq!(item.len(), 1);
+    assert_eq!(complete(&store, "r", &item).await, 1);
+    // An entry the live job had itself counted as embedded goes back to pending in its counts,
+    // not a second time into its total.
+    assert_eq!(
+        store
+            .requeue_entries(world.id, run, &[mine[2].chunk_id], "point_missing", Some(later), now)
+            .await
+            .unwrap(),
+        Some((later, 1))
+    );
+    let counts = store.get_job(later).await.unwrap().unwrap().counts;
+    assert_eq!((counts.total, counts.embedded, counts.pending), (1, 0, 1), "{counts:?}");
+}
+
+conformance!(requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switch);
+async fn requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switch(store: Arc<dyn Store>) {
+    use quarry::store::{ReingestStep, SourceChunks};
+    let now = Utc::now().trunc_subsecs(6);
+    let world = store.create_world(new_world("W")).await.unwrap();
+    let (source, _) = add_source(&store, world.id, 2).await;
+    let (run, job) = begin_reingest(&store, &world).await;
+    store
+        .add_run_chunks(
+            world.id,
+            run,
+            job.id,
+            SourceChunks {
+                source: source.id,
+                book_number: source.book_number,
+                chunks: chunks(2),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    store
+        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut built = Vec::new();
+    for _ in 0..4 {
+        let items = claim(&store, "w", 10).await;
+        if items.is_empty() {
+            break;
+        }
+        assert_eq!(complete(&store, "w", &items).await, items.len() as u64);
+        built.extend(items.into_iter().filter(|i| i.run_id == run).map(|i| i.chunk_id));
+    }
+    assert_eq!(built.len(), 2);
+    // Paused, then a repair finds one of the new run's points missing: the entry goes back to
+    // the re-ingest job, not to a repair job of its own (which could finish apart from it).
+    store
+        .transition_job(job.id, &[JobStatus::Running], JobStatus::Paused, now)
+        .await
+        .unwrap()
+        .unwrap();
+    let other_job = JobId::new();
+    assert_eq!(
+        store
+            .requeue_entries(world.id, run, &built[..1], "point_missing", Some(other_job), now)
+            .await
+            .unwrap(),
+        Some((job.id, 1))
+    );
+    let counts = store.get_job(job.id).await.unwrap().unwrap().counts;
+    assert_eq!((counts.total, counts.embedded, counts.pending), (2, 1, 1), "{counts:?}");
+    assert!(claim(&store, "w", 10).await.is_empty(), "a paused job's entries wait");
+    store
+        .transition_job(job.id, &[JobStatus::Paused], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(store.finish_reingest(job.id, now).await.unwrap(), ReingestStep::NotDone),
+        "no switch while an entry of the run is pending"
+    );
+    let items = claim(&store, "w", 10).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].job_id, job.id);
+    assert_eq!(complete(&store, "w", &items).await, 1);
+    assert!(matches!(
+        store.finish_reingest(job.id, now).await.unwrap(),
+        ReingestStep::Switched { .. }
+    ));
 }
 
 conformance!(source_text_and_chunk_pages);
