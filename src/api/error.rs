@@ -167,6 +167,11 @@ impl From<ServiceError> for ApiError {
                     "the database is unavailable",
                     err.into(),
                 ),
+                store::Error::RunChanged => ApiError::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "the world kept switching to new runs while the request was prepared; try again",
+                ),
                 store::Error::Duplicate(_) => ApiError::new(S::CONFLICT, "conflict", "the record already exists"),
                 store::Error::Corrupt { .. }
                 | store::Error::Query(_)

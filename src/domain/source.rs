@@ -26,6 +26,9 @@ pub struct Source {
 pub struct NewSource {
     pub id: SourceId,
     pub world_id: WorldId,
+    /// The run the chunks were cut for: the world's active run when it was read. Refused with
+    /// `RunChanged` when the world serves another run by the time of the write.
+    pub run: RunId,
     pub filename: String,
     pub content_type: String,
     pub text: String,

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
-    ChunkPage, Job, JobId, JobKind, JobStatus, NewSource, RunStatus, Source, SourceCounts, SourceId, WorldId,
+    ChunkPage, Job, JobId, JobKind, JobStatus, NewChunk, NewSource, RunStatus, Source, SourceCounts, SourceId, World,
+    WorldId,
 };
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
@@ -102,7 +103,7 @@ impl SourceService {
     }
 
     pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<(SourceView, Job)> {
-        let world = self
+        let mut world = self
             .store
             .get_world(world_id)
             .await?
@@ -112,7 +113,7 @@ impl SourceService {
             Some(ct) if !ct.is_empty() => ct.to_ascii_lowercase(),
             _ => guess_content_type(&filename).to_owned(),
         };
-        let text = chunking::prepare_text(&content_type, &req.text).map_err(|err| match err {
+        let mut text = chunking::prepare_text(&content_type, &req.text).map_err(|err| match err {
             ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
                 Invalid::Request,
                 "content_type",
@@ -129,6 +130,43 @@ impl SourceService {
                 "the text contains a NUL character (U+0000); send the document as text",
             ));
         }
+        let content_type = content_type.split(';').next().unwrap_or_default().trim().to_owned();
+        // Cut for the run the world serves. Should a re-ingest switch the world to another
+        // profile while this one is being split, the write is refused and the text is cut
+        // again for the new run (a switch is rare; two in a row during one upload rarer still).
+        let mut attempt = 1;
+        let (source, job) = loop {
+            let chunks;
+            (text, chunks) = self.split(&world, text).await?;
+            let new = NewSource {
+                id: SourceId::new(),
+                world_id,
+                run: world.active_run,
+                filename: filename.clone(),
+                content_type: content_type.clone(),
+                text: text.clone(),
+                now: super::worlds::now(),
+            };
+            match self.store.add_source(new, chunks, JobId::new()).await {
+                Err(crate::store::Error::RunChanged) if attempt < 3 => {
+                    attempt += 1;
+                    world = self
+                        .store
+                        .get_world(world_id)
+                        .await?
+                        .ok_or(ServiceError::NotFound(Missing::World))?;
+                }
+                other => break other?,
+            }
+        };
+        self.workers.wake();
+        let counts = self.store.source_counts(world_id, source.id).await?;
+        Ok((SourceView { source, counts }, job))
+    }
+
+    /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
+    /// checking that the provider has a usable key. Returns the text with its chunks.
+    async fn split(&self, world: &World, text: String) -> ServiceResult<(String, Vec<NewChunk>)> {
         // Chunks nobody could embed would wait forever: refused before anything is written.
         super::require_key(&self.scheduler, world.embedding.provider).await?;
         // Counted in the model's own tokens where quarry has its tokenizer.
@@ -156,24 +194,7 @@ impl SourceService {
                 "the source has no text",
             ));
         }
-        let (source, job) = self
-            .store
-            .add_source(
-                NewSource {
-                    id: SourceId::new(),
-                    world_id,
-                    filename,
-                    content_type: content_type.split(';').next().unwrap_or_default().trim().to_owned(),
-                    text,
-                    now: super::worlds::now(),
-                },
-                chunks,
-                JobId::new(),
-            )
-            .await?;
-        self.workers.wake();
-        let counts = self.store.source_counts(world_id, source.id).await?;
-        Ok((SourceView { source, counts }, job))
+        Ok((text, chunks))
     }
 
     pub async fn get(&self, world_id: WorldId, id: SourceId) -> ServiceResult<SourceView> {

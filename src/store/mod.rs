@@ -44,6 +44,10 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("preparing the database location failed: {0}")]
     Setup(String),
+    /// The world switched to another run between reading it and writing to it (a re-ingest
+    /// finished meanwhile): what was prepared for the old run is refused; prepare it again.
+    #[error("the world switched to another run meanwhile")]
+    RunChanged,
     /// Work around the store failed in a way no input explains (a panicked chunking task).
     #[error("internal error: {0}")]
     Internal(String),

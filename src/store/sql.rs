@@ -1041,6 +1041,11 @@ macro_rules! impl_store {
                     .fetch_one(&mut *tx)
                     .await?;
                 let run = $crate::domain::RunId(run_id);
+                if run != source.run {
+                    // Cut with another run's profile (a re-ingest switched the world meanwhile).
+                    tx.rollback().await?;
+                    return Err($crate::store::Error::RunChanged);
+                }
                 let sha256 = hex::encode(sha2::Sha256::digest(source.text.as_bytes()));
                 let chars = source.text.chars().count() as u64;
                 sqlx::query(INSERT_SOURCE)

@@ -184,34 +184,32 @@ mod code {
     pub const ABORTED: i32 = 10;
     pub const INTERNAL: i32 = 13;
     pub const UNAVAILABLE: i32 = 14;
+    pub const DATA_LOSS: i32 = 15;
     pub const UNAUTHENTICATED: i32 = 16;
+}
+
+/// What a gRPC status from Qdrant means for quarry. The server's own failures (`INTERNAL`,
+/// `UNKNOWN`, `DATA_LOSS`: a full disk, a failed storage write, a crashed task; the client also
+/// reports broken connections this way) are outages: retried later, never a refusal that
+/// spends an attempt or fails a request with a 500. Only a refusal of the request itself
+/// (`INVALID_ARGUMENT`, `FAILED_PRECONDITION`, …) is `Rejected`.
+fn status_error(status: i32, message: &str) -> Error {
+    match status {
+        code::UNAVAILABLE | code::DEADLINE_EXCEEDED | code::CANCELLED | code::ABORTED | code::RESOURCE_EXHAUSTED => {
+            Error::Unavailable(format!("Qdrant: {message}"))
+        }
+        code::UNAUTHENTICATED | code::PERMISSION_DENIED => {
+            Error::Unavailable(format!("Qdrant refused the credentials: {message}"))
+        }
+        code::NOT_FOUND => Error::MissingCollection(message.to_owned()),
+        code::INTERNAL | code::UNKNOWN | code::DATA_LOSS => Error::Unavailable(format!("Qdrant failed: {message}")),
+        _ => Error::Rejected(format!("Qdrant: {message}")),
+    }
 }
 
 fn client_error(e: QdrantError) -> Error {
     match e {
-        QdrantError::ResponseError { status } => {
-            let message = status.message().to_owned();
-            match status.code() as i32 {
-                code::UNAVAILABLE
-                | code::DEADLINE_EXCEEDED
-                | code::CANCELLED
-                | code::ABORTED
-                | code::RESOURCE_EXHAUSTED => Error::Unavailable(format!("Qdrant: {message}")),
-                code::UNAUTHENTICATED | code::PERMISSION_DENIED => {
-                    Error::Unavailable(format!("Qdrant refused the credentials: {message}"))
-                }
-                code::NOT_FOUND => Error::MissingCollection(message),
-                // The client reports failed connections as Internal/Unknown.
-                code::INTERNAL | code::UNKNOWN
-                    if ["connect", "transport", "connection", "broken pipe", "dns"]
-                        .iter()
-                        .any(|needle| message.to_ascii_lowercase().contains(needle)) =>
-                {
-                    Error::Unavailable(format!("Qdrant unreachable: {message}"))
-                }
-                _ => Error::Rejected(format!("Qdrant: {message}")),
-            }
-        }
+        QdrantError::ResponseError { status } => status_error(status.code() as i32, status.message()),
         QdrantError::ResourceExhaustedError {
             status,
             retry_after_seconds,
@@ -587,5 +585,42 @@ impl VectorRepo for ServerRepo {
 
     async fn close(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_failures_are_outages_and_only_refusals_are_rejections() {
+        for status in [
+            code::UNAVAILABLE,
+            code::DEADLINE_EXCEEDED,
+            code::RESOURCE_EXHAUSTED,
+            code::INTERNAL,
+            code::UNKNOWN,
+            code::DATA_LOSS,
+            code::UNAUTHENTICATED,
+        ] {
+            assert!(
+                matches!(status_error(status, "No space left on device"), Error::Unavailable(_)),
+                "{status}"
+            );
+        }
+        // INVALID_ARGUMENT (3) and FAILED_PRECONDITION (9): the request itself was refused.
+        for status in [3, 9] {
+            assert!(
+                matches!(
+                    status_error(status, "Wrong input: Vector dimension error"),
+                    Error::Rejected(_)
+                ),
+                "{status}"
+            );
+        }
+        assert!(matches!(
+            status_error(code::NOT_FOUND, "Collection `x` doesn't exist!"),
+            Error::MissingCollection(_)
+        ));
     }
 }

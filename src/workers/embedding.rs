@@ -59,6 +59,10 @@ const INFRA_RETRY: Duration = Duration::from_secs(5);
 const INFRA_RETRY_MAX: Duration = Duration::from_secs(300);
 /// Pause before entries given back for want of a usable key are tried again.
 const NO_KEY_RETRY: Duration = Duration::from_secs(30);
+/// How long chunks wait when this process cannot run the world's provider or model at all
+/// (local model files missing, the model gone from the configuration): an operator's fix, a
+/// restart or another replica that can serve it takes them; none of their attempts is spent.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(60);
 /// Pauses before a vector write that met an outage is tried again with the same vectors.
 const WRITE_RETRIES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
 /// First pause before a re-ingest preparation that met an unavailable store starts again; each
@@ -121,6 +125,8 @@ struct Shared {
     outages: AtomicU32,
     /// Jobs told (by a `no_eligible_key` warning) that no key is left to embed them.
     no_key_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
+    /// Jobs told (by a `provider_unavailable` warning) that this process cannot embed them.
+    unavailable_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
     /// When an idle worker last looked for stalled jobs ([`EmbeddingWorkers::finish_stalled`]).
     last_sweep: std::sync::Mutex<Option<std::time::Instant>>,
 }
@@ -164,6 +170,7 @@ impl EmbeddingWorkers {
                 stop,
                 outages: AtomicU32::new(0),
                 no_key_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
+                unavailable_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
                 last_sweep: std::sync::Mutex::new(None),
             }),
         }
@@ -444,29 +451,16 @@ impl EmbeddingWorkers {
         let job = items[0].job_id;
         let profile = items[0].profile.clone();
         let Some(provider) = self.shared.providers.get(profile.provider) else {
-            for item in &items {
-                self.fail(
-                    owner,
-                    item,
-                    "provider_unavailable",
-                    "no adapter is configured for this provider",
-                    true,
-                )
-                .await?;
-            }
+            let message = format!("no adapter for {} is configured in this process", profile.provider);
+            self.wait_for_provider(owner, job, &items, &message).await?;
             return Ok(0);
         };
         let Some(spec) = self.shared.registry.find(profile.provider, &profile.model).cloned() else {
-            for item in &items {
-                self.fail(
-                    owner,
-                    item,
-                    "invalid_embedding_profile",
-                    "the world's model is no longer configured",
-                    true,
-                )
-                .await?;
-            }
+            let message = format!(
+                "the world's model {} {} is not in this process's configuration",
+                profile.provider, profile.model
+            );
+            self.wait_for_provider(owner, job, &items, &message).await?;
             return Ok(0);
         };
         let limits = provider.limits(&spec);
@@ -597,6 +591,11 @@ impl EmbeddingWorkers {
                 }
             };
             sizer.grow();
+            self.shared
+                .unavailable_warned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&job);
             let points: Vec<Point> = sendable
                 .iter()
                 .zip(vectors)
@@ -663,6 +662,47 @@ impl EmbeddingWorkers {
 
     /// Marks `job` as told that no key is left (`waiting`) or as served again; returns whether
     /// the mark is new.
+    /// Gives `items` back for [`UNAVAILABLE_RETRY`] without spending an attempt, because this
+    /// process cannot run their provider or model at all (`why`); the job is told once, with a
+    /// `provider_unavailable` warning, until one of its batches is embedded again.
+    async fn wait_for_provider(
+        &self,
+        owner: &str,
+        job: JobId,
+        items: &[WorkItem],
+        why: &str,
+    ) -> crate::store::Result<()> {
+        let first = self
+            .shared
+            .unavailable_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(job);
+        if first {
+            self.warn(
+                job,
+                json!({"code": "provider_unavailable", "chunks": items.len(), "message": format!(
+                    "{why}; the chunks wait (no attempt spent) and are tried again every {} s",
+                    UNAVAILABLE_RETRY.as_secs()
+                )}),
+            )
+            .await?;
+        }
+        tracing::warn!(%job, reason = %why, "provider unavailable in this process; entries given back");
+        let ids: Vec<ChunkId> = items.iter().map(|i| i.chunk_id).collect();
+        self.shared
+            .store
+            .release_work(
+                owner,
+                job,
+                &ids,
+                Some(now() + to_chrono(UNAVAILABLE_RETRY)),
+                false,
+                now(),
+            )
+            .await
+    }
+
     fn no_key_warned(&self, job: JobId, waiting: bool) -> bool {
         let mut warned = self
             .shared
@@ -831,12 +871,7 @@ impl EmbeddingWorkers {
                 }
                 Ok(())
             }
-            ProviderError::Unavailable { message } => {
-                for item in batch {
-                    self.fail(owner, item, "provider_unavailable", &message, true).await?;
-                }
-                Ok(())
-            }
+            ProviderError::Unavailable { message } => self.wait_for_provider(owner, job, batch, &message).await,
             ProviderError::Transient { message } | ProviderError::Malformed { message } => {
                 self.warn(
                     job,

@@ -370,6 +370,7 @@ pub async fn spawn_app_with_unreachable_vectors(
             NewSource {
                 id: SourceId::new(),
                 world_id: world.id,
+                run: world.active_run,
                 filename: "a.txt".into(),
                 content_type: "text/plain".into(),
                 text: text.into(),

@@ -253,6 +253,106 @@ async fn configured_openai_compatible_models_are_listed_and_usable() {
 }
 
 #[tokio::test]
+async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from_the_configuration() {
+    let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
+    fake.add_model("nomic-embed-text", 768, false);
+    let nomic = || quarry::config::ExtraModel {
+        name: "nomic-embed-text".into(),
+        dimensions: 768,
+        max_input_tokens: 2048,
+        dimensions_adjustable: false,
+    };
+    let base = fake.base_url();
+    let app = crate::helpers::spawn_app_with(move |s| {
+        s.providers.openai.base_url = base;
+        s.providers.openai.models.push(nomic());
+        s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+        s.embedding.workers = 0;
+    })
+    .await;
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "n", "embedding": {"provider": "openai", "model": "nomic-embed-text"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let path = format!("/v1/worlds/{}", world["id"].as_str().unwrap());
+    let (status, accepted) = app
+        .post(
+            &format!("{path}/sources"),
+            serde_json::json!({"filename": "a.txt", "text": "Queen Maren rules the isles."}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let job = format!("/v1/jobs/{}", accepted["job"]["id"].as_str().unwrap());
+
+    // A process (a replica, or this one after a configuration change) without the model.
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.openai.base_url = base;
+            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+            s.embedding.workers = 0;
+        })
+        .await;
+    for _ in 0..2 {
+        app.state.workers.drain().await.unwrap();
+    }
+    let (_, waiting) = app.get(&job).await;
+    assert_eq!(waiting["status"], "running", "{waiting}");
+    assert_eq!(
+        (
+            &waiting["counts"]["pending"],
+            &waiting["counts"]["failed"],
+            &waiting["counts"]["retries"]
+        ),
+        (&serde_json::json!(1), &serde_json::json!(0), &serde_json::json!(0)),
+        "{waiting}"
+    );
+    let job_id = quarry::domain::JobId(uuid::Uuid::parse_str(accepted["job"]["id"].as_str().unwrap()).unwrap());
+    let events = app.state.store.job_events_after(job_id, 0, 100).await.unwrap();
+    let warnings: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e.kind == quarry::domain::JobEventKind::Warning)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 1, "told once: {events:?}");
+    assert_eq!(warnings[0]["code"], "provider_unavailable");
+    assert!(
+        warnings[0]["message"].as_str().unwrap().contains("nomic-embed-text"),
+        "{warnings:?}"
+    );
+    assert_eq!(fake.stats().embed_requests(), 0);
+
+    // The model is back: the chunk is embedded once its pause is over.
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.openai.base_url = base;
+            s.providers.openai.models.push(nomic());
+            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
+            s.embedding.workers = 0;
+        })
+        .await;
+    // The pause (a minute) is made to have passed, as the SQL below says.
+    {
+        use sqlx::ConnectOptions as _;
+        let options: sqlx::sqlite::SqliteConnectOptions = app.store_url().parse().unwrap();
+        let mut conn = options.connect().await.unwrap();
+        let done = sqlx::query("UPDATE manifest_entries SET lease_expires_at = NULL WHERE state = 'pending'")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+    }
+    app.state.workers.drain().await.unwrap();
+    let (_, done) = app.get(&job).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["counts"]["embedded"], 1, "{done}");
+}
+
+#[tokio::test]
 async fn a_world_whose_model_left_the_configuration_is_told_so_on_reingest_and_retrieval() {
     let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
     fake.add_model("nomic-embed-text", 768, false);

@@ -74,11 +74,13 @@ fn chunks(n: u32) -> Vec<NewChunk> {
 }
 
 async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::domain::Source, quarry::domain::Job) {
+    let run = store.get_world(world).await.unwrap().expect("the world").active_run;
     store
         .add_source(
             NewSource {
                 id: SourceId::new(),
                 world_id: world,
+                run,
                 filename: "book.md".into(),
                 content_type: "text/markdown".into(),
                 text: "héllo wörld".into(),
@@ -225,6 +227,7 @@ async fn adding_to_a_missing_world_writes_nothing(store: Arc<dyn Store>) {
             NewSource {
                 id: SourceId::new(),
                 world_id: missing,
+                run: RunId::new(),
                 filename: "a".into(),
                 content_type: "text/plain".into(),
                 text: "t".into(),
@@ -237,6 +240,35 @@ async fn adding_to_a_missing_world_writes_nothing(store: Arc<dyn Store>) {
     assert!(result.is_err());
     assert!(store.list_sources(missing).await.unwrap().is_empty());
     assert!(store.list_jobs(missing).await.unwrap().is_empty());
+}
+
+conformance!(a_source_cut_for_a_run_the_world_no_longer_serves_is_refused);
+async fn a_source_cut_for_a_run_the_world_no_longer_serves_is_refused(store: Arc<dyn Store>) {
+    let world = store.create_world(new_world("w")).await.unwrap();
+    let (old, new) = (world.active_run, RunId::new());
+    // Chunks were cut for `new` while the world still serves `old` (or the other way round
+    // after a re-ingest switched it): refused, nothing written, the book number not spent.
+    let result = store
+        .add_source(
+            NewSource {
+                id: SourceId::new(),
+                world_id: world.id,
+                run: new,
+                filename: "a".into(),
+                content_type: "text/plain".into(),
+                text: "t".into(),
+                now: Utc::now(),
+            },
+            chunks(1),
+            JobId::new(),
+        )
+        .await;
+    assert!(matches!(result, Err(quarry::store::Error::RunChanged)), "{result:?}");
+    assert!(store.list_sources(world.id).await.unwrap().is_empty());
+    assert!(store.list_jobs(world.id).await.unwrap().is_empty());
+    assert_eq!(store.get_world(world.id).await.unwrap().unwrap().active_run, old);
+    let (source, job) = add_source(&store, world.id, 1).await;
+    assert_eq!((source.book_number, job.run_id), (1, old));
 }
 
 conformance!(keys_are_counted_per_provider);

@@ -268,6 +268,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
             NewSource {
                 id: source,
                 world_id: id,
+                run: app.state.store.get_world(id).await.unwrap().unwrap().active_run,
                 filename: "book.txt".into(),
                 content_type: "text/plain".into(),
                 text,
