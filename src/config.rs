@@ -456,6 +456,34 @@ impl Settings {
                 ));
             }
         }
+        // A collection name keeps only lower-case letters, digits and `-` of the model's name:
+        // two models whose names differ only in case or punctuation would share a collection,
+        // and embedding reuse could then hand one model's vectors to the other's chunks.
+        let collection = |model: &str| {
+            crate::domain::EmbeddingProfile {
+                provider: crate::domain::ProviderKind::OpenAi,
+                model: model.to_owned(),
+                dimensions: 0,
+            }
+            .collection_name()
+        };
+        let builtin = crate::providers::registry::ModelRegistry::new(&[]);
+        let mut names: Vec<&str> = builtin
+            .all()
+            .iter()
+            .filter(|m| m.provider == crate::domain::ProviderKind::OpenAi)
+            .map(|m| m.model.as_str())
+            .collect();
+        for model in &self.providers.openai.models {
+            let name = model.name.as_str();
+            if let Some(other) = names.iter().find(|n| **n != name && collection(n) == collection(name)) {
+                return fail(format!(
+                    "providers.openai.models: `{name}` and `{other}` differ only in case or punctuation, so \
+                     their vectors would share one collection; configure only one of them"
+                ));
+            }
+            names.push(name);
+        }
         for (key, sched) in [
             ("providers.google.scheduling", &self.providers.google.scheduling),
             ("providers.openai.scheduling", &self.providers.openai.scheduling),
@@ -841,6 +869,37 @@ mod tests {
         assert_eq!(keys, ["k1", "k2", "k3"]);
         assert_eq!(s.auth.tokens.len(), 2);
         assert_eq!(s.providers.openai.models[0].name, "nomic");
+    }
+
+    #[test]
+    fn models_that_would_share_a_collection_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quarry.toml");
+        let model = |name: &str| {
+            format!("[[providers.openai.models]]\nname = \"{name}\"\ndimensions = 768\nmax_input_tokens = 2048\n")
+        };
+        for (a, b) in [("org/m.v1", "org_m_v1"), ("nomic", "Nomic")] {
+            std::fs::write(&path, format!("[auth]\ntokens = [\"t\"]\n{}{}", model(a), model(b))).unwrap();
+            let err = Settings::load_from(Some(&path), env(&[])).unwrap_err().to_string();
+            assert!(
+                err.contains("share one collection") && err.contains(a) && err.contains(b),
+                "{err}"
+            );
+        }
+        // The same name twice is one model, not a clash.
+        std::fs::write(
+            &path,
+            format!("[auth]\ntokens = [\"t\"]\n{}{}", model("nomic"), model("nomic")),
+        )
+        .unwrap();
+        assert!(Settings::load_from(Some(&path), env(&[])).is_ok());
+        std::fs::write(
+            &path,
+            format!("[auth]\ntokens = [\"t\"]\n{}", model("Text-Embedding-3-Small")),
+        )
+        .unwrap();
+        let err = Settings::load_from(Some(&path), env(&[])).unwrap_err().to_string();
+        assert!(err.contains("text-embedding-3-small"), "{err}");
     }
 
     #[test]
