@@ -241,7 +241,9 @@ impl RepairService {
             if run.status != RunStatus::Retired {
                 continue;
             }
-            let failed = jobs.iter().any(|j| j.run_id == run.id && j.status == JobStatus::Failed);
+            let failed = jobs
+                .iter()
+                .any(|j| j.run_id == run.id && j.kind == JobKind::Reingest && j.status == JobStatus::Failed);
             if failed {
                 self.inner
                     .vectors

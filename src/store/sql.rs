@@ -326,17 +326,18 @@ pub(super) fn window_terms(first: usize, n: usize) -> String {
     format!("({})", terms.join(" OR "))
 }
 
-/// `$1` collection, then the hashes (see [`in_list`]).
+/// `$1` collection, then the hashes (see [`in_list`]). Only runs served or being built: a
+/// retired run's points are being deleted (or were, by a repair that left its rows).
 pub(super) const REUSABLE_ANY_WORLD: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
      JOIN manifest_entries m ON m.chunk_id = c.id JOIN runs r ON r.id = m.run_id \
      WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
-     AND c.text_sha256 IN ";
+     AND r.status IN ('active', 'building') AND c.text_sha256 IN ";
 
 /// `$1` collection, `$2` world, then the hashes.
 pub(super) const REUSABLE_IN_WORLD: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
      JOIN manifest_entries m ON m.chunk_id = c.id JOIN runs r ON r.id = m.run_id \
      WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
-     AND m.world_id = $2 AND c.text_sha256 IN ";
+     AND r.status IN ('active', 'building') AND m.world_id = $2 AND c.text_sha256 IN ";
 
 /// Locks and returns the newest running repair or re-ingest job of world `$1` and run `$2`. The
 /// status is checked again on the locked row (Postgres re-evaluates an `UPDATE`'s condition on

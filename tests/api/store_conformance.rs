@@ -1357,7 +1357,7 @@ async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
         .unwrap();
     // Every entry of both runs is embedded (a claim takes one job's entries at a time), then the
     // re-ingest is cancelled and its run retired.
-    let (mut new_run, mut active) = (Vec::new(), Vec::new());
+    let (mut new_run, mut active, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..4 {
         let items = claim(&store, "w", 10).await;
         if items.is_empty() {
@@ -1365,6 +1365,7 @@ async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
         }
         assert_eq!(complete(&store, "w", &items).await, items.len() as u64);
         for item in items {
+            hashes.push(item.text_sha256.clone());
             match item.run_id == run {
                 true => new_run.push(item.chunk_id),
                 false => active.push(item.chunk_id),
@@ -1389,4 +1390,10 @@ async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert!(matches!(requeued, Some((_, 2))), "{requeued:?}");
+    // The retired run's entries still say embedded, but its points are on their way out: they
+    // are never offered for reuse (the active run's, pending again, have nothing to offer).
+    for scope in [Some(world.id), None] {
+        let found = store.find_reusable(&world.collection, scope, &hashes).await.unwrap();
+        assert!(found.is_empty(), "{found:?}");
+    }
 }
