@@ -221,12 +221,15 @@ pub async fn retrieve(
             return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
         }
     };
+    // An explicit `null` means "not set" (what generated clients send for an unset optional
+    // field): the default applies.
+    let setting = |name: &str| fields.get(name).filter(|v| !v.is_null());
     let settings = Settings::parse(RawSettings {
-        top_k: fields.get("top_k"),
-        min_score: fields.get("min_score"),
-        mode: fields.get("mode"),
-        neighbors: fields.get("neighbors"),
-        max_context_tokens: fields.get("max_context_tokens"),
+        top_k: setting("top_k"),
+        min_score: setting("min_score"),
+        mode: setting("mode"),
+        neighbors: setting("neighbors"),
+        max_context_tokens: setting("max_context_tokens"),
     })?;
     let answer = state.retrieval.retrieve(WorldId(world_id), query, settings).await?;
     Ok(axum::Json(answer.into()))

@@ -44,6 +44,20 @@ pub struct AddSourceRequest {
     pub content_type: Option<String>,
 }
 
+/// The `multipart/form-data` form of a source upload.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // Read part by part in `read_upload`; here for the OpenAPI document.
+pub struct AddSourceUpload {
+    /// The document as UTF-8 text. Its part's filename and content type name the source unless
+    /// the fields below are sent.
+    #[schema(value_type = String, format = Binary, content_media_type = "application/octet-stream")]
+    pub file: Vec<u8>,
+    /// Overrides the `file` part's filename.
+    pub filename: Option<String>,
+    /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`.
+    pub content_type: Option<String>,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SourceDto {
     pub id: Uuid,
@@ -96,7 +110,7 @@ pub struct SourceList {
 /// with the ingest job (202).
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources", tag = "sources",
     params(("world_id" = Uuid, Path)),
-    request_body(content((AddSourceRequest = "application/json"), (Object = "multipart/form-data"))),
+    request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
     responses((status = 202, body = SourceAccepted),
         (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
@@ -137,6 +151,9 @@ pub async fn add_source(
     ))
 }
 
+/// Reads a multipart upload: one `file` part, and optionally `filename` and `content_type`
+/// text parts that override the file part's own. Any other part, or a second one of a kind, is
+/// refused as JSON bodies refuse unknown or repeated fields.
 async fn read_upload(mut multipart: Multipart) -> Result<AddSource, ApiError> {
     let too_large = |err: axum::extract::multipart::MultipartError| {
         if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -149,28 +166,70 @@ async fn read_upload(mut multipart: Multipart) -> Result<AddSource, ApiError> {
             ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text()))
         }
     };
+    let field_error = |field: &str, message: String| {
+        ApiError::invalid_request(message).with_details(serde_json::json!({"field": field}))
+    };
+    let (mut file, mut filename, mut content_type) = (None, None, None);
     while let Some(field) = multipart.next_field().await.map_err(too_large)? {
-        if field.name() != Some("file") {
-            continue;
+        let name = field.name().unwrap_or_default().to_owned();
+        let repeated = || field_error(&name, format!("the upload has more than one `{name}` part"));
+        match name.as_str() {
+            "file" => {
+                if file.is_some() {
+                    return Err(repeated());
+                }
+                let part_name = field.file_name().map(str::to_owned);
+                let part_type = field
+                    .content_type()
+                    .map(str::to_owned)
+                    .filter(|ct| ct != "application/octet-stream");
+                let bytes = field.bytes().await.map_err(too_large)?;
+                let text = String::from_utf8(bytes.to_vec())
+                    .map_err(|_| field_error("file", "the uploaded file is not valid UTF-8 text".into()))?;
+                file = Some((part_name, part_type, text));
+            }
+            "filename" | "content_type" => {
+                let slot = if name == "filename" {
+                    &mut filename
+                } else {
+                    &mut content_type
+                };
+                if slot.is_some() {
+                    return Err(repeated());
+                }
+                let value = field.text().await.map_err(too_large)?;
+                *slot = Some(value);
+            }
+            _ => {
+                return Err(field_error(
+                    &name,
+                    format!("unknown part `{name}` (expected `file`, and optionally `filename` and `content_type`)"),
+                ));
+            }
         }
-        let filename = field.file_name().unwrap_or("upload.txt").to_owned();
-        let content_type = field
-            .content_type()
-            .map(str::to_owned)
-            .filter(|ct| ct != "application/octet-stream");
-        let bytes = field.bytes().await.map_err(too_large)?;
-        let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
-            ApiError::invalid_request("the uploaded file is not valid UTF-8 text")
-                .with_details(serde_json::json!({"field": "file"}))
-        })?;
-        return Ok(AddSource {
-            filename,
-            content_type,
-            text,
-        });
     }
-    Err(ApiError::invalid_request("multipart upload has no `file` field")
-        .with_details(serde_json::json!({"field": "file"})))
+    let Some((part_name, part_type, text)) = file else {
+        return Err(field_error("file", "multipart upload has no `file` field".into()));
+    };
+    let content_type = content_type.or(part_type);
+    // A file part sent without a name is named after its content type, so that the name does
+    // not contradict how the text is read.
+    let filename = filename.or(part_name).unwrap_or_else(|| {
+        let extension = match content_type
+            .as_deref()
+            .map(|ct| ct.split(';').next().unwrap_or_default().trim())
+        {
+            Some("text/html") => "html",
+            Some("text/markdown") => "md",
+            _ => "txt",
+        };
+        format!("upload.{extension}")
+    });
+    Ok(AddSource {
+        filename,
+        content_type,
+        text,
+    })
 }
 
 /// Sources of a world, by book number, with chunk state counts.

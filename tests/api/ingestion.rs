@@ -476,6 +476,81 @@ async fn multipart_uploads_and_html_are_accepted() {
 }
 
 #[tokio::test]
+async fn multipart_fields_override_the_part_and_unknown_or_repeated_parts_are_refused() {
+    let (_fake, app, world) = setup(512).await;
+    let path = format!("/v1/worlds/{}/sources", id(&world));
+    let send = |form: reqwest::multipart::Form| {
+        let request = app.client.post(app.url(&path)).bearer_auth(TOKEN).multipart(form);
+        async move { read(request.send().await.unwrap()).await }
+    };
+    let file = |name: Option<&str>, mime: Option<&str>, text: &str| {
+        let mut part = reqwest::multipart::Part::bytes(text.as_bytes().to_vec());
+        if let Some(name) = name {
+            part = part.file_name(name.to_owned());
+        }
+        if let Some(mime) = mime {
+            part = part.mime_str(mime).unwrap();
+        }
+        part
+    };
+    // `filename` and `content_type` fields win over the part's own.
+    let (status, accepted) = send(
+        reqwest::multipart::Form::new()
+            .part("file", file(Some("x.bin"), None, "# Isles\n\nSalt and amber."))
+            .text("filename", "isles.md")
+            .text("content_type", "text/markdown"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    assert_eq!(
+        (&accepted["source"]["filename"], &accepted["source"]["content_type"]),
+        (&json!("isles.md"), &json!("text/markdown"))
+    );
+    // A part without a filename is named after its content type.
+    let (status, accepted) =
+        send(reqwest::multipart::Form::new().part("file", file(None, Some("text/html"), "<p>Salt &amp; amber.</p>")))
+            .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    assert_eq!(
+        (&accepted["source"]["filename"], &accepted["source"]["content_type"]),
+        (&json!("upload.html"), &json!("text/html"))
+    );
+    // Unknown and repeated parts are refused like unknown and repeated JSON fields.
+    for (form, field) in [
+        (
+            reqwest::multipart::Form::new()
+                .part("file", file(Some("a.txt"), None, "One."))
+                .text("foo", "bar"),
+            "foo",
+        ),
+        (
+            reqwest::multipart::Form::new()
+                .part("file", file(Some("a.txt"), None, "One."))
+                .part("file", file(Some("b.txt"), None, "Two.")),
+            "file",
+        ),
+        (
+            reqwest::multipart::Form::new()
+                .text("filename", "a.txt")
+                .text("filename", "b.txt")
+                .part("file", file(Some("a.txt"), None, "One.")),
+            "filename",
+        ),
+        (reqwest::multipart::Form::new().text("filename", "a.txt"), "file"),
+    ] {
+        let (status, body) = send(form).await;
+        let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(error["details"]["field"], field, "{body}");
+    }
+    let (_, sources) = app.get(&path).await;
+    assert_eq!(
+        sources["sources"].as_array().unwrap().len(),
+        2,
+        "the refusals stored nothing"
+    );
+}
+
+#[tokio::test]
 async fn background_workers_finish_several_sources_end_to_end() {
     let fake = FakeGoogle::start(&["key-a"]).await;
     let app = app_with_google(&fake, 2).await;

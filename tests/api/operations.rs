@@ -169,6 +169,24 @@ async fn served_openapi_matches_the_committed_document() {
         );
     }
     assert!(served["components"]["schemas"].get("ErrorBody").is_some());
+    // Every response is described (OpenAPI requires it; generators refuse documents without).
+    for (path, item) in served["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (code, response) in operation["responses"].as_object().unwrap() {
+                let description = response["description"].as_str().unwrap_or_default();
+                assert!(
+                    !description.trim().is_empty(),
+                    "{method} {path} {code} has no description"
+                );
+            }
+        }
+    }
+    // The upload form names its file part, so that generated clients can send one.
+    let upload = &served["paths"]["/v1/worlds/{world_id}/sources"]["post"]["requestBody"]["content"]["multipart/form-data"]
+        ["schema"]["$ref"];
+    assert_eq!(upload, "#/components/schemas/AddSourceUpload");
+    let file = &served["components"]["schemas"]["AddSourceUpload"]["properties"]["file"];
+    assert_eq!(file["format"], "binary", "{file}");
     assert_eq!(served["openapi"].as_str().map(|v| v.starts_with("3.1")), Some(true));
 }
 

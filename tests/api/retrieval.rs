@@ -186,14 +186,12 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
         (json!({"query": "q", "top_k": -1}), "top_k"),
         (json!({"query": "q", "top_k": true}), "top_k"),
         (json!({"query": "q", "top_k": "8"}), "top_k"),
-        (json!({"query": "q", "top_k": null}), "top_k"),
         (json!({"query": "q", "top_k": 2.5}), "top_k"),
         (json!({"query": "q", "top_k": 1001}), "top_k"),
         (json!({"query": "q", "min_score": 1.5}), "min_score"),
         (json!({"query": "q", "min_score": -0.1}), "min_score"),
         (json!({"query": "q", "min_score": false}), "min_score"),
         (json!({"query": "q", "min_score": "0.3"}), "min_score"),
-        (json!({"query": "q", "min_score": null}), "min_score"),
         (json!({"query": "q", "mode": "sparse"}), "mode"),
         (json!({"query": "q", "neighbors": 4}), "neighbors"),
         (json!({"query": "q", "neighbors": true}), "neighbors"),
@@ -224,10 +222,32 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
     }
     let (status, answer) = s.app.post(&unknown, json!(["query"])).await;
     assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
-    // Valid settings on an unknown world: 404.
-    let (status, answer) = s.app.post(&unknown, json!({"query": "q", "top_k": 3})).await;
-    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    // Valid settings on an unknown world: 404. An explicit null is "not set" (what generated
+    // clients send for an unset optional field), so it passes validation too.
+    for body in [
+        json!({"query": "q", "top_k": 3}),
+        json!({"query": "q", "top_k": null, "min_score": null, "mode": null, "neighbors": null,
+               "max_context_tokens": null}),
+    ] {
+        let (status, answer) = s.app.post(&unknown, body).await;
+        assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    }
     assert_eq!(s.fake.stats().requests, 0, "nothing reached the provider");
+}
+
+#[tokio::test]
+async fn null_settings_take_their_defaults() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (status, answer) = s
+        .retrieve(
+            json!({"query": "who keeps the lighthouse", "top_k": null, "min_score": null,
+                         "mode": null, "neighbors": null, "max_context_tokens": null}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["requested_top_k"], 8, "{answer}");
+    assert!(!answer["results"].as_array().unwrap().is_empty(), "{answer}");
 }
 
 #[tokio::test]
