@@ -201,6 +201,11 @@ pub trait WorkStore: Send + Sync {
         rate_limited: bool,
         now: DateTime<Utc>,
     ) -> Result<()>;
+    /// Gives back every entry `owner` still holds, due at once (a worker stopping: another
+    /// process, or this one after a restart, takes them without waiting for the lease to run
+    /// out). Entries given back with a "not before" time are not held, so they keep it.
+    /// Returns how many were given back.
+    async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64>;
     /// Records a failed attempt. With `max_attempts` reached (or `permanent`), the entry is
     /// `failed` and counted on the job; otherwise it returns to pending from `retry_at`.
     /// Returns whether the entry is now failed.

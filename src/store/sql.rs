@@ -238,6 +238,9 @@ pub(super) const COUNT_EMBEDDED: &str = "UPDATE jobs SET embedded = embedded + $
 pub(super) const RELEASE_ENTRY: &str = "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = $3, \
      updated_at = $4 WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending'";
 
+pub(super) const RELEASE_OWNER: &str = "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, \
+     updated_at = $2 WHERE lease_owner = $1 AND state = 'pending'";
+
 pub(super) const COUNT_RATE_LIMITED: &str = "UPDATE jobs SET rate_limited = rate_limited + $2 WHERE id = $1";
 
 pub(super) const FAIL_ENTRY: &str = "UPDATE manifest_entries SET attempts = attempts + 1, \
@@ -1550,6 +1553,12 @@ macro_rules! impl_store {
                 }
                 tx.commit().await?;
                 Ok(())
+            }
+
+            async fn release_owner(&self, owner: &str, now: chrono::DateTime<chrono::Utc>) -> $crate::store::Result<u64> {
+                use $crate::store::sql::*;
+                let done = sqlx::query(RELEASE_OWNER).bind(owner).bind(now).execute(&self.pool).await?;
+                Ok(done.rows_affected())
             }
 
             async fn fail_work(

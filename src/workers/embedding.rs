@@ -280,8 +280,20 @@ impl EmbeddingWorkers {
         }
     }
 
-    /// One worker's loop.
+    /// One worker's loop. When `cancel` fires, the step under way is dropped and the entries
+    /// it held are given back at once.
     pub async fn run(self, owner: String, cancel: CancellationToken) {
+        self.work(&owner, &cancel).await;
+        match self.shared.store.release_owner(&owner, now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(%owner, entries = n, "worker stopped; its claimed entries were given back"),
+            Err(err) => {
+                tracing::warn!(%owner, error = %err, "giving back claimed entries failed; their leases run out instead")
+            }
+        }
+    }
+
+    async fn work(&self, owner: &str, cancel: &CancellationToken) {
         loop {
             if cancel.is_cancelled() {
                 return;
@@ -291,7 +303,7 @@ impl EmbeddingWorkers {
             notified.as_mut().enable();
             let step = tokio::select! {
                 () = cancel.cancelled() => return,
-                step = self.run_once(&owner) => step,
+                step = self.run_once(owner) => step,
             };
             match step {
                 Ok(step) if step.claimed > 0 => continue,
@@ -509,6 +521,14 @@ impl EmbeddingWorkers {
                     return Ok(embedded);
                 }
             };
+            // Taking a key may have waited out a rate limit: a job paused or cancelled meanwhile
+            // sends nothing more (its entries go back; a paused job's wait for its resume).
+            if store.job_status(job).await? != Some(JobStatus::Running) {
+                lease.finish(Outcome::Unused).await;
+                let rest: Vec<ChunkId> = batch.iter().chain(queue.iter()).map(|i| i.chunk_id).collect();
+                store.release_work(owner, job, &rest, None, false, now()).await?;
+                return Ok(embedded);
+            }
             let texts: Vec<String> = batch.iter().map(|i| i.chunk_text.clone()).collect();
 
             // Exact token check before dispatch.

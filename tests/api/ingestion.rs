@@ -551,6 +551,95 @@ async fn multipart_fields_override_the_part_and_unknown_or_repeated_parts_are_re
 }
 
 #[tokio::test]
+async fn a_job_paused_while_its_batch_waits_for_a_key_sends_nothing() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let base = fake.base_url();
+    let app = spawn_app_with(move |s| {
+        s.providers.google.base_url = base;
+        s.providers.google.keys = vec![SecretString::from("key-a")];
+        s.providers.google.scheduling.acquire_timeout_s = 5;
+        s.embedding.workers = 0;
+    })
+    .await;
+    let world = google_world(&app, 512).await;
+    // The first job's call is rate limited: the only key cools down for a second.
+    add(&app, &world, "One short text.").await;
+    fake.fail_next(Failure::RateLimited(Duration::from_secs(1)));
+    app.state.workers.run_once("w").await.unwrap();
+    let calls = fake.stats().embed_requests();
+    assert_eq!(calls, 1);
+    // The second job's batch is claimed and waits for the key; the job is paused meanwhile.
+    let second = add(&app, &world, "Another short text.").await;
+    let workers = app.state.workers.clone();
+    let step = tokio::spawn(async move { workers.run_once("w").await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let job = format!("/v1/jobs/{}", id(&second["job"]));
+    let (status, paused) = app.post(&format!("{job}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    let step = step.await.unwrap().unwrap();
+    assert_eq!((step.claimed, step.embedded), (1, 0), "{step:?}");
+    assert_eq!(
+        fake.stats().embed_requests(),
+        calls,
+        "nothing was sent for the paused job"
+    );
+    let (_, got) = app.get(&job).await;
+    assert_eq!(
+        (
+            &got["status"],
+            &got["counts"]["pending"],
+            &got["counts"]["rate_limited"]
+        ),
+        (&json!("paused"), &json!(1), &json!(0)),
+        "{got}"
+    );
+    // Resumed, it is embedded as usual.
+    let (status, _) = app.post(&format!("{job}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    app.state.workers.drain().await.unwrap();
+    let (_, got) = app.get(&job).await;
+    assert_eq!(got["status"], "completed", "{got}");
+}
+
+#[tokio::test]
+async fn a_stopping_worker_gives_its_claimed_chunks_back_at_once() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    fake.set_latency(Duration::from_secs(30));
+    let app = app_with_google(&fake, 1).await;
+    let world = google_world(&app, 512).await;
+    let accepted = add(&app, &world, "One short text. And a second sentence.").await;
+    // The worker has claimed the chunk and is waiting on the provider.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fake.stats().requests == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never called the provider"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A graceful stop; the next process finds the chunk free to claim, not leased for minutes.
+    let base = fake.base_url();
+    let app = app
+        .restart_with(move |s| {
+            s.providers.google.base_url = base;
+            s.providers.google.keys = vec![SecretString::from("key-a")];
+            s.embedding.workers = 0;
+        })
+        .await;
+    let now = chrono::Utc::now();
+    let items = app
+        .state
+        .store
+        .claim_work("next", 10, now + chrono::Duration::minutes(2), now)
+        .await
+        .unwrap();
+    assert_eq!(items.len(), 1, "the chunk was given back");
+    assert_eq!(items[0].job_id.0.to_string(), id(&accepted["job"]));
+    assert_eq!(items[0].attempts, 0, "no attempt spent");
+}
+
+#[tokio::test]
 async fn background_workers_finish_several_sources_end_to_end() {
     let fake = FakeGoogle::start(&["key-a"]).await;
     let app = app_with_google(&fake, 2).await;
