@@ -74,6 +74,12 @@ impl App {
             tracing::warn!(
                 "authentication is DISABLED (auth.disabled = true): anyone who can reach the port can use /v1"
             );
+            if !settings.auth.tokens.is_empty() {
+                tracing::warn!(
+                    tokens = settings.auth.tokens.len(),
+                    "auth.tokens are set but IGNORED because auth.disabled = true; remove auth.disabled to require them"
+                );
+            }
         }
         let store = store::connect(settings.store.url.expose_secret()).await?;
         let vectors = open_vectors(&settings)?;
@@ -146,6 +152,7 @@ impl App {
             workers: workers.clone(),
             scheduler: scheduler.clone(),
             shutdown: cancel.clone(),
+            max_body_bytes: settings.server.max_body_bytes,
         };
         let router_state = state.clone();
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));

@@ -31,4 +31,6 @@ pub struct AppState {
     /// Fires when the server is told to stop: long-lived answers (event streams) end on it, so
     /// a graceful shutdown does not wait out its timeout for them.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// `server.max_body_bytes`, for the 413s handlers give themselves (multipart uploads).
+    pub max_body_bytes: usize,
 }

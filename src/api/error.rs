@@ -140,7 +140,8 @@ impl From<ServiceError> for ApiError {
                     Unprocessable::InputTooLarge => "input_too_large",
                     Unprocessable::TokenCountFailed => "token_count_failed",
                 };
-                ApiError::new(S::UNPROCESSABLE_ENTITY, code, message)
+                // Only a query is judged this way (sources are chunked to fit).
+                ApiError::new(S::UNPROCESSABLE_ENTITY, code, message).with_details(json!({ "field": "query" }))
             }
             ServiceError::RateLimited { retry_after } => {
                 let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;

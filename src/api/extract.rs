@@ -47,6 +47,13 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
                 Some(inner) => inner.to_string(),
                 None => err.body_text(),
             };
+            // serde names the Rust type it expected ("expected struct CreateWorldRequest"):
+            // what the client needs to hear is that the body is not an object.
+            let message = if message.contains("expected struct ") {
+                "the body must be a JSON object".to_owned()
+            } else {
+                message
+            };
             let api = ApiError::invalid_request(format!("invalid request body: {message}"));
             match field {
                 Some(field) => api.with_details(json!({ "field": field })),

@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiPath;
-use crate::domain::{Job, JobId, WorldId};
+use super::extract::{ApiPath, ApiQuery};
+use crate::domain::{Job, JobId, JobStatus, WorldId};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -114,18 +114,50 @@ pub async fn get_job(
     Ok(axum::Json(state.jobs.get(JobId(id)).await?.into()))
 }
 
-/// Jobs of a world, newest first.
-#[utoipa::path(get, path = "/v1/worlds/{world_id}/jobs", tag = "jobs", params(("world_id" = Uuid, Path)),
-    responses((status = 200, body = JobList), (status = 401, body = ErrorBody),
+/// Jobs of a world, newest first; `status` keeps those with one of the given statuses.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/jobs", tag = "jobs",
+    params(("world_id" = Uuid, Path),
+        ("status" = Option<String>, Query,
+            description = "only jobs with one of these statuses, comma-separated (`queued`, `running`, `paused`, `cancelled`, `completed`, `failed`)")),
+    responses((status = 200, body = JobList),
+        (status = 400, description = "invalid_request (`details.field`: `status` or an unknown parameter)", body = ErrorBody),
+        (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_jobs(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<std::collections::BTreeMap<String, String>>,
 ) -> Result<axum::Json<JobList>, ApiError> {
+    if let Some(unknown) = query.keys().find(|k| *k != "status") {
+        return Err(
+            ApiError::invalid_request(format!("unknown query parameter `{unknown}` (use status)"))
+                .with_details(serde_json::json!({ "field": unknown })),
+        );
+    }
+    let wanted: Option<Vec<JobStatus>> = match query.get("status") {
+        None => None,
+        Some(list) => {
+            let mut wanted = Vec::new();
+            for name in list.split(',').map(str::trim) {
+                let Ok(status) = name.parse::<JobStatus>() else {
+                    return Err(ApiError::invalid_request(format!(
+                        "unknown job status `{name}` (use queued, running, paused, cancelled, completed or failed)"
+                    ))
+                    .with_details(serde_json::json!({ "field": "status" })));
+                };
+                wanted.push(status);
+            }
+            Some(wanted)
+        }
+    };
     let jobs = state.jobs.list(WorldId(id)).await?;
     Ok(axum::Json(JobList {
-        jobs: jobs.into_iter().map(Into::into).collect(),
+        jobs: jobs
+            .into_iter()
+            .filter(|j| wanted.as_ref().is_none_or(|w| w.contains(&j.status)))
+            .map(Into::into)
+            .collect(),
     }))
 }
 

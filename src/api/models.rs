@@ -31,6 +31,9 @@ pub struct ModelDto {
     pub allowed_dimensions: DimensionRange,
     /// Exact per-input limit in the provider's own tokens.
     pub max_input_tokens: u32,
+    /// Largest `chunking.max_tokens` a world on this model accepts: `max_input_tokens`, less
+    /// what the model adds to every input (the local model's `[CLS]` and `[SEP]`).
+    pub max_chunk_tokens: u32,
     /// How queries are marked for the provider (`null`: symmetric model).
     pub query_mode: Option<String>,
     /// How documents are marked for the provider (`null`: symmetric model).
@@ -53,6 +56,7 @@ impl From<&ModelSpec> for ModelDto {
                 max: m.max_dimensions,
             },
             max_input_tokens: m.max_input_tokens,
+            max_chunk_tokens: m.max_chunk_tokens(),
             query_mode: m.query_mode.map(str::to_owned),
             document_mode: m.document_mode.map(str::to_owned),
         }

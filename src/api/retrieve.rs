@@ -31,7 +31,20 @@ pub fn router() -> Router<AppState> {
     )
 }
 
-const FIELDS: [&str; 6] = ["query", "top_k", "min_score", "mode", "neighbors", "max_context_tokens"];
+/// The body as read: each field free-form, so that the retrieval code judges the settings
+/// (a boolean where a number goes is `invalid_retrieval_settings`, not a type error). Unknown
+/// and repeated fields are refused as everywhere; an explicit `null` reads as absent (what
+/// generated clients send for an unset optional field), so the default applies.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRequest {
+    query: Option<Value>,
+    top_k: Option<Value>,
+    min_score: Option<Value>,
+    mode: Option<Value>,
+    neighbors: Option<Value>,
+    max_context_tokens: Option<Value>,
+}
 
 /// A retrieval request.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -200,19 +213,16 @@ impl From<Retrieval> for RetrieveResponse {
 pub async fn retrieve(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<Uuid>,
-    ApiJson(body): ApiJson<Value>,
+    body: Result<ApiJson<RawRequest>, ApiError>,
 ) -> Result<axum::Json<RetrieveResponse>, ApiError> {
-    let Value::Object(fields) = &body else {
-        return Err(ApiError::invalid_request("the body must be a JSON object"));
+    let body = match body {
+        Ok(ApiJson(body)) => body,
+        Err(err) if err.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+            return Err(ApiError::payload_too_large(MAX_RETRIEVE_BODY_BYTES));
+        }
+        Err(err) => return Err(err),
     };
-    if let Some(unknown) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid_request(format!(
-            "unknown field `{unknown}`, expected one of {}",
-            FIELDS.join(", ")
-        ))
-        .with_details(json!({ "field": unknown })));
-    }
-    let query = match fields.get("query") {
+    let query = match &body.query {
         Some(Value::String(q)) => q.as_str(),
         Some(_) => {
             return Err(ApiError::invalid_request("query must be a string").with_details(json!({ "field": "query" })));
@@ -221,15 +231,12 @@ pub async fn retrieve(
             return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
         }
     };
-    // An explicit `null` means "not set" (what generated clients send for an unset optional
-    // field): the default applies.
-    let setting = |name: &str| fields.get(name).filter(|v| !v.is_null());
     let settings = Settings::parse(RawSettings {
-        top_k: setting("top_k"),
-        min_score: setting("min_score"),
-        mode: setting("mode"),
-        neighbors: setting("neighbors"),
-        max_context_tokens: setting("max_context_tokens"),
+        top_k: body.top_k.as_ref(),
+        min_score: body.min_score.as_ref(),
+        mode: body.mode.as_ref(),
+        neighbors: body.neighbors.as_ref(),
+        max_context_tokens: body.max_context_tokens.as_ref(),
     })?;
     let answer = state.retrieval.retrieve(WorldId(world_id), query, settings).await?;
     Ok(axum::Json(answer.into()))

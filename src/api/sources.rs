@@ -132,7 +132,7 @@ pub async fn add_source(
         let multipart = Multipart::from_request(req, &state)
             .await
             .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
-        read_upload(multipart).await?
+        read_upload(multipart, state.max_body_bytes).await?
     } else {
         let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, &state).await?;
         AddSource {
@@ -154,14 +154,10 @@ pub async fn add_source(
 /// Reads a multipart upload: one `file` part, and optionally `filename` and `content_type`
 /// text parts that override the file part's own. Any other part, or a second one of a kind, is
 /// refused as JSON bodies refuse unknown or repeated fields.
-async fn read_upload(mut multipart: Multipart) -> Result<AddSource, ApiError> {
+async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource, ApiError> {
     let too_large = |err: axum::extract::multipart::MultipartError| {
         if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "request body is too large",
-            )
+            ApiError::payload_too_large(limit)
         } else {
             ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text()))
         }

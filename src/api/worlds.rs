@@ -221,15 +221,21 @@ pub async fn update_world(
     ApiPath(world_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<UpdateWorldRequest>,
 ) -> Result<axum::Json<WorldDto>, ApiError> {
-    if req.embedding.is_some() || req.chunking.is_some() || req.hybrid.is_some() {
+    let locked = [
+        ("embedding", req.embedding.is_some()),
+        ("chunking", req.chunking.is_some()),
+        ("hybrid", req.hybrid.is_some()),
+    ];
+    if let Some((field, _)) = locked.iter().find(|(_, sent)| *sent) {
         // A conflict with the world's state needs a world: a missing one is 404 first.
         state.worlds.get(WorldId(world_id)).await?;
-        return Err(ServiceError::conflict(
+        let err: ApiError = ServiceError::conflict(
             Conflict::ProfileLocked,
             "a world's embedding profile, chunking and hybrid flag are locked; \
              use POST /v1/worlds/{world_id}/reingest to rebuild it with new ones",
         )
-        .into());
+        .into();
+        return Err(err.with_details(serde_json::json!({ "field": field })));
     }
     let Some(name) = req.name else {
         return Err(ApiError::invalid_request("nothing to update: send {\"name\": \"...\"}")

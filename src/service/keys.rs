@@ -14,6 +14,9 @@ use crate::domain::{KeyId, KeyOrigin, NewKey, ProviderKind, SealedSecret, Stored
 use crate::providers::scheduler::{KeyScheduler, KeyStatus};
 use crate::store::{self, Store};
 
+/// Longest secret accepted through the API.
+pub const MAX_SECRET_BYTES: usize = 1024;
+
 /// A key creation request as received.
 pub struct CreateKey {
     pub provider: String,
@@ -55,6 +58,15 @@ impl KeyService {
                 Invalid::Request,
                 "secret",
                 "secret must be non-empty and contain no whitespace",
+            ));
+        }
+        // Provider keys are tens of characters; anything this long is not one (and would be
+        // sent in a header with every request).
+        if secret.len() > MAX_SECRET_BYTES {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "secret",
+                format!("secret must be at most {MAX_SECRET_BYTES} bytes"),
             ));
         }
         let secret = SecretString::from(secret.to_owned());

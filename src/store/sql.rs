@@ -269,6 +269,9 @@ pub(super) const RUNNING_JOBS_WITH_NOTHING_PENDING: &str = "SELECT j.id FROM job
 
 pub(super) const SET_JOB_STATUS: &str = "UPDATE jobs SET status = $3, finished_at = $4 WHERE id = $1 AND status = $2";
 
+/// A job that was queued (a re-ingest being prepared) starts when it first runs.
+pub(super) const MARK_JOB_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
+
 /// Locks a job's row without changing it (and without firing the status trigger).
 pub(super) const LOCK_JOB: &str = "UPDATE jobs SET total = total WHERE id = $1";
 
@@ -1359,6 +1362,9 @@ macro_rules! impl_store {
                 if done.rows_affected() == 0 {
                     return Ok(None);
                 }
+                if to == $crate::domain::JobStatus::Running {
+                    sqlx::query(MARK_JOB_STARTED).bind(id.0).bind(now).execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
                 $crate::store::JobStore::get_job(self, id).await
             }
@@ -2120,7 +2126,8 @@ macro_rules! impl_store {
                     .bind(run.id.0)
                     .bind(0i64)
                     .bind(now)
-                    .bind(now)
+                    // Started when its preparation is done and it becomes running.
+                    .bind(None::<chrono::DateTime<chrono::Utc>>)
                     .execute(&mut *tx)
                     .await?;
                 let row: JobRow = sqlx::query_as(SELECT_JOB).bind(job.0).fetch_one(&mut *tx).await?;

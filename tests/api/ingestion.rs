@@ -281,6 +281,33 @@ async fn a_job_lists_its_first_hundred_errors_and_counts_them_all() {
 }
 
 #[tokio::test]
+async fn a_world_s_jobs_can_be_listed_by_status() {
+    let (_fake, app, world) = setup(512).await;
+    let first = add(&app, &world, "One short text.").await;
+    let second = add(&app, &world, "Another short text.").await;
+    let (status, _) = app
+        .post(&format!("/v1/jobs/{}/cancel", id(&first["job"])), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let path = format!("/v1/worlds/{}/jobs", id(&world));
+    let ids = |list: &Value| -> Vec<String> { list["jobs"].as_array().unwrap().iter().map(id).collect() };
+    let (_, all) = app.get(&path).await;
+    assert_eq!(ids(&all), [id(&second["job"]), id(&first["job"])], "newest first");
+    let (status, running) = app.get(&format!("{path}?status=running")).await;
+    assert_eq!(status, StatusCode::OK, "{running}");
+    assert_eq!(ids(&running), [id(&second["job"])]);
+    let (_, either) = app.get(&format!("{path}?status=cancelled,running")).await;
+    assert_eq!(ids(&either).len(), 2);
+    let (_, none) = app.get(&format!("{path}?status=failed")).await;
+    assert_eq!(none["jobs"], json!([]));
+    for (query, field) in [("status=done", "status"), ("state=running", "state")] {
+        let (status, body) = app.get(&format!("{path}?{query}")).await;
+        let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(error["details"]["field"], field, "{body}");
+    }
+}
+
+#[tokio::test]
 async fn a_refused_key_is_a_warning_on_the_job_and_the_other_key_takes_over() {
     let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
     let base = fake.base_url();

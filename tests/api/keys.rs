@@ -115,6 +115,10 @@ async fn bad_key_requests_are_rejected_and_store_nothing() {
         (json!({"provider": "local", "secret": SECRET}), Some("provider")),
         (json!({"provider": "google", "secret": "  "}), Some("secret")),
         (json!({"provider": "google", "secret": "two words"}), Some("secret")),
+        (
+            json!({"provider": "google", "secret": "k".repeat(1025)}),
+            Some("secret"),
+        ),
         (json!({"provider": "google"}), None),
         (json!({"provider": "google", "secret": SECRET, "extra": 1}), None),
         (

@@ -53,9 +53,11 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
         (Some("reingest"), Some("queued"), Some(0)),
         "the sources are chunked after the answer"
     );
+    assert!(job["started_at"].is_null(), "not started while queued: {job}");
     s.app.state.workers.prepared().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "running", "{job}");
+    assert!(job["started_at"].as_str() >= job["created_at"].as_str(), "{job}");
     let new_chunks = job["counts"]["total"].as_u64().unwrap();
     assert!((1..6).contains(&new_chunks), "bigger chunks, fewer of them: {job}");
 

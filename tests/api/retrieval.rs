@@ -222,6 +222,23 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
     }
     let (status, answer) = s.app.post(&unknown, json!(["query"])).await;
     assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+    // A repeated field is refused as on every other route, not silently resolved.
+    let resp = s
+        .app
+        .client
+        .post(s.app.url(&unknown))
+        .bearer_auth(crate::helpers::TOKEN)
+        .header("content-type", "application/json")
+        .body(r#"{"query": "a", "query": "b"}"#)
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = crate::helpers::read(resp).await;
+    let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        error["message"].as_str().unwrap().contains("duplicate field"),
+        "{answer}"
+    );
     // Valid settings on an unknown world: 404. An explicit null is "not set" (what generated
     // clients send for an unset optional field), so it passes validation too.
     for body in [
@@ -958,7 +975,8 @@ async fn a_query_over_the_model_limit_is_refused_without_an_embedding_call() {
     // The fake counts words; gemini-embedding-001 takes 2048 tokens.
     let query = "isles ".repeat(2100);
     let (status, answer) = s.retrieve(json!({"query": query})).await;
-    assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "input_too_large");
+    let error = assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "input_too_large");
+    assert_eq!(error["details"]["field"], "query", "{answer}");
     assert_eq!(s.fake.stats().embed_requests(), 0, "the provider never saw it");
     assert_eq!(s.stats().await, before);
 }
@@ -981,7 +999,8 @@ async fn a_huge_query_is_refused_before_it_is_counted_or_sent_and_a_huge_body_be
     let (status, answer) = s
         .retrieve(json!({"query": "isles", "mode": "x".repeat(300 * 1024)}))
         .await;
-    assert_error(status, &answer, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    let error = assert_error(status, &answer, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert_eq!(error["details"]["limit_bytes"], 256 * 1024, "{answer}");
     // Just under the query limit is still taken (and counted exactly: it might be too long).
     let answer = s.ok(json!({"query": "isles ".repeat(300), "top_k": 1})).await;
     assert_eq!(answer["results"].as_array().unwrap().len(), 1);

@@ -610,7 +610,8 @@ async fn oversized_uploads_are_413_and_store_nothing() {
     assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
 
     let (status, body) = app.upload(&path, "big.txt", big.clone().into_bytes()).await;
-    assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    let error = assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert_eq!(error["details"]["limit_bytes"], 2048, "{body}");
 
     let (_, sources) = app.get(&path).await;
     assert_eq!(sources["sources"], json!([]));

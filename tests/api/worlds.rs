@@ -209,14 +209,26 @@ async fn list_get_rename_and_not_found() {
     assert_eq!(got["name"], "A2");
 
     // The profile can never change in place.
-    for patch in [
-        json!({"embedding": {"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384}}),
-        json!({"chunking": {"max_tokens": 100}}),
-        json!({"name": "x", "hybrid": true}),
+    for (patch, field) in [
+        (
+            json!({"embedding": {"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384}}),
+            "embedding",
+        ),
+        (json!({"chunking": {"max_tokens": 100}}), "chunking"),
+        (json!({"name": "x", "hybrid": true}), "hybrid"),
     ] {
         let (status, body) = app.patch(&path, patch).await;
-        assert_error(status, &body, StatusCode::CONFLICT, "profile_locked");
+        let error = assert_error(status, &body, StatusCode::CONFLICT, "profile_locked");
+        assert_eq!(error["details"]["field"], field, "{body}");
     }
+    // A body that is not an object is told so, without naming the server's types.
+    let (status, body) = app.post("/v1/worlds", json!([])).await;
+    let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("must be a JSON object") && !message.contains("struct"),
+        "{body}"
+    );
     let (status, body) = app.patch(&path, json!({})).await;
     assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     let (status, body) = app.patch(&path, json!({"name": " "})).await;
