@@ -394,20 +394,35 @@ fn overlap_start(
         .filter(|&(offset, word)| word_start(text, region_start + offset, word))
         .map(|(offset, _)| region_start + offset)
         .collect();
-    if starts.is_empty() {
-        return end;
-    }
-    // Skip the word starts whose tail surely holds more than `budget` tokens.
+    // Skip the starts whose tail surely holds more than `budget` tokens: before the token
+    // boundary `budget` tokens from the end.
     let ends = tok.token_ends(region);
-    let earliest = ends
-        .len()
-        .checked_sub(budget + 1)
-        .and_then(|k| ends.get(k))
-        .map_or(0, |&e| e);
-    starts
+    let earliest = region_start
+        + ends
+            .len()
+            .checked_sub(budget + 1)
+            .and_then(|k| ends.get(k))
+            .map_or(0, |&e| e);
+    let by_word = starts
         .into_iter()
-        .filter(|&at| at >= region_start + earliest)
+        .filter(|&at| at >= earliest)
         .take(WORD_TRIES)
+        .find(|&at| fits(at));
+    if let Some(at) = by_word {
+        return at;
+    }
+    // No word starts close enough (a run without spaces: a long identifier, a URL, emoji, CJK
+    // without punctuation): the longest tail that fits, starting at a grapheme boundary, so that
+    // the overlap still carries about `budget` tokens of context.
+    let graphemes: Vec<usize> = region
+        .grapheme_indices(true)
+        .filter(|(_, grapheme)| !grapheme.starts_with(char::is_whitespace))
+        .map(|(offset, _)| region_start + offset)
+        .filter(|&at| at >= earliest)
+        .collect();
+    graphemes
+        .into_iter()
+        .take(WORD_TRIES * 4)
         .find(|&at| fits(at))
         .unwrap_or(end)
 }
@@ -454,6 +469,27 @@ mod tests {
         for chunk in split(&text, profile(32, 0)) {
             let body = chunk.chunk_text.replace("e\u{301}", "").replace(family, "");
             assert_eq!(body, "", "a cluster was cut: {:?}", chunk.chunk_text);
+        }
+    }
+
+    #[test]
+    fn text_without_spaces_still_gets_an_overlap() {
+        let text = "x7Qz".repeat(400) + &"🎉".repeat(200);
+        let chunks = split(&text, profile(32, 8));
+        assert!(chunks.len() > 5);
+        for pair in chunks.windows(2) {
+            let (previous, chunk) = (&pair[0], &pair[1]);
+            assert!(
+                !chunk.overlap_text.is_empty(),
+                "no overlap before chunk {}",
+                chunk.chunk_number
+            );
+            let tokens = Cl100k.count(&chunk.overlap_text);
+            assert!((1..=8).contains(&tokens), "{tokens} tokens: {:?}", chunk.overlap_text);
+            assert!(
+                previous.chunk_text.ends_with(chunk.overlap_text.trim_start()),
+                "the overlap is the previous chunk's tail"
+            );
         }
     }
 

@@ -108,9 +108,13 @@ fn small_profiles() -> impl Strategy<Value = ChunkingProfile> {
     prop_oneof![2 => profiles_in(16..=64), 1 => profiles()]
 }
 
+/// 64 cases per property, or `PROPTEST_CASES` for a deeper run.
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 64,
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64),
         ..ProptestConfig::default()
     }
 }
