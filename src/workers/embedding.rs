@@ -125,6 +125,8 @@ struct Shared {
     outages: AtomicU32,
     /// Jobs told (by a `no_eligible_key` warning) that no key is left to embed them.
     no_key_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
+    /// The counts of the last progress event this process wrote, per job.
+    last_progress: std::sync::Mutex<HashMap<JobId, crate::domain::JobCounts>>,
     /// Jobs told (by a `provider_unavailable` warning) that this process cannot embed them.
     unavailable_warned: std::sync::Mutex<std::collections::HashSet<JobId>>,
     /// When an idle worker last looked for stalled jobs ([`EmbeddingWorkers::finish_stalled`]).
@@ -171,6 +173,7 @@ impl EmbeddingWorkers {
                 outages: AtomicU32::new(0),
                 no_key_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
                 unavailable_warned: std::sync::Mutex::new(std::collections::HashSet::new()),
+                last_progress: std::sync::Mutex::new(HashMap::new()),
                 last_sweep: std::sync::Mutex::new(None),
             }),
         }
@@ -893,14 +896,21 @@ impl EmbeddingWorkers {
             }
             ProviderError::Unavailable { message } => self.wait_for_provider(owner, job, batch, &message).await,
             ProviderError::Transient { message } | ProviderError::Malformed { message } => {
-                self.warn(
-                    job,
-                    json!({"code": "provider_error", "chunks": batch.len(), "message": format!(
-                        "an embedding call failed and its chunks will be retried after a backoff \
-                         (each spent an attempt): {message}"
-                    )}),
-                )
-                .await?;
+                // Chunks on their last attempt fail now, each with an `error` event: the warning
+                // speaks only of those that will be tried again.
+                let max = self.shared.config.max_attempts;
+                let retried = batch.iter().filter(|i| i.attempts.saturating_add(1) < max).count();
+                if retried > 0 {
+                    self.warn(
+                        job,
+                        json!({"code": "provider_error", "chunks": retried, "message": format!(
+                            "an embedding call failed and {retried} of its {} chunk(s) will be retried after a \
+                             backoff (each spent an attempt): {message}",
+                            batch.len()
+                        )}),
+                    )
+                    .await?;
+                }
                 for item in batch {
                     self.fail(owner, item, "provider_error", &message, false).await?;
                 }
@@ -956,18 +966,39 @@ impl EmbeddingWorkers {
         Ok(())
     }
 
-    /// Records progress and finishes the job when nothing is pending.
+    /// Records progress (when the counts moved since this process last did) and finishes the
+    /// job when nothing is pending.
     async fn after_batch(&self, job: JobId) -> crate::store::Result<()> {
         let store = &self.shared.store;
-        if let Some(current) = store.get_job(job).await? {
+        if let Some(current) = store.get_job(job).await?
+            && self.progress_moved(job, current.counts, current.status.is_terminal())
+        {
             let c = current.counts;
             let data = json!({"total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
-                "retries": c.retries, "rate_limited": c.rate_limited});
+                "retries": c.retries, "rate_limited": c.rate_limited, "reused": c.reused});
             store
                 .append_job_event(job, JobEventKind::Progress, &data.to_string(), now())
                 .await?;
         }
         self.finish_job(job).await
+    }
+
+    /// Whether `counts` differ from the last progress this process recorded for `job` (a batch
+    /// whose completion a pause refused changes nothing, and says nothing). Forgets the job once
+    /// it has ended.
+    fn progress_moved(&self, job: JobId, counts: crate::domain::JobCounts, ended: bool) -> bool {
+        let mut last = self
+            .shared
+            .last_progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if ended {
+            return last.remove(&job).is_none_or(|seen| seen != counts);
+        }
+        if last.len() >= 10_000 {
+            last.clear();
+        }
+        last.insert(job, counts) != Some(counts)
     }
 
     /// Finishes `job` if nothing is pending. An ingest or repair job completes (or fails); a

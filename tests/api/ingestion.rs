@@ -202,15 +202,15 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
         "no key in errors: {error}"
     );
 
-    // The stream tells the story: each failed call is a warning (the chunk will be retried),
-    // the chunk's final failure an error, then the job's status.
+    // The stream tells the story: the first failed call is a warning (the chunk will be
+    // retried), the second, its last attempt, the chunk's error; then the job's status.
     let events = app.job_events(&id(&accepted["job"])).await;
     let kinds: Vec<&str> = events
         .iter()
         .filter(|(_, kind, _)| kind != "progress")
         .map(|(_, kind, _)| kind.as_str())
         .collect();
-    assert_eq!(kinds, ["status", "warning", "warning", "error", "status"], "{events:?}");
+    assert_eq!(kinds, ["status", "warning", "error", "status"], "{events:?}");
     let warning = &events.iter().find(|(_, kind, _)| kind == "warning").unwrap().2;
     assert_eq!(
         (&warning["code"], &warning["chunks"]),
@@ -869,6 +869,19 @@ async fn re_adding_identical_text_reuses_vectors_without_any_provider_call() {
     assert_eq!(job["counts"]["reused"], chunks);
     let (_, first_job) = app.get(&format!("/v1/jobs/{}", id(&first["job"]))).await;
     assert_eq!(first_job["counts"]["reused"], 0);
+    // Progress events carry the same counts, `reused` included, and never the same twice.
+    let events = app.job_events(&id(&second["job"])).await;
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|(_, kind, _)| kind == "progress")
+        .map(|(_, _, data)| data)
+        .collect();
+    assert_eq!(
+        progress.last().map(|p| &p["reused"]),
+        Some(&json!(chunks)),
+        "{events:?}"
+    );
+    assert!(progress.windows(2).all(|w| w[0] != w[1]), "{progress:?}");
 
     // Both books have points of their own and are found.
     let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
