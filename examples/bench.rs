@@ -595,7 +595,7 @@ async fn retrieval(o: &Options) -> Result<()> {
     println!();
     println!(
         "Raw vector search (`state.vectors.search`, same filter and limit, query vector computed beforehand), and \
-         the two store reads of a retrieval alone:"
+         the store reads of a retrieval alone (the window reads only with `neighbors`: here 2 on each side of 8 hits):"
     );
     println!();
     raw.print();
@@ -1039,8 +1039,9 @@ async fn measure(
     let answers = Arc::new(answers);
     let store = quarry.state.store.clone();
     let run = world.active_run;
+    let shared = answers.clone();
     let verify = harness::run_load(1, answers.len(), move |i| {
-        let (store, answers) = (store.clone(), answers.clone());
+        let (store, answers) = (store.clone(), shared.clone());
         async move {
             store
                 .chunks_by_points(world_id, run, &answers[i])
@@ -1051,6 +1052,52 @@ async fn measure(
     })
     .await;
     raw_row(raw, notes, label, "store.chunks_by_points (8 hits)", 1, &verify);
+    // Neighbour stitching (`neighbors: 2`): the windows of 8 hits read in one statement, as
+    // retrieval does, and one statement per window, as it did before 52957d3.
+    let mut windows = Vec::with_capacity(answers.len());
+    for hits in answers.iter() {
+        let views = quarry.state.store.chunks_by_points(world_id, run, hits).await?;
+        windows.push(
+            views
+                .iter()
+                .map(|v| {
+                    let n = v.chunk.chunk_number;
+                    (v.chunk.source_id, n.saturating_sub(2), n + 2)
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    let windows = Arc::new(windows);
+    for (name, batched) in [
+        ("store.chunk_windows (8 windows, one read)", true),
+        ("store.chunk_windows (8 windows, 8 reads)", false),
+    ] {
+        let (store, windows) = (quarry.state.store.clone(), windows.clone());
+        let stitch = harness::run_load(1, windows.len(), move |i| {
+            let (store, windows) = (store.clone(), windows.clone());
+            async move {
+                let mut read = 0;
+                if batched {
+                    read = store
+                        .chunk_windows(world_id, run, &windows[i])
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .len();
+                } else {
+                    for window in &windows[i] {
+                        read += store
+                            .chunk_windows(world_id, run, std::slice::from_ref(window))
+                            .await
+                            .map_err(|e| e.to_string())?
+                            .len();
+                    }
+                }
+                Ok::<_, String>(read)
+            }
+        })
+        .await;
+        raw_row(raw, notes, label, name, 1, &stitch);
+    }
     if let Some((quarry_p50, raw_p50)) = ratio_at_1 {
         let ratio = quarry_p50 / raw_p50;
         notes.push(format!(
