@@ -153,6 +153,8 @@ impl App {
             scheduler: scheduler.clone(),
             shutdown: cancel.clone(),
             max_body_bytes: settings.server.max_body_bytes,
+            event_streams: Arc::default(),
+            max_event_streams: settings.server.max_event_streams,
         };
         let router_state = state.clone();
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));

@@ -72,6 +72,9 @@ pub struct ServerSettings {
     /// How long shutdown waits for in-flight requests and background tasks.
     #[serde(deserialize_with = "whole::deserialize")]
     pub shutdown_timeout_s: u64,
+    /// Job event streams open at once; one more is 503 `server_busy`.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_event_streams: usize,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -281,6 +284,7 @@ impl Default for ServerSettings {
             max_body_bytes: 16 * 1024 * 1024,
             request_timeout_s: 60,
             shutdown_timeout_s: 30,
+            max_event_streams: 256,
         }
     }
 }
@@ -404,6 +408,9 @@ impl Settings {
         }
         if self.server.request_timeout_s == 0 {
             return fail("server.request_timeout_s must be at least 1".into());
+        }
+        if self.server.max_event_streams == 0 {
+            return fail("server.max_event_streams must be at least 1".into());
         }
         let url = self.store.url.expose_secret();
         if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {

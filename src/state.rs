@@ -33,4 +33,7 @@ pub struct AppState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// `server.max_body_bytes`, for the 413s handlers give themselves (multipart uploads).
     pub max_body_bytes: usize,
+    /// Job event streams open now, and how many may be (`server.max_event_streams`).
+    pub event_streams: Arc<std::sync::atomic::AtomicUsize>,
+    pub max_event_streams: usize,
 }

@@ -47,6 +47,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// Adds a `Retry-After` header (whole seconds).
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self {
             status,

@@ -204,7 +204,31 @@ pub async fn cancel_job(
 /// How often the event stream looks for new events.
 const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// One open event stream, counted in [`AppState::event_streams`] until it is dropped (ended, or
+/// the client went away).
+struct StreamSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl StreamSlot {
+    /// A slot, unless `max` streams are open already.
+    fn take(state: &AppState) -> Option<StreamSlot> {
+        use std::sync::atomic::Ordering;
+        let open = &state.event_streams;
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < state.max_event_streams).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| StreamSlot(open.clone()))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 struct EventCursor {
+    _slot: StreamSlot,
     state: AppState,
     job: JobId,
     last: i64,
@@ -220,7 +244,8 @@ struct EventCursor {
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/events", tag = "jobs",
     params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, description = "resume after this event id")),
     responses((status = 200, description = "text/event-stream of job events", content_type = "text/event-stream"),
-        (status = 401, body = ErrorBody), (status = 404, description = "job_not_found", body = ErrorBody)),
+        (status = 401, body = ErrorBody), (status = 404, description = "job_not_found", body = ErrorBody),
+        (status = 503, description = "server_busy (`server.max_event_streams` streams are open; see `Retry-After`) or store_unavailable", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn job_events(
     State(state): State<AppState>,
@@ -229,12 +254,25 @@ pub async fn job_events(
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
     let job = state.jobs.get(JobId(id)).await?;
+    // Each open stream polls the store: their number is bounded.
+    let Some(slot) = StreamSlot::take(&state) else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "server_busy",
+            format!(
+                "{} job event streams are open, the most this server keeps (server.max_event_streams); retry shortly",
+                state.max_event_streams
+            ),
+        )
+        .with_retry_after(std::time::Duration::from_secs(5)));
+    };
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
     let cursor = EventCursor {
+        _slot: slot,
         state,
         job: job.id,
         last,

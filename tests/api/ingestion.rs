@@ -840,6 +840,41 @@ async fn shutdown_is_bounded_even_with_a_stream_open() {
     );
 }
 
+#[tokio::test]
+async fn event_streams_beyond_the_configured_number_are_503_until_one_closes() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.max_event_streams = 1)).await;
+    let world = google_world(&app, 512).await;
+    let accepted = add(&app, &world, "One short text.").await;
+    let url = app.url(&format!("/v1/jobs/{}/events", id(&accepted["job"])));
+    let open = || app.client.get(url.clone()).bearer_auth(TOKEN).send();
+    // The job never ends here, so its stream stays open.
+    let mut first = open().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let _ = tokio::time::timeout(Duration::from_secs(5), first.chunk()).await;
+    let second = open().await.unwrap();
+    assert_eq!(
+        second.headers().get("retry-after").map(|v| v.to_str().unwrap()),
+        Some("5")
+    );
+    let (status, body) = read(second).await;
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "server_busy");
+    // Once the first client goes away, its slot is free again.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let third = open().await.unwrap();
+        if third.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed stream's slot was never freed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// An app on `fake` with embedding reuse set to `reuse` and no background workers.
 async fn app_with_reuse(fake: &FakeGoogle, reuse: quarry::config::ReuseScope) -> TestApp {
     let base = fake.base_url();
