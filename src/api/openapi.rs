@@ -103,14 +103,7 @@ impl Modify for CommonErrors {
             if !path.starts_with("/v1/") || path == "/v1/models" || path == "/v1/providers" {
                 continue;
             }
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 let has_path_id = operation
                     .parameters
                     .iter()
@@ -130,6 +123,19 @@ impl Modify for CommonErrors {
     }
 }
 
+/// The operations of a path, whichever methods it has.
+fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.post,
+        &mut item.put,
+        &mut item.patch,
+        &mut item.delete,
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// Gives every response a description (OpenAPI requires one; generators and validators refuse
 /// a document without): the status's meaning, for the responses a handler did not describe.
 struct Described;
@@ -138,14 +144,7 @@ impl Modify for Described {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::RefOr;
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 for (status, response) in operation.responses.responses.iter_mut() {
                     if let RefOr::T(response) = response
                         && response.description.trim().is_empty()

@@ -275,24 +275,35 @@ async fn configured_openai_compatible_models_are_listed_and_usable() {
     assert_eq!(body["embedding"]["dimensions"], 768);
 }
 
-#[tokio::test]
-async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from_the_configuration() {
-    let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
-    fake.add_model("nomic-embed-text", 768, false);
-    let nomic = || quarry::config::ExtraModel {
-        name: "nomic-embed-text".into(),
-        dimensions: 768,
-        max_input_tokens: 2048,
-        dimensions_adjustable: false,
-    };
-    let base = fake.base_url();
-    let app = crate::helpers::spawn_app_with(move |s| {
+/// Settings on `fake` (an OpenAI-compatible server), with the extra model `nomic-embed-text`
+/// configured or not, and no background workers.
+fn nomic_settings(base: String, with_model: bool) -> impl FnOnce(&mut quarry::config::Settings) {
+    move |s| {
         s.providers.openai.base_url = base;
-        s.providers.openai.models.push(nomic());
+        if with_model {
+            s.providers.openai.models.push(quarry::config::ExtraModel {
+                name: "nomic-embed-text".into(),
+                dimensions: 768,
+                max_input_tokens: 2048,
+                dimensions_adjustable: false,
+            });
+        }
         s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
         s.embedding.workers = 0;
-    })
-    .await;
+    }
+}
+
+/// A world on `nomic-embed-text` with one source added (not embedded yet): the fake, the app,
+/// the world's path and the 202 body.
+async fn nomic_world_with_a_source() -> (
+    crate::fake_providers::FakeOpenAi,
+    crate::helpers::TestApp,
+    String,
+    Value,
+) {
+    let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
+    fake.add_model("nomic-embed-text", 768, false);
+    let app = crate::helpers::spawn_app_with(nomic_settings(fake.base_url(), true)).await;
     let (status, world) = app
         .post(
             "/v1/worlds",
@@ -308,17 +319,16 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    (fake, app, path, accepted)
+}
+
+#[tokio::test]
+async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from_the_configuration() {
+    let (fake, app, _, accepted) = nomic_world_with_a_source().await;
     let job = format!("/v1/jobs/{}", accepted["job"]["id"].as_str().unwrap());
 
     // A process (a replica, or this one after a configuration change) without the model.
-    let base = fake.base_url();
-    let app = app
-        .restart_with(move |s| {
-            s.providers.openai.base_url = base;
-            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
-            s.embedding.workers = 0;
-        })
-        .await;
+    let app = app.restart_with(nomic_settings(fake.base_url(), false)).await;
     for _ in 0..2 {
         app.state.workers.drain().await.unwrap();
     }
@@ -349,15 +359,7 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
     assert_eq!(fake.stats().embed_requests(), 0);
 
     // The model is back: the chunk is embedded once its pause is over.
-    let base = fake.base_url();
-    let app = app
-        .restart_with(move |s| {
-            s.providers.openai.base_url = base;
-            s.providers.openai.models.push(nomic());
-            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
-            s.embedding.workers = 0;
-        })
-        .await;
+    let app = app.restart_with(nomic_settings(fake.base_url(), true)).await;
     // The pause (a minute) is made to have passed, as the SQL below says.
     {
         use sqlx::ConnectOptions as _;
@@ -377,47 +379,10 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
 
 #[tokio::test]
 async fn a_world_whose_model_left_the_configuration_is_told_so_on_reingest_and_retrieval() {
-    let fake = crate::fake_providers::FakeOpenAi::start(&["sk-test"]).await;
-    fake.add_model("nomic-embed-text", 768, false);
-    let nomic = || quarry::config::ExtraModel {
-        name: "nomic-embed-text".into(),
-        dimensions: 768,
-        max_input_tokens: 2048,
-        dimensions_adjustable: false,
-    };
-    let base = fake.base_url();
-    let app = crate::helpers::spawn_app_with(move |s| {
-        s.providers.openai.base_url = base;
-        s.providers.openai.models.push(nomic());
-        s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
-        s.embedding.workers = 0;
-    })
-    .await;
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            serde_json::json!({"name": "n", "embedding": {"provider": "openai", "model": "nomic-embed-text"}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    let path = format!("/v1/worlds/{}", world["id"].as_str().unwrap());
-    let (status, body) = app
-        .post(
-            &format!("{path}/sources"),
-            serde_json::json!({"filename": "a.txt", "text": "Queen Maren rules the isles."}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let (fake, app, path, _) = nomic_world_with_a_source().await;
     app.state.workers.drain().await.unwrap();
 
-    let base = fake.base_url();
-    let app = app
-        .restart_with(move |s| {
-            s.providers.openai.base_url = base;
-            s.providers.openai.keys.push(secrecy::SecretString::from("sk-test"));
-            s.embedding.workers = 0;
-        })
-        .await;
+    let app = app.restart_with(nomic_settings(fake.base_url(), false)).await;
     let (status, body) = app
         .post(&format!("{path}/retrieve"), serde_json::json!({"query": "who rules"}))
         .await;

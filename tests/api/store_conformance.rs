@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use chrono::{SubsecRound, Utc};
 use quarry::domain::{
-    ChunkingProfile, EmbeddingProfile, EntryError, JobId, JobKind, JobStatus, ManifestState, NewChunk, NewSource,
-    NewWorld, ProviderKind, RunId, SourceId, World, WorldId, WorldStats,
+    ChunkId, ChunkingProfile, EmbeddingProfile, EntryError, JobId, JobKind, JobStatus, ManifestState, NewChunk,
+    NewSource, NewWorld, ProviderKind, RunId, SourceId, World, WorldId, WorldStats,
 };
 use quarry::store::Store;
 
@@ -219,24 +219,28 @@ async fn delete_cascades_within_one_world(store: Arc<dyn Store>) {
     assert_eq!(store.world_stats(kept.id).await.unwrap().chunks, 2);
 }
 
+/// Adds a one-chunk source to `world`, cut for `run`.
+async fn add_one_chunk(
+    store: &Arc<dyn Store>,
+    world: WorldId,
+    run: RunId,
+) -> quarry::store::Result<(quarry::domain::Source, quarry::domain::Job)> {
+    let source = NewSource {
+        id: SourceId::new(),
+        world_id: world,
+        run,
+        filename: "a".into(),
+        content_type: "text/plain".into(),
+        text: "t".into(),
+        now: Utc::now(),
+    };
+    store.add_source(source, chunks(1), JobId::new()).await
+}
+
 conformance!(adding_to_a_missing_world_writes_nothing);
 async fn adding_to_a_missing_world_writes_nothing(store: Arc<dyn Store>) {
     let missing = WorldId::new();
-    let result = store
-        .add_source(
-            NewSource {
-                id: SourceId::new(),
-                world_id: missing,
-                run: RunId::new(),
-                filename: "a".into(),
-                content_type: "text/plain".into(),
-                text: "t".into(),
-                now: Utc::now(),
-            },
-            chunks(1),
-            JobId::new(),
-        )
-        .await;
+    let result = add_one_chunk(&store, missing, RunId::new()).await;
     assert!(result.is_err());
     assert!(store.list_sources(missing).await.unwrap().is_empty());
     assert!(store.list_jobs(missing).await.unwrap().is_empty());
@@ -248,21 +252,7 @@ async fn a_source_cut_for_a_run_the_world_no_longer_serves_is_refused(store: Arc
     let (old, new) = (world.active_run, RunId::new());
     // Chunks were cut for `new` while the world still serves `old` (or the other way round
     // after a re-ingest switched it): refused, nothing written, the book number not spent.
-    let result = store
-        .add_source(
-            NewSource {
-                id: SourceId::new(),
-                world_id: world.id,
-                run: new,
-                filename: "a".into(),
-                content_type: "text/plain".into(),
-                text: "t".into(),
-                now: Utc::now(),
-            },
-            chunks(1),
-            JobId::new(),
-        )
-        .await;
+    let result = add_one_chunk(&store, world.id, new).await;
     assert!(matches!(result, Err(quarry::store::Error::RunChanged)), "{result:?}");
     assert!(store.list_sources(world.id).await.unwrap().is_empty());
     assert!(store.list_jobs(world.id).await.unwrap().is_empty());
@@ -690,39 +680,11 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
 
 conformance!(requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switch);
 async fn requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switch(store: Arc<dyn Store>) {
-    use quarry::store::{ReingestStep, SourceChunks};
+    use quarry::store::ReingestStep;
     let now = Utc::now().trunc_subsecs(6);
     let world = store.create_world(new_world("W")).await.unwrap();
-    let (source, _) = add_source(&store, world.id, 2).await;
-    let (run, job) = begin_reingest(&store, &world).await;
-    store
-        .add_run_chunks(
-            world.id,
-            run,
-            job.id,
-            SourceChunks {
-                source: source.id,
-                book_number: source.book_number,
-                chunks: chunks(2),
-            },
-            now,
-        )
-        .await
-        .unwrap();
-    store
-        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
-        .await
-        .unwrap()
-        .unwrap();
-    let mut built = Vec::new();
-    for _ in 0..4 {
-        let items = claim(&store, "w", 10).await;
-        if items.is_empty() {
-            break;
-        }
-        assert_eq!(complete(&store, "w", &items).await, items.len() as u64);
-        built.extend(items.into_iter().filter(|i| i.run_id == run).map(|i| i.chunk_id));
-    }
+    let (run, job, items) = reingest_fully_embedded(&store, &world).await;
+    let built: Vec<ChunkId> = items.iter().filter(|i| i.run_id == run).map(|i| i.chunk_id).collect();
     assert_eq!(built.len(), 2);
     // Paused, then a repair finds one of the new run's points missing: the entry goes back to
     // the re-ingest job, not to a repair job of its own (which could finish apart from it).
@@ -1261,6 +1223,50 @@ async fn a_reader_tailing_job_events_misses_none_written_concurrently(store: Arc
 conformance!(a_reader_tailing_job_events_misses_none_written_concurrently);
 
 /// A re-ingest of `world` on its own profiles: its new run (building) and its job (queued).
+/// A world's source of two chunks, and a running re-ingest that has chunked it into its run;
+/// every entry of both runs claimed and embedded. Returns the new run, its job and the items.
+async fn reingest_fully_embedded(
+    store: &Arc<dyn Store>,
+    world: &World,
+) -> (RunId, quarry::domain::Job, Vec<quarry::domain::WorkItem>) {
+    use quarry::store::SourceChunks;
+    let now = Utc::now().trunc_subsecs(6);
+    let (source, _) = add_source(store, world.id, 2).await;
+    let (run, job) = begin_reingest(store, world).await;
+    let added = store
+        .add_run_chunks(
+            world.id,
+            run,
+            job.id,
+            SourceChunks {
+                source: source.id,
+                book_number: source.book_number,
+                chunks: chunks(2),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(added, 2);
+    store
+        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    // A claim takes one job's entries at a time.
+    let mut all = Vec::new();
+    for _ in 0..4 {
+        let items = claim(store, "w", 10).await;
+        if items.is_empty() {
+            break;
+        }
+        assert_eq!(complete(store, "w", &items).await, items.len() as u64);
+        all.extend(items);
+    }
+    assert_eq!(all.len(), 4, "both runs embedded: {all:?}");
+    (run, job, all)
+}
+
 async fn begin_reingest(store: &Arc<dyn Store>, world: &World) -> (RunId, quarry::domain::Job) {
     let run = RunId::new();
     let new = quarry::store::NewRun {
@@ -1330,48 +1336,14 @@ async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn 
 
 conformance!(nothing_is_requeued_into_a_retired_run);
 async fn nothing_is_requeued_into_a_retired_run(store: Arc<dyn Store>) {
-    use quarry::store::SourceChunks;
     let now = Utc::now().trunc_subsecs(6);
     let world = store.create_world(new_world("W")).await.unwrap();
-    let (source, _) = add_source(&store, world.id, 2).await;
-    let (run, job) = begin_reingest(&store, &world).await;
-    let added = store
-        .add_run_chunks(
-            world.id,
-            run,
-            job.id,
-            SourceChunks {
-                source: source.id,
-                book_number: source.book_number,
-                chunks: chunks(2),
-            },
-            now,
-        )
-        .await
-        .unwrap();
-    assert_eq!(added, 2);
-    store
-        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
-        .await
-        .unwrap()
-        .unwrap();
-    // Every entry of both runs is embedded (a claim takes one job's entries at a time), then the
-    // re-ingest is cancelled and its run retired.
-    let (mut new_run, mut active, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..4 {
-        let items = claim(&store, "w", 10).await;
-        if items.is_empty() {
-            break;
-        }
-        assert_eq!(complete(&store, "w", &items).await, items.len() as u64);
-        for item in items {
-            hashes.push(item.text_sha256.clone());
-            match item.run_id == run {
-                true => new_run.push(item.chunk_id),
-                false => active.push(item.chunk_id),
-            }
-        }
-    }
+    let (run, job, items) = reingest_fully_embedded(&store, &world).await;
+    let hashes: Vec<String> = items.iter().map(|i| i.text_sha256.clone()).collect();
+    let (new_run, active): (Vec<ChunkId>, Vec<ChunkId>) = (
+        items.iter().filter(|i| i.run_id == run).map(|i| i.chunk_id).collect(),
+        items.iter().filter(|i| i.run_id != run).map(|i| i.chunk_id).collect(),
+    );
     assert_eq!((new_run.len(), active.len()), (2, 2));
     store
         .transition_job(job.id, &[JobStatus::Running], JobStatus::Cancelled, now)
