@@ -10,35 +10,32 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::ApiError;
+use crate::state::AppState;
 
 /// `Json<T>` whose rejections are [`ApiError`]s: bad JSON, wrong types and unknown fields are
 /// `invalid_request` naming the field where serde knows it; an oversized body is
-/// `payload_too_large`.
+/// `payload_too_large` with `server.max_body_bytes` (a route with a lower limit of its own says
+/// so itself, as `/retrieve` does).
 pub struct ApiJson<T>(pub T);
 
-impl<S, T> FromRequest<S> for ApiJson<T>
+impl<T> FromRequest<AppState> for ApiJson<T>
 where
     T: DeserializeOwned,
-    S: Send + Sync,
 {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
+            Err(rejection) => Err(json_rejection(rejection, state.max_body_bytes)),
         }
     }
 }
 
-/// Maps a JSON rejection to the contract's error.
-pub fn json_rejection(rejection: JsonRejection) -> ApiError {
+/// Maps a JSON rejection to the contract's error; `limit` is the body limit that applied.
+pub fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            "request body is too large",
-        );
+        return ApiError::payload_too_large(limit);
     }
     match rejection {
         JsonRejection::JsonDataError(err) => {
@@ -48,11 +45,11 @@ pub fn json_rejection(rejection: JsonRejection) -> ApiError {
                 None => err.body_text(),
             };
             // serde names the Rust type it expected ("expected struct CreateWorldRequest"):
-            // what the client needs to hear is that the body is not an object.
-            let message = if message.contains("expected struct ") {
-                "the body must be a JSON object".to_owned()
-            } else {
-                message
+            // what the client needs to hear is which value is not an object.
+            let message = match (&field, message.contains("expected struct ")) {
+                (None, true) => "the body must be a JSON object".to_owned(),
+                (Some(field), true) => format!("`{field}` must be a JSON object"),
+                (_, false) => message,
             };
             let api = ApiError::invalid_request(format!("invalid request body: {message}"));
             match field {

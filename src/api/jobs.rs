@@ -127,15 +127,21 @@ pub async fn get_job(
 pub async fn list_jobs(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
-    ApiQuery(query): ApiQuery<std::collections::BTreeMap<String, String>>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<JobList>, ApiError> {
-    if let Some(unknown) = query.keys().find(|k| *k != "status") {
+    if let Some((unknown, _)) = query.iter().find(|(k, _)| k != "status") {
         return Err(
             ApiError::invalid_request(format!("unknown query parameter `{unknown}` (use status)"))
                 .with_details(serde_json::json!({ "field": unknown })),
         );
     }
-    let wanted: Option<Vec<JobStatus>> = match query.get("status") {
+    if query.len() > 1 {
+        return Err(ApiError::invalid_request(
+            "`status` is given more than once; list the statuses in one, comma-separated",
+        )
+        .with_details(serde_json::json!({ "field": "status" })));
+    }
+    let wanted: Option<Vec<JobStatus>> = match query.first().map(|(_, v)| v) {
         None => None,
         Some(list) => {
             let mut wanted = Vec::new();

@@ -1,9 +1,10 @@
 //! `POST /v1/worlds/{world_id}/retrieve`.
 //!
-//! The body is read as raw JSON so the settings can be judged before anything is looked up:
-//! a boolean, string or null where a number belongs is `invalid_retrieval_settings` naming
-//! the field (a typed body would turn it into a generic `invalid_request`). Unknown fields
-//! and a missing or non-string `query` are `invalid_request`.
+//! Each field of the body is read as raw JSON so the settings can be judged before anything is
+//! looked up: a boolean or string where a number belongs is `invalid_retrieval_settings` naming
+//! the field (a typed body would turn it into a generic `invalid_request`); an explicit `null`
+//! is "not set". Unknown or repeated fields, a body that is not an object and a missing or
+//! non-string `query` are `invalid_request`.
 
 use axum::Router;
 use axum::extract::State;
@@ -35,15 +36,35 @@ pub fn router() -> Router<AppState> {
 /// (a boolean where a number goes is `invalid_retrieval_settings`, not a type error). Unknown
 /// and repeated fields are refused as everywhere; an explicit `null` reads as absent (what
 /// generated clients send for an unset optional field), so the default applies.
+/// Only a JSON object is taken (a derived struct would also take an array, field by position).
+#[derive(Debug)]
+pub struct RawRequest(RawFields);
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRequest {
+pub struct RawFields {
     query: Option<Value>,
     top_k: Option<Value>,
     min_score: Option<Value>,
     mode: Option<Value>,
     neighbors: Option<Value>,
     max_context_tokens: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for RawRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectOnly;
+        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+            type Value = RawRequest;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawRequest, A::Error> {
+                RawFields::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(RawRequest)
+            }
+        }
+        deserializer.deserialize_map(ObjectOnly)
+    }
 }
 
 /// A retrieval request.
@@ -216,7 +237,7 @@ pub async fn retrieve(
     body: Result<ApiJson<RawRequest>, ApiError>,
 ) -> Result<axum::Json<RetrieveResponse>, ApiError> {
     let body = match body {
-        Ok(ApiJson(body)) => body,
+        Ok(ApiJson(RawRequest(body))) => body,
         Err(err) if err.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
             return Err(ApiError::payload_too_large(MAX_RETRIEVE_BODY_BYTES));
         }

@@ -29,7 +29,9 @@
 //!   taken from the previous chunk (and the whitespace after it): the longest tail that starts at
 //!   a sentence start and counts at most `overlap_tokens`; when no sentence start fits, the tail
 //!   starts at the first word start (UAX #29 word boundaries, so CJK text has one per ideograph)
-//!   that fits; when none fits, it is empty. It is never embedded.
+//!   that fits; when none fits (a long run without spaces), at the first grapheme that does, so
+//!   it still carries about `overlap_tokens` of context. It is empty only for the first chunk or
+//!   with `overlap_tokens` 0. It is never embedded.
 //! - **HTML** goes through `html5gum`, a WHATWG-conformant HTML tokenizer with no dependencies of
 //!   its own (lighter to build than html5ever/scraper, and unlike ad-hoc tag stripping it decodes
 //!   every named and numeric entity and knows that `<script>` and `<style>` hold raw text). A tree

@@ -91,8 +91,8 @@ pub struct Settings {
     pub max_context_tokens: Option<u32>,
 }
 
-/// The settings as received: JSON values, so that booleans, strings and nulls can be refused
-/// with the retrieval code rather than a generic type error. `None` means "absent".
+/// The settings as received: JSON values, so that booleans and strings can be refused with the
+/// retrieval code rather than a generic type error. `None` means "absent" (or `null`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawSettings<'a> {
     pub top_k: Option<&'a Value>,

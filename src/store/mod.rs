@@ -236,7 +236,7 @@ pub trait RetrievalStore: Send + Sync {
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
     /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
     /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
-    /// chunk number. One round trip per few hundred windows, however many there are.
+    /// chunk number. One round trip per hundred windows, however many there are.
     async fn chunk_windows(
         &self,
         world: WorldId,

@@ -683,8 +683,6 @@ impl EmbeddingWorkers {
         Ok(embedded)
     }
 
-    /// Marks `job` as told that no key is left (`waiting`) or as served again; returns whether
-    /// the mark is new.
     /// Gives `items` back for [`UNAVAILABLE_RETRY`] without spending an attempt, because this
     /// process cannot run their provider or model at all (`why`); the job is told once, with a
     /// `provider_unavailable` warning, until one of its batches is embedded again.
@@ -711,7 +709,11 @@ impl EmbeddingWorkers {
             )
             .await?;
         }
-        tracing::warn!(%job, reason = %why, "provider unavailable in this process; entries given back");
+        if first {
+            tracing::warn!(%job, reason = %why, "provider unavailable in this process; entries given back");
+        } else {
+            tracing::debug!(%job, reason = %why, "provider still unavailable; entries given back");
+        }
         let ids: Vec<ChunkId> = items.iter().map(|i| i.chunk_id).collect();
         self.shared
             .store
@@ -726,6 +728,8 @@ impl EmbeddingWorkers {
             .await
     }
 
+    /// Marks `job` as told that no key is left (`waiting`) or as served again; returns whether
+    /// the mark is new.
     fn no_key_warned(&self, job: JobId, waiting: bool) -> bool {
         let mut warned = self
             .shared
@@ -971,7 +975,7 @@ impl EmbeddingWorkers {
     async fn after_batch(&self, job: JobId) -> crate::store::Result<()> {
         let store = &self.shared.store;
         if let Some(current) = store.get_job(job).await?
-            && self.progress_moved(job, current.counts, current.status.is_terminal())
+            && self.progress_moved(job, current.counts)
         {
             let c = current.counts;
             let data = json!({"total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
@@ -979,26 +983,38 @@ impl EmbeddingWorkers {
             store
                 .append_job_event(job, JobEventKind::Progress, &data.to_string(), now())
                 .await?;
+            // Noted once written, so that a failed write is tried again with the next batch.
+            self.note_progress(job, c, current.status.is_terminal());
         }
         self.finish_job(job).await
     }
 
-    /// Whether `counts` differ from the last progress this process recorded for `job` (a batch
-    /// whose completion a pause refused changes nothing, and says nothing). Forgets the job once
-    /// it has ended.
-    fn progress_moved(&self, job: JobId, counts: crate::domain::JobCounts, ended: bool) -> bool {
+    /// Whether `counts` differ from the last progress this process wrote for `job` (a batch
+    /// whose completion a pause refused changes nothing, and says nothing).
+    fn progress_moved(&self, job: JobId, counts: crate::domain::JobCounts) -> bool {
+        let last = self
+            .shared
+            .last_progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        last.get(&job) != Some(&counts)
+    }
+
+    /// Remembers the progress written for `job`, or forgets the job once it has ended.
+    fn note_progress(&self, job: JobId, counts: crate::domain::JobCounts, ended: bool) {
         let mut last = self
             .shared
             .last_progress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if ended {
-            return last.remove(&job).is_none_or(|seen| seen != counts);
+            last.remove(&job);
+            return;
         }
         if last.len() >= 10_000 {
             last.clear();
         }
-        last.insert(job, counts) != Some(counts)
+        last.insert(job, counts);
     }
 
     /// Finishes `job` if nothing is pending. An ingest or repair job completes (or fails); a
@@ -1062,6 +1078,11 @@ impl EmbeddingWorkers {
     /// Logs a job's end (the store recorded its status event with the change).
     fn log_finished(&self, job: JobId, status: JobStatus) {
         self.no_key_warned(job, false);
+        self.shared
+            .unavailable_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&job);
         tracing::info!(%job, %status, "job finished");
     }
 

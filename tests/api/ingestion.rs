@@ -300,7 +300,11 @@ async fn a_world_s_jobs_can_be_listed_by_status() {
     assert_eq!(ids(&either).len(), 2);
     let (_, none) = app.get(&format!("{path}?status=failed")).await;
     assert_eq!(none["jobs"], json!([]));
-    for (query, field) in [("status=done", "status"), ("state=running", "state")] {
+    for (query, field) in [
+        ("status=done", "status"),
+        ("state=running", "state"),
+        ("status=running&status=failed", "status"),
+    ] {
         let (status, body) = app.get(&format!("{path}?{query}")).await;
         let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
         assert_eq!(error["details"]["field"], field, "{body}");

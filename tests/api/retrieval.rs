@@ -220,8 +220,11 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
         let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
         assert_eq!(error["details"]["field"], field, "{body}: {answer}");
     }
-    let (status, answer) = s.app.post(&unknown, json!(["query"])).await;
-    assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+    // Only an object: not an array, not even one that lists every field in order.
+    for body in [json!(["query"]), json!(["who rules", 8, null, null, null, null])] {
+        let (status, answer) = s.app.post(&unknown, body).await;
+        assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+    }
     // A repeated field is refused as on every other route, not silently resolved.
     let resp = s
         .app

@@ -585,7 +585,7 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
     assert_eq!(numbers, [0, 1, 2, 3]);
     assert!(store.chunk_windows(world.id, run, &[]).await.unwrap().is_empty());
-    // More windows than one statement takes (200 per read) still come back whole.
+    // More windows than one statement takes (100 per read) still come back whole.
     let many: Vec<_> = (0..450).map(|i| (source.id, i % 4, i % 4)).collect();
     let window = store.chunk_windows(world.id, run, &many).await.unwrap();
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
@@ -1222,7 +1222,6 @@ async fn a_reader_tailing_job_events_misses_none_written_concurrently(store: Arc
 }
 conformance!(a_reader_tailing_job_events_misses_none_written_concurrently);
 
-/// A re-ingest of `world` on its own profiles: its new run (building) and its job (queued).
 /// A world's source of two chunks, and a running re-ingest that has chunked it into its run;
 /// every entry of both runs claimed and embedded. Returns the new run, its job and the items.
 async fn reingest_fully_embedded(
@@ -1267,6 +1266,7 @@ async fn reingest_fully_embedded(
     (run, job, all)
 }
 
+/// A re-ingest of `world` on its own profiles: its new run (building) and its job (queued).
 async fn begin_reingest(store: &Arc<dyn Store>, world: &World) -> (RunId, quarry::domain::Job) {
     let run = RunId::new();
     let new = quarry::store::NewRun {
@@ -1332,6 +1332,59 @@ async fn a_reingest_switches_once_however_many_finish_it_at_once(store: Arc<dyn 
         runs.iter().any(|r| r.id == run && r.status == RunStatus::Active),
         "{runs:?}"
     );
+}
+
+conformance!(a_reingest_takes_up_pending_entries_of_its_run_that_an_ended_job_holds);
+async fn a_reingest_takes_up_pending_entries_of_its_run_that_an_ended_job_holds(store: Arc<dyn Store>) {
+    use quarry::store::{ReingestStep, SourceChunks};
+    let now = Utc::now().trunc_subsecs(6);
+    let world = store.create_world(new_world("W")).await.unwrap();
+    let (source, ingest) = add_source(&store, world.id, 1).await;
+    let items = claim(&store, "w", 10).await;
+    assert_eq!(complete(&store, "w", &items).await, 1);
+    assert_eq!(
+        store
+            .finish_job_if_done(ingest.id, now)
+            .await
+            .unwrap()
+            .map(|j| j.status),
+        Some(JobStatus::Completed)
+    );
+    // The new run's entry is held by a job that has ended (as code before requeues went to the
+    // re-ingest job could leave it): no worker would ever claim it.
+    let (run, job) = begin_reingest(&store, &world).await;
+    let source_chunks = SourceChunks {
+        source: source.id,
+        book_number: source.book_number,
+        chunks: chunks(1),
+    };
+    assert_eq!(
+        store
+            .add_run_chunks(world.id, run, ingest.id, source_chunks, now)
+            .await
+            .unwrap(),
+        1
+    );
+    store
+        .transition_job(job.id, &[JobStatus::Queued], JobStatus::Running, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(claim(&store, "w", 10).await.is_empty(), "held by an ended job");
+    // The completion step gives it to the re-ingest, which embeds it and then switches.
+    assert!(matches!(
+        store.finish_reingest(job.id, now).await.unwrap(),
+        ReingestStep::NotDone
+    ));
+    let items = claim(&store, "w", 10).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].job_id, job.id);
+    assert_eq!(complete(&store, "w", &items).await, 1);
+    assert!(matches!(
+        store.finish_reingest(job.id, now).await.unwrap(),
+        ReingestStep::Switched { .. }
+    ));
+    assert_eq!(store.get_world(world.id).await.unwrap().unwrap().active_run, run);
 }
 
 conformance!(nothing_is_requeued_into_a_retired_run);

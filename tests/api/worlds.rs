@@ -221,14 +221,21 @@ async fn list_get_rename_and_not_found() {
         let error = assert_error(status, &body, StatusCode::CONFLICT, "profile_locked");
         assert_eq!(error["details"]["field"], field, "{body}");
     }
-    // A body that is not an object is told so, without naming the server's types.
+    // A body (or a field) that is not an object is told so, without naming the server's types.
     let (status, body) = app.post("/v1/worlds", json!([])).await;
     let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     let message = error["message"].as_str().unwrap();
     assert!(
-        message.contains("must be a JSON object") && !message.contains("struct"),
+        message.contains("the body must be a JSON object") && !message.contains("struct"),
         "{body}"
     );
+    let (status, body) = app
+        .post("/v1/worlds", json!({"name": "a", "embedding": "google"}))
+        .await;
+    let error = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("`embedding` must be a JSON object"), "{body}");
+    assert_eq!(error["details"]["field"], "embedding", "{body}");
     let (status, body) = app.patch(&path, json!({})).await;
     assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     let (status, body) = app.patch(&path, json!({"name": " "})).await;
