@@ -465,3 +465,77 @@ async fn deleting_sources_during_a_reingest_leaves_it_to_switch_and_never_stuck(
     let (status, body) = reingest(&s, json!({"chunking": {"max_tokens": 30, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 }
+
+#[tokio::test]
+async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile() {
+    let s = setup().await;
+    // A world of large chunks, so that a big upload is slow to split but quick to store.
+    let (status, world) = s
+        .app
+        .post(
+            "/v1/worlds",
+            json!({"name": "Big", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": 1500, "overlap_tokens": 0}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let path = format!("/v1/worlds/{}", id(&world));
+    let (status, _) = s
+        .app
+        .post(
+            &format!("{path}/sources"),
+            json!({"filename": "isles.txt", "text": ISLES}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    s.app.state.workers.drain().await.unwrap();
+    let new = quarry::domain::ChunkingProfile {
+        max_tokens: 100,
+        overlap_tokens: 0,
+    };
+    let (status, job) = s
+        .app
+        .post(
+            &format!("{path}/reingest"),
+            json!({"chunking": {"max_tokens": 100, "overlap_tokens": 0}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    s.app.state.workers.prepared().await;
+    // The upload is split with the profile the world had when the request read it (1,500
+    // tokens), while the re-ingest embeds its run and switches the world to 100-token chunks.
+    let text: String = (0..50_000)
+        .map(|i| format!("Sentence {i} tells of the keeper and the lamp. "))
+        .collect();
+    let upload = {
+        let (client, text) = (s.app.client.clone(), text.clone());
+        let url = s.app.url(&format!("{path}/sources"));
+        tokio::spawn(async move {
+            let resp = client
+                .post(url)
+                .bearer_auth(crate::helpers::TOKEN)
+                .json(&json!({"filename": "big.txt", "text": text}))
+                .send()
+                .await
+                .unwrap();
+            crate::helpers::read(resp).await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    s.app.state.workers.drain().await.unwrap();
+    let (status, accepted) = upload.await.unwrap();
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    eprintln!(
+        "upload run {} reingest run {}",
+        accepted["job"]["run_id"], job["run_id"]
+    );
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    // Whichever side of the switch the upload landed on, its chunks in the world's run are cut
+    // with the new profile (before, chunks cut for the old run could be written into the new).
+    let (_, got) = s.app.get(&format!("{path}/sources/{}", id(&accepted["source"]))).await;
+    assert_eq!(got["chunks"], quarry::chunking::split(&text, new).len(), "{got}");
+    let (_, world) = s.app.get(&path).await;
+    assert_eq!(world["chunking"]["max_tokens"], 100);
+}
