@@ -25,11 +25,51 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::invalid_request(NOT_JSON));
+        }
+        let bytes = match axum::body::Bytes::from_request(req, state).await {
+            Ok(bytes) => bytes,
+            Err(err) if err.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(ApiError::payload_too_large(state.max_body_bytes));
+            }
+            Err(err) => {
+                return Err(ApiError::invalid_request(format!(
+                    "could not read the request body: {}",
+                    err.body_text()
+                )));
+            }
+        };
+        // Every body here is an object; serde would take an array for a struct, field by
+        // position.
+        if bytes
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b != b'{')
+        {
+            return Err(ApiError::invalid_request(
+                "invalid request body: the body must be a JSON object",
+            ));
+        }
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Self(value)),
             Err(rejection) => Err(json_rejection(rejection, state.max_body_bytes)),
         }
     }
+}
+
+const NOT_JSON: &str = "expected a JSON body with `Content-Type: application/json`";
+
+/// `application/json` or `application/…+json`, parameters allowed (what axum's `Json` takes).
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// Maps a JSON rejection to the contract's error; `limit` is the body limit that applied.
@@ -64,9 +104,7 @@ pub fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
             };
             ApiError::invalid_request(format!("malformed JSON: {message}"))
         }
-        JsonRejection::MissingJsonContentType(_) => {
-            ApiError::invalid_request("expected a JSON body with `Content-Type: application/json`")
-        }
+        JsonRejection::MissingJsonContentType(_) => ApiError::invalid_request(NOT_JSON),
         other => ApiError::invalid_request(format!("could not read the request body: {}", other.body_text())),
     }
 }

@@ -51,7 +51,7 @@ use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::config::MAX_CONTEXT_TOKENS;
-use crate::domain::{ChunkId, ChunkView, SourceId, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
@@ -357,6 +357,33 @@ impl RetrievalService {
     /// Runs one retrieval with settings already validated by [`Settings::parse`].
     pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
         let started = Instant::now();
+        let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
+        // A re-ingest may have switched the world to its new run while this query ran on the
+        // old one, whose points and rows go right after the switch: the search or its
+        // verification then comes up short. Then the query runs once more, on the run the world
+        // serves now, so that an answer comes from one run or the other, never from a run
+        // half gone. (An answer short for other reasons, `min_score` say, costs one read.)
+        let Some(run) = used else { return Ok(answer) };
+        if (answer.results.len() as u64) >= answer.effective_top_k {
+            return Ok(answer);
+        }
+        match self.store.world_for_retrieval(world_id, 1).await? {
+            Some((now, _)) if now.active_run != run => {
+                tracing::debug!(world = %world_id, "the world switched runs during a retrieval; asking again");
+                Ok(self.retrieve_once(world_id, query, settings, started).await?.0)
+            }
+            _ => Ok(answer),
+        }
+    }
+
+    /// One retrieval on the world as read now; also the run searched, when one was.
+    async fn retrieve_once(
+        &self,
+        world_id: WorldId,
+        query: &str,
+        settings: Settings,
+        started: Instant,
+    ) -> ServiceResult<(Retrieval, Option<RunId>)> {
         let stripped = query.trim();
         // A head start only where the checks below would pass on the remembered world.
         let hint = self
@@ -420,7 +447,7 @@ impl RetrievalService {
         };
         if settings.top_k == 0 {
             answer.timing.total_ms = ms(started.elapsed());
-            return Ok(answer);
+            return Ok((answer, None));
         }
         if embedded == 0 {
             answer.warnings.push(Warning {
@@ -428,7 +455,7 @@ impl RetrievalService {
                 message: "the world has no embedded chunks yet; nothing was searched".into(),
             });
             answer.timing.total_ms = ms(started.elapsed());
-            return Ok(answer);
+            return Ok((answer, None));
         }
         let limit = settings.top_k.min(embedded);
         answer.effective_top_k = limit;
@@ -465,7 +492,7 @@ impl RetrievalService {
         answer.context = context;
         answer.timing.verify_ms = ms(phase.elapsed());
         answer.timing.total_ms = ms(started.elapsed());
-        Ok(answer)
+        Ok((answer, Some(world.active_run)))
     }
 
     /// Embeds the query and searches the world for `limit` hits.

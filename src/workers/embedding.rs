@@ -975,6 +975,7 @@ impl EmbeddingWorkers {
     async fn after_batch(&self, job: JobId) -> crate::store::Result<()> {
         let store = &self.shared.store;
         if let Some(current) = store.get_job(job).await?
+            && !current.status.is_terminal()
             && self.progress_moved(job, current.counts)
         {
             let c = current.counts;
@@ -983,38 +984,29 @@ impl EmbeddingWorkers {
             store
                 .append_job_event(job, JobEventKind::Progress, &data.to_string(), now())
                 .await?;
-            // Noted once written, so that a failed write is tried again with the next batch.
-            self.note_progress(job, c, current.status.is_terminal());
         }
         self.finish_job(job).await
     }
 
-    /// Whether `counts` differ from the last progress this process wrote for `job` (a batch
-    /// whose completion a pause refused changes nothing, and says nothing).
+    /// Whether `counts` move on from the last progress this process claimed for `job`, claiming
+    /// them if so: a batch whose completion a pause refused changes nothing and says nothing,
+    /// and of two workers that read the counts at about the same time only the one with the
+    /// later counts writes, so a job's progress never goes backwards in this process.
     fn progress_moved(&self, job: JobId, counts: crate::domain::JobCounts) -> bool {
-        let last = self
-            .shared
-            .last_progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        last.get(&job) != Some(&counts)
-    }
-
-    /// Remembers the progress written for `job`, or forgets the job once it has ended.
-    fn note_progress(&self, job: JobId, counts: crate::domain::JobCounts, ended: bool) {
         let mut last = self
             .shared
             .last_progress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if ended {
-            last.remove(&job);
-            return;
+        let done = |c: &crate::domain::JobCounts| (c.embedded + c.failed, c.retries + c.rate_limited, c.total);
+        if last.get(&job).is_some_and(|seen| done(seen) >= done(&counts)) {
+            return false;
         }
         if last.len() >= 10_000 {
             last.clear();
         }
         last.insert(job, counts);
+        true
     }
 
     /// Finishes `job` if nothing is pending. An ingest or repair job completes (or fails); a
@@ -1078,6 +1070,11 @@ impl EmbeddingWorkers {
     /// Logs a job's end (the store recorded its status event with the change).
     fn log_finished(&self, job: JobId, status: JobStatus) {
         self.no_key_warned(job, false);
+        self.shared
+            .last_progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&job);
         self.shared
             .unavailable_warned
             .lock()

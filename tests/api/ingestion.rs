@@ -457,6 +457,14 @@ async fn bad_sources_are_rejected_and_store_nothing() {
         .await;
     assert_error(status, &resp, StatusCode::NOT_FOUND, "world_not_found");
 
+    // A JSON array is not an object, even one with the fields in order.
+    let (status, resp) = app.post(&path, json!(["a.txt", "Some text.", null])).await;
+    let error = assert_error(status, &resp, StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        error["message"].as_str().unwrap().contains("must be a JSON object"),
+        "{resp}"
+    );
+
     // Multipart: non-UTF-8 bytes are refused.
     let bad = reqwest::multipart::Part::bytes(vec![0xff, 0xfe, 0x00]).file_name("bin.txt");
     let resp = app

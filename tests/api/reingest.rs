@@ -539,3 +539,59 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
     let (_, world) = s.app.get(&path).await;
     assert_eq!(world["chunking"]["max_tokens"], 100);
 }
+
+#[tokio::test]
+async fn a_query_that_spans_the_switch_is_answered_from_the_new_run_not_empty() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    s.app.state.workers.prepared().await;
+    // The query reads the world (old run) and waits 1.5 s for its embedding; meanwhile the
+    // re-ingest embeds its run, switches the world and removes the old run's points and rows.
+    s.fake.set_latency(std::time::Duration::from_millis(1500));
+    let query = {
+        let (client, url) = (
+            s.app.client.clone(),
+            s.app.url(&format!("/v1/worlds/{}/retrieve", s.world_id())),
+        );
+        tokio::spawn(async move {
+            let resp = client
+                .post(url)
+                .bearer_auth(crate::helpers::TOKEN)
+                .json(&json!({"query": "Who looks after the lighthouse?", "top_k": 3}))
+                .send()
+                .await
+                .unwrap();
+            crate::helpers::read(resp).await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    s.fake.set_latency(std::time::Duration::ZERO);
+    s.app.state.workers.drain().await.unwrap();
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let (status, answer) = query.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // Answered whole from the new run (40-token chunks: fewer of them), with nothing missing.
+    let results = answer["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "{answer}");
+    assert_eq!(json!(results.len()), answer["effective_top_k"], "{answer}");
+    assert_eq!(answer["warnings"], json!([]), "{answer}");
+    let (_, chunks) = s
+        .app
+        .get(&format!(
+            "/v1/worlds/{}/sources/{}/chunks",
+            s.world_id(),
+            results[0]["source_id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(
+        chunks["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["chunk_text"] == results[0]["chunk_text"]),
+        "a chunk of the world's run now: {answer}"
+    );
+}
