@@ -891,6 +891,22 @@ pub(super) fn wide<T: Into<u64>>(value: T) -> i64 {
     i64::try_from(value.into()).unwrap_or(i64::MAX)
 }
 
+/// Takes world `$world`'s row lock in the transaction `tx` (the first lock of the order world →
+/// run → job), or rolls back and returns `Ok(None)` from the enclosing function when there is
+/// no such world.
+macro_rules! lock_world_or_none {
+    ($tx:ident, $world:expr) => {
+        let exists: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_WORLD)
+            .bind($world.0)
+            .fetch_optional(&mut *$tx)
+            .await?;
+        if exists.is_none() {
+            $tx.rollback().await?;
+            return Ok(None);
+        }
+    };
+}
+
 /// Inserts `chunks` of one source into `run` with one pending manifest entry each, held by
 /// `job`, inside the transaction `tx`.
 macro_rules! insert_chunks {
@@ -1205,14 +1221,7 @@ macro_rules! impl_store {
                 use $crate::store::sql::*;
                 let mut tx = self.pool.begin_with($begin).await?;
                 // The world's row first (see `requeue_entries`), then the entries, then jobs.
-                let world_exists: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_WORLD)
-                    .bind(world.0)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if world_exists.is_none() {
-                    tx.rollback().await?;
-                    return Ok(None);
-                }
+                lock_world_or_none!(tx, world);
                 // What each removed entry meant to its job, read from the delete itself so a
                 // worker's concurrent completion is counted once, on whichever side it landed.
                 let removed: Vec<(Option<uuid::Uuid>, String)> = sqlx::query_as(DELETE_SOURCE_ENTRIES)
@@ -1886,14 +1895,7 @@ macro_rules! impl_store {
                 // World first, then run, then job (the order every writer of these rows takes):
                 // a source delete, which takes the world and then the source's entries and their
                 // jobs, never waits on this one while holding what it waits for.
-                let world_exists: Option<uuid::Uuid> = sqlx::query_scalar(LOCK_WORLD)
-                    .bind(world.0)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if world_exists.is_none() {
-                    tx.rollback().await?;
-                    return Ok(None);
-                }
+                lock_world_or_none!(tx, world);
                 // Only into a run that is served or being built: a retired run is on its way
                 // out, and work queued for it would leave points nothing uses.
                 let run_status: Option<String> = sqlx::query_scalar(LOCK_RUN)
@@ -2458,6 +2460,7 @@ macro_rules! impl_store {
 
 pub(crate) use impl_store;
 pub(crate) use insert_chunks;
+pub(crate) use lock_world_or_none;
 
 impl JobRow {
     pub(super) fn id_uuid(&self) -> Uuid {

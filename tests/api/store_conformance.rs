@@ -713,14 +713,7 @@ async fn requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switc
         matches!(store.finish_reingest(job.id, now).await.unwrap(), ReingestStep::NotDone),
         "no switch while an entry of the run is pending"
     );
-    let items = claim(&store, "w", 10).await;
-    assert_eq!(items.len(), 1);
-    assert_eq!(items[0].job_id, job.id);
-    assert_eq!(complete(&store, "w", &items).await, 1);
-    assert!(matches!(
-        store.finish_reingest(job.id, now).await.unwrap(),
-        ReingestStep::Switched { .. }
-    ));
+    embed_the_last_entry_and_switch(&store, &job).await;
 }
 
 conformance!(source_text_and_chunk_pages);
@@ -1266,6 +1259,22 @@ async fn reingest_fully_embedded(
     (run, job, all)
 }
 
+/// Claims the one pending entry, which must be `job`'s, embeds it, and checks that the re-ingest
+/// then switches the world.
+async fn embed_the_last_entry_and_switch(store: &Arc<dyn Store>, job: &quarry::domain::Job) {
+    let items = claim(store, "w", 10).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].job_id, job.id);
+    assert_eq!(complete(store, "w", &items).await, 1);
+    assert!(matches!(
+        store
+            .finish_reingest(job.id, Utc::now().trunc_subsecs(6))
+            .await
+            .unwrap(),
+        quarry::store::ReingestStep::Switched { .. }
+    ));
+}
+
 /// A re-ingest of `world` on its own profiles: its new run (building) and its job (queued).
 async fn begin_reingest(store: &Arc<dyn Store>, world: &World) -> (RunId, quarry::domain::Job) {
     let run = RunId::new();
@@ -1376,14 +1385,7 @@ async fn a_reingest_takes_up_pending_entries_of_its_run_that_an_ended_job_holds(
         store.finish_reingest(job.id, now).await.unwrap(),
         ReingestStep::NotDone
     ));
-    let items = claim(&store, "w", 10).await;
-    assert_eq!(items.len(), 1);
-    assert_eq!(items[0].job_id, job.id);
-    assert_eq!(complete(&store, "w", &items).await, 1);
-    assert!(matches!(
-        store.finish_reingest(job.id, now).await.unwrap(),
-        ReingestStep::Switched { .. }
-    ));
+    embed_the_last_entry_and_switch(&store, &job).await;
     assert_eq!(store.get_world(world.id).await.unwrap().unwrap().active_run, run);
 }
 
