@@ -12,9 +12,14 @@ pub enum LogFormat {
     Json,
 }
 
+/// The filter without `RUST_LOG`: `info`, except two warnings the embedded Qdrant engine
+/// repeats on every segment it opens (hundreds per run) about process-wide settings that only
+/// the Qdrant server binary initialises; they say nothing an operator can act on.
+const DEFAULT_FILTER: &str = "info,qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error";
+
 /// Installs the global subscriber. Safe to call more than once (later calls are ignored).
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
         LogFormat::Pretty => registry.with(fmt::layer().with_target(false)).try_init(),
