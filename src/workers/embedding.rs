@@ -13,7 +13,7 @@
 //! spending an attempt, halving the batch size for Google (which counts every item of a batch
 //! against the quota; request quotas elsewhere count requests, so batches stay full); a key rejection retires the key and gives the entries back; a transient or
 //! malformed answer spends one attempt and retries later with backoff; a permanent refusal of
-//! a multi-item batch is retried item by item to find the culprit, and a single item refused
+//! a multi-item batch is sent again item by item (each alone, once) to find the culprit, and a single item refused
 //! permanently fails at once. Past `embedding.max_attempts` an entry is `failed` and the job
 //! lists a structured error for it.
 //!
@@ -482,8 +482,16 @@ impl EmbeddingWorkers {
         let sizer = self.sizer(profile.provider, limits.max_batch_size);
         let (items, mut embedded) = self.reuse(owner, items).await?;
         let mut queue: std::collections::VecDeque<WorkItem> = items.into();
+        // Items of a batch the provider refused as a whole, at the front of the queue: each is
+        // sent alone, so that only the one at fault fails and the others are sent once more.
+        let mut singles = 0usize;
         while !queue.is_empty() {
-            let take = sizer.size().min(limits.max_batch_size).max(1).min(queue.len());
+            let take = if singles > 0 {
+                singles -= 1;
+                1
+            } else {
+                sizer.size().min(limits.max_batch_size).max(1).min(queue.len())
+            };
             let batch: Vec<WorkItem> = queue.drain(..take).collect();
             let tokens: u32 = batch.iter().map(|i| i.token_count).sum();
             let lease = match self
@@ -605,6 +613,14 @@ impl EmbeddingWorkers {
                             false,
                         )
                         .await?;
+                    }
+                    continue;
+                }
+                Err(ProviderError::Permanent { message }) if sendable.len() > 1 => {
+                    tracing::info!(%job, %message, items = sendable.len(), "batch refused; sending its items one by one");
+                    singles += sendable.len();
+                    for item in sendable.into_iter().rev() {
+                        queue.push_front(item);
                     }
                     continue;
                 }

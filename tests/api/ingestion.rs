@@ -312,6 +312,29 @@ async fn a_world_s_jobs_can_be_listed_by_status() {
 }
 
 #[tokio::test]
+async fn a_batch_refused_as_a_whole_is_sent_again_one_item_at_a_time() {
+    let (fake, app, world) = setup(16).await;
+    let text: String = (0..4)
+        .map(|i| format!("Sentence number {i} is about the keeper of the lighthouse. "))
+        .collect();
+    let accepted = add(&app, &world, &text).await;
+    assert_eq!(accepted["source"]["chunks"], 4, "{accepted}");
+    // The batch of four is refused (a 400 that is not the key's fault): each chunk is then
+    // sent alone, exactly once, and all four are embedded.
+    fake.fail_next(Failure::Status(400));
+    app.state.workers.drain().await.unwrap();
+    let calls: Vec<usize> = fake.stats().embed_calls.iter().map(|c| c.texts.len()).collect();
+    assert_eq!(calls, [4, 1, 1, 1, 1], "{calls:?}");
+    let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(
+        (&job["counts"]["embedded"], &job["counts"]["retries"]),
+        (&json!(4), &json!(0)),
+        "{job}"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_key_is_a_warning_on_the_job_and_the_other_key_takes_over() {
     let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
     let base = fake.base_url();
