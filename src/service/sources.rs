@@ -134,6 +134,8 @@ impl SourceService {
         // Cut for the run the world serves. Should a re-ingest switch the world to another
         // profile while this one is being split, the write is refused and the text is cut
         // again for the new run (a switch is rare; two in a row during one upload rarer still).
+        // The text is moved, not copied, between the splitter and the write (an upload may be
+        // 16 MiB), and taken back for another cut.
         let mut attempt = 1;
         let (source, job) = loop {
             let chunks;
@@ -144,12 +146,13 @@ impl SourceService {
                 run: world.active_run,
                 filename: filename.clone(),
                 content_type: content_type.clone(),
-                text: text.clone(),
+                text,
                 now: super::worlds::now(),
             };
-            match self.store.add_source(new, chunks, JobId::new()).await {
+            match self.store.add_source(&new, chunks, JobId::new()).await {
                 Err(crate::store::Error::RunChanged) if attempt < 3 => {
                     attempt += 1;
+                    text = new.text;
                     world = self
                         .store
                         .get_world(world_id)

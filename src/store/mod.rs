@@ -113,7 +113,7 @@ pub trait WorldStore: Send + Sync {
 pub trait SourceStore: Send + Sync {
     /// Stores a source with its chunks (into the world's active run), one pending manifest entry
     /// per chunk and an `ingest` job, all in one transaction. `book_number` is assigned here.
-    async fn add_source(&self, source: NewSource, chunks: Vec<NewChunk>, job: JobId) -> Result<(Source, Job)>;
+    async fn add_source(&self, source: &NewSource, chunks: Vec<NewChunk>, job: JobId) -> Result<(Source, Job)>;
     async fn get_source(&self, world: WorldId, id: SourceId) -> Result<Option<Source>>;
     /// Sources of a world by book number.
     async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>>;

@@ -1064,7 +1064,7 @@ macro_rules! impl_store {
         impl $crate::store::SourceStore for $store {
             async fn add_source(
                 &self,
-                source: $crate::domain::NewSource,
+                source: &$crate::domain::NewSource,
                 chunks: Vec<$crate::domain::NewChunk>,
                 job: $crate::domain::JobId,
             ) -> $crate::store::Result<($crate::domain::Source, $crate::domain::Job)> {

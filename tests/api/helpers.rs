@@ -367,7 +367,7 @@ pub async fn spawn_app_with_unreachable_vectors(
     let text = "Queen Maren rules.";
     let (source, job) = store
         .add_source(
-            NewSource {
+            &NewSource {
                 id: SourceId::new(),
                 world_id: world.id,
                 run: world.active_run,

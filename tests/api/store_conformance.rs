@@ -77,7 +77,7 @@ async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::
     let run = store.get_world(world).await.unwrap().expect("the world").active_run;
     store
         .add_source(
-            NewSource {
+            &NewSource {
                 id: SourceId::new(),
                 world_id: world,
                 run,
@@ -234,7 +234,7 @@ async fn add_one_chunk(
         text: "t".into(),
         now: Utc::now(),
     };
-    store.add_source(source, chunks(1), JobId::new()).await
+    store.add_source(&source, chunks(1), JobId::new()).await
 }
 
 conformance!(adding_to_a_missing_world_writes_nothing);

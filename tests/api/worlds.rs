@@ -284,7 +284,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
         .state
         .store
         .add_source(
-            NewSource {
+            &NewSource {
                 id: source,
                 world_id: id,
                 run: app.state.store.get_world(id).await.unwrap().unwrap().active_run,
