@@ -17,7 +17,9 @@ use crate::api::{self, Auth, Limits};
 use crate::config::{ConfigError, Settings, VectorKind};
 use crate::crypto::SecretCipher;
 use crate::domain::ProviderKind;
+use crate::jobs::JobEngine;
 use crate::providers::ModelRegistry;
+use crate::providers::Providers;
 use crate::providers::google::GoogleProvider;
 use crate::providers::http::HttpOptions;
 use crate::providers::local::LocalProvider;
@@ -32,7 +34,7 @@ use crate::service::worlds::WorldService;
 use crate::state::AppState;
 use crate::store::{self, Store};
 use crate::vector::{self, VectorRepo, edge::EdgeRepo, server::ServerRepo};
-use crate::workers::embedding::{EmbeddingWorkers, Providers, WorkerConfig};
+use crate::workers::embedding::{EmbeddingWorkers, WorkerConfig};
 
 /// Why the application could not start.
 #[derive(Debug, thiserror::Error)]
@@ -83,47 +85,56 @@ impl App {
         }
         let store = store::connect(settings.store.url.expose_secret()).await?;
         let vectors = open_vectors(&settings)?;
-        let registry = Arc::new(ModelRegistry::new(&settings.providers.openai.models));
+        let registry = Arc::new(ModelRegistry::new(
+            settings.providers.openai.models.iter().map(|m| m.spec()),
+        ));
         let cipher = settings.master_key()?.map(SecretCipher::new);
         let scheduler = build_scheduler(&settings, store.clone(), cipher.clone()).await?;
 
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
         let providers = build_providers(&settings, &registry)?;
         let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let engine = JobEngine::new(
+            store.clone(),
+            vectors.clone(),
+            providers.clone(),
+            tracker.clone(),
+            cancel.clone(),
+        );
         let workers = EmbeddingWorkers::new(
             store.clone(),
             vectors.clone(),
             providers.clone(),
             registry.clone(),
             scheduler.clone(),
+            engine.clone(),
             WorkerConfig {
                 workers: settings.embedding.workers,
                 max_attempts: settings.embedding.max_attempts,
                 reuse: settings.embedding.reuse,
                 lease: Duration::from_secs(settings.embedding.lease_s.max(1)),
             },
-            cancel.clone(),
         );
         let worlds = Arc::new(WorldService::new(
             store.clone(),
             vectors.clone(),
             registry.clone(),
             scheduler.clone(),
-            workers.clone(),
+            engine.clone(),
         ));
         let sources = Arc::new(SourceService::new(
             store.clone(),
             vectors.clone(),
-            workers.clone(),
+            engine.clone(),
             scheduler.clone(),
             providers.clone(),
         ));
-        let jobs = Arc::new(JobService::new(store.clone(), workers.clone()));
-        let tracker = TaskTracker::new();
+        let jobs = Arc::new(JobService::new(store.clone(), engine.clone()));
         let repair = RepairService::new(
             store.clone(),
             vectors.clone(),
-            workers.clone(),
+            engine.clone(),
             tracker.clone(),
             cancel.clone(),
         );
@@ -133,7 +144,7 @@ impl App {
             registry.clone(),
             scheduler.clone(),
             providers,
-            workers.clone(),
+            engine.clone(),
             RetrievalLimits::for_request_timeout(
                 settings.retrieval.max_context_tokens,
                 Duration::from_secs(settings.server.request_timeout_s),
@@ -149,6 +160,7 @@ impl App {
             jobs,
             retrieval,
             repair: repair.clone(),
+            engine,
             workers: workers.clone(),
             scheduler: scheduler.clone(),
             shutdown: cancel.clone(),
@@ -157,21 +169,6 @@ impl App {
             max_event_streams: settings.server.max_event_streams,
         };
         let router_state = state.clone();
-        tracker.spawn(refresh_keys(scheduler, cancel.clone()));
-        let run_workers = settings.embedding.workers > 0;
-        let start_workers = {
-            let (workers, tracker, cancel) = (workers.clone(), tracker.clone(), cancel.clone());
-            move || {
-                if run_workers {
-                    workers.spawn(&tracker, &cancel);
-                }
-            }
-        };
-        if settings.embedding.repair_on_startup {
-            repair.spawn_startup(start_workers);
-        } else {
-            start_workers();
-        }
 
         let auth = Auth::new(&settings.auth.tokens, settings.auth.disabled);
         let limits = Limits {
@@ -189,6 +186,24 @@ impl App {
             vectors = vectors.kind(),
             "quarry is listening"
         );
+
+        // Background work starts once the port is ours: a process that cannot bind (the port
+        // taken) fails without having touched a job, a key or a vector.
+        tracker.spawn(refresh_keys(scheduler, cancel.clone()));
+        let run_workers = settings.embedding.workers > 0;
+        let start_workers = {
+            let (tracker, cancel) = (tracker.clone(), cancel.clone());
+            move || {
+                if run_workers {
+                    workers.spawn(&tracker, &cancel);
+                }
+            }
+        };
+        if settings.embedding.repair_on_startup {
+            repair.spawn_startup(start_workers);
+        } else {
+            start_workers();
+        }
         Ok(App {
             listener,
             router,

@@ -216,6 +216,18 @@ impl EncodingFormat {
     }
 }
 
+impl ExtraModel {
+    /// The model as the registry knows it.
+    pub fn spec(&self) -> crate::providers::ModelSpec {
+        crate::providers::ModelSpec::openai_compatible(
+            &self.name,
+            self.dimensions,
+            self.max_input_tokens,
+            self.dimensions_adjustable,
+        )
+    }
+}
+
 /// An OpenAI-compatible model declared in configuration.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -474,7 +486,7 @@ impl Settings {
             }
             .collection_name()
         };
-        let builtin = crate::providers::registry::ModelRegistry::new(&[]);
+        let builtin = crate::providers::ModelRegistry::builtin();
         let mut names: Vec<&str> = builtin
             .all()
             .iter()

@@ -39,6 +39,7 @@ pub mod chunking;
 pub mod config;
 pub mod crypto;
 pub mod domain;
+pub mod jobs;
 pub mod providers;
 pub mod service;
 pub mod sparse;

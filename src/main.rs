@@ -74,14 +74,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let err: Box<dyn std::error::Error> = err;
-            let mut message = err.to_string();
-            let mut source = err.source();
-            while let Some(s) = source {
-                message.push_str(": ");
-                message.push_str(&s.to_string());
-                source = s.source();
-            }
-            eprintln!("quarry: {message}");
+            eprintln!("quarry: {}", quarry::telemetry::error_chain(err.as_ref()));
             ExitCode::FAILURE
         }
     }

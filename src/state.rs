@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::jobs::JobEngine;
 use crate::providers::ModelRegistry;
 use crate::providers::scheduler::KeyScheduler;
 use crate::service::jobs::JobService;
@@ -26,6 +27,10 @@ pub struct AppState {
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,
     pub repair: RepairService,
+    /// The job lifecycle (for handlers: nothing yet; for tests and tools: waiting for
+    /// re-ingest preparations).
+    pub engine: JobEngine,
+    /// This process's embedding workers (tests drive them step by step).
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
     /// Fires when the server is told to stop: long-lived answers (event streams) end on it, so

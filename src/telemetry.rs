@@ -28,3 +28,16 @@ pub fn init(format: LogFormat) {
             .try_init(),
     };
 }
+
+/// `err` and its sources, joined with `: ` — the one way quarry writes an error's cause chain
+/// (log lines, the command line's last words).
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

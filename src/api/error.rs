@@ -1,20 +1,124 @@
-//! The one error type handlers return, and the contract's JSON error body.
+//! The one error type handlers return, the table of stable error codes, and the contract's
+//! JSON error body.
 //!
 //! Every non-2xx response quarry sends has the body `{"error": {"code", "message", "details"?}}`.
-//! Service errors map here through one `match` without a catch-all arm; 5xx bodies are opaque
-//! and the full cause chain is logged once, when the response is built.
+//! [`ErrorCode`] is the one table of codes: each with its HTTP status, whether a `Retry-After`
+//! header comes with it, and what it means (the OpenAPI document's error descriptions). Service
+//! errors map to codes through one `match` without a catch-all arm. 5xx bodies are opaque; an
+//! error with a cause travels in the response's extensions to [`log_errors`], the middleware
+//! that logs it once, with its cause chain.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use crate::service::error::{BoxError, Dependency};
 use crate::service::{Conflict, Invalid, Missing, ServiceError, Unprocessable};
-use crate::{store, vector};
+
+/// Whether an error response carries `Retry-After`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// No header: retrying the same request will not help (or the client cannot know when).
+    No,
+    /// The header, with the time the cause gives (a provider's cooldown).
+    Given,
+    /// The header, always this many seconds.
+    Seconds(u64),
+}
+
+macro_rules! error_codes {
+    ($($variant:ident => $code:literal, $status:ident, $retry:expr, $description:literal;)+) => {
+        /// Every stable error code quarry answers with.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode { $($variant),+ }
+
+        impl ErrorCode {
+            /// Every code, in the table's order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            /// The code as clients see it.
+            pub fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $code),+ }
+            }
+
+            /// The HTTP status the code is sent with.
+            pub fn status(self) -> StatusCode {
+                match self { $(ErrorCode::$variant => StatusCode::$status),+ }
+            }
+
+            /// Whether `Retry-After` comes with the code.
+            pub fn retry_after(self) -> RetryAfter {
+                match self { $(ErrorCode::$variant => $retry),+ }
+            }
+
+            /// What the code means, for the OpenAPI document and the README.
+            pub fn description(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $description),+ }
+            }
+        }
+    };
+}
+
+use RetryAfter::{Given, No, Seconds};
+
+error_codes! {
+    InvalidRequest => "invalid_request", BAD_REQUEST, No,
+        "the request is malformed: a body, parameter or header the contract does not take (`details.field` names it)";
+    InvalidRetrievalSettings => "invalid_retrieval_settings", BAD_REQUEST, No,
+        "a retrieval setting is out of range or unknown (`details.field` names it)";
+    EmptyQuery => "empty_query", BAD_REQUEST, No, "the query has no text";
+    InvalidEmbeddingProfile => "invalid_embedding_profile", BAD_REQUEST, No,
+        "the provider, model or dimensions are not ones quarry can embed with";
+    InvalidChunkingProfile => "invalid_chunking_profile", BAD_REQUEST, No,
+        "max_tokens or overlap_tokens are out of range for the model";
+    Unauthorized => "unauthorized", UNAUTHORIZED, No, "missing or invalid bearer token";
+    WorldNotFound => "world_not_found", NOT_FOUND, No, "no world has this id";
+    SourceNotFound => "source_not_found", NOT_FOUND, No, "the world has no source with this id";
+    JobNotFound => "job_not_found", NOT_FOUND, No, "no job has this id";
+    KeyNotFound => "key_not_found", NOT_FOUND, No, "no provider key has this id";
+    NotFound => "not_found", NOT_FOUND, No, "no route has this path";
+    MethodNotAllowed => "method_not_allowed", METHOD_NOT_ALLOWED, No, "the route does not take this method";
+    RequestTimeout => "request_timeout", REQUEST_TIMEOUT, No,
+        "the request took longer than `server.request_timeout_s`";
+    NoEligibleProviderKey => "no_eligible_provider_key", CONFLICT, No,
+        "no enabled key of the world's provider is left to embed with; add or enable one";
+    JobStateConflict => "job_state_conflict", CONFLICT, No,
+        "the job's status does not allow this (or a re-ingest of the world is already under way)";
+    ProfileLocked => "profile_locked", CONFLICT, No,
+        "a world's embedding profile cannot change in place; re-ingest it";
+    MasterKeyMissing => "master_key_missing", CONFLICT, No,
+        "keys cannot be stored without `security.master_key`";
+    ProviderKeyExists => "provider_key_exists", CONFLICT, No, "the provider already has this key";
+    ProviderKeyReadOnly => "provider_key_read_only", CONFLICT, No,
+        "a key from the configuration is changed in the configuration, not through the API";
+    Conflict => "conflict", CONFLICT, No, "the record already exists";
+    PayloadTooLarge => "payload_too_large", PAYLOAD_TOO_LARGE, No,
+        "the body is larger than the route takes (`details.limit_bytes`)";
+    UnsupportedMediaType => "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, No,
+        "the body's content type is not one the route takes";
+    InputTooLarge => "input_too_large", UNPROCESSABLE_ENTITY, No,
+        "the query has more tokens than the world's model takes";
+    TokenCountFailed => "token_count_failed", UNPROCESSABLE_ENTITY, No,
+        "the provider could not count the query's tokens";
+    ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
+        "every eligible provider key is cooling down; retry after `Retry-After` seconds";
+    InternalError => "internal_error", INTERNAL_SERVER_ERROR, No, "a fault inside quarry (logged in full, never sent)";
+    ProviderError => "provider_error", BAD_GATEWAY, No, "the embedding provider failed or answered nonsense";
+    StoreUnavailable => "store_unavailable", SERVICE_UNAVAILABLE, No,
+        "the database is unavailable, or changed under the request; retry";
+    VectorStoreUnavailable => "vector_store_unavailable", SERVICE_UNAVAILABLE, No,
+        "the vector store is unavailable, or lost the world's collection (a repair makes it again)";
+    ServerBusy => "server_busy", SERVICE_UNAVAILABLE, Seconds(5),
+        "the server holds as many of these as it keeps open (`server.max_event_streams`); retry shortly";
+}
 
 /// The body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -38,93 +142,94 @@ pub struct ErrorDetail {
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     retry_after: Option<Duration>,
-    /// Kept for the log line of 5xx responses; never sent.
-    cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Kept for the log line; never sent.
+    cause: Option<BoxError>,
+}
+
+/// What [`log_errors`] logs of a response: put in its extensions by [`ApiError`].
+#[derive(Clone, Debug)]
+struct FailedRequest {
+    code: ErrorCode,
+    chain: Arc<str>,
 }
 
 impl ApiError {
-    /// Adds a `Retry-After` header (whole seconds).
-    pub fn with_retry_after(mut self, after: Duration) -> Self {
-        self.retry_after = Some(after);
-        self
-    }
-
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    /// An error with `code`'s status (and its fixed `Retry-After`, if it has one).
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let retry_after = match code.retry_after() {
+            Seconds(secs) => Some(Duration::from_secs(secs)),
+            No | Given => None,
+        };
         Self {
-            status,
+            status: code.status(),
             code,
             message: message.into(),
             details: None,
-            retry_after: None,
+            retry_after,
             cause: None,
         }
     }
 
+    /// Sends the error with another status than its code's (a status our router did not
+    /// produce itself, passed on as it is).
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
+        self
+    }
+
+    fn with_cause(mut self, cause: BoxError) -> Self {
+        self.cause = Some(cause);
         self
     }
 
     pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+        Self::new(ErrorCode::InvalidRequest, message)
     }
 
     pub fn unauthorized() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or invalid bearer token",
-        )
+        Self::new(ErrorCode::Unauthorized, "missing or invalid bearer token")
     }
 
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             format!("request body is larger than {limit} bytes"),
         )
         .with_details(json!({ "limit_bytes": limit }))
-    }
-
-    fn opaque(
-        status: StatusCode,
-        code: &'static str,
-        message: &str,
-        cause: Box<dyn std::error::Error + Send + Sync>,
-    ) -> Self {
-        Self {
-            cause: Some(cause),
-            ..Self::new(status, code, message)
-        }
     }
 }
 
 impl From<ServiceError> for ApiError {
     fn from(err: ServiceError) -> Self {
-        use StatusCode as S;
+        use ErrorCode as C;
         match err {
             ServiceError::NotFound(what) => {
                 let (code, message) = match what {
-                    Missing::World => ("world_not_found", "world not found"),
-                    Missing::Source => ("source_not_found", "source not found"),
-                    Missing::Job => ("job_not_found", "job not found"),
-                    Missing::Key => ("key_not_found", "provider key not found"),
+                    Missing::World => (C::WorldNotFound, "world not found"),
+                    Missing::Source => (C::SourceNotFound, "source not found"),
+                    Missing::Job => (C::JobNotFound, "job not found"),
+                    Missing::Key => (C::KeyNotFound, "provider key not found"),
                 };
-                ApiError::new(S::NOT_FOUND, code, message)
+                ApiError::new(code, message)
             }
             ServiceError::Invalid { kind, message, field } => {
                 let code = match kind {
-                    Invalid::Request => "invalid_request",
-                    Invalid::RetrievalSettings => "invalid_retrieval_settings",
-                    Invalid::EmptyQuery => "empty_query",
-                    Invalid::EmbeddingProfile => "invalid_embedding_profile",
-                    Invalid::ChunkingProfile => "invalid_chunking_profile",
+                    Invalid::Request => C::InvalidRequest,
+                    Invalid::RetrievalSettings => C::InvalidRetrievalSettings,
+                    Invalid::EmptyQuery => C::EmptyQuery,
+                    Invalid::EmbeddingProfile => C::InvalidEmbeddingProfile,
+                    Invalid::ChunkingProfile => C::InvalidChunkingProfile,
                 };
-                let err = ApiError::new(S::BAD_REQUEST, code, message);
+                let err = ApiError::new(code, message);
                 match field {
                     Some(field) => err.with_details(json!({ "field": field })),
                     None => err,
@@ -132,102 +237,62 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::Conflict { kind, message } => {
                 let code = match kind {
-                    Conflict::NoEligibleProviderKey => "no_eligible_provider_key",
-                    Conflict::JobState => "job_state_conflict",
-                    Conflict::ProfileLocked => "profile_locked",
-                    Conflict::MasterKeyMissing => "master_key_missing",
-                    Conflict::KeyExists => "provider_key_exists",
-                    Conflict::KeyReadOnly => "provider_key_read_only",
+                    Conflict::NoEligibleProviderKey => C::NoEligibleProviderKey,
+                    Conflict::JobState => C::JobStateConflict,
+                    Conflict::ProfileLocked => C::ProfileLocked,
+                    Conflict::MasterKeyMissing => C::MasterKeyMissing,
+                    Conflict::KeyExists => C::ProviderKeyExists,
+                    Conflict::KeyReadOnly => C::ProviderKeyReadOnly,
+                    Conflict::Duplicate => C::Conflict,
                 };
-                ApiError::new(S::CONFLICT, code, message)
+                ApiError::new(code, message)
             }
             ServiceError::Unprocessable { kind, message } => {
                 let code = match kind {
-                    Unprocessable::InputTooLarge => "input_too_large",
-                    Unprocessable::TokenCountFailed => "token_count_failed",
+                    Unprocessable::InputTooLarge => C::InputTooLarge,
+                    Unprocessable::TokenCountFailed => C::TokenCountFailed,
                 };
                 // Only a query is judged this way (sources are chunked to fit).
-                ApiError::new(S::UNPROCESSABLE_ENTITY, code, message).with_details(json!({ "field": "query" }))
+                ApiError::new(code, message).with_details(json!({ "field": "query" }))
             }
             ServiceError::RateLimited { retry_after } => {
                 let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
                 let mut err = ApiError::new(
-                    S::TOO_MANY_REQUESTS,
-                    "provider_rate_limited",
+                    C::ProviderRateLimited,
                     "every eligible provider key is cooling down; retry later",
                 )
                 .with_details(json!({ "retry_after_s": secs }));
                 err.retry_after = Some(Duration::from_secs(secs));
                 err
             }
-            ServiceError::Provider { message } => ApiError::new(S::BAD_GATEWAY, "provider_error", message),
-            ServiceError::Internal { message } => ApiError::opaque(
-                S::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "internal error",
-                message.into(),
-            ),
-            ServiceError::Store(err) => match err {
-                store::Error::Unavailable(_) => ApiError::opaque(
-                    S::SERVICE_UNAVAILABLE,
-                    "store_unavailable",
-                    "the database is unavailable",
-                    err.into(),
-                ),
-                store::Error::RunChanged => ApiError::new(
-                    S::SERVICE_UNAVAILABLE,
-                    "store_unavailable",
-                    "the world kept switching to new runs while the request was prepared; try again",
-                ),
-                store::Error::Duplicate(_) => ApiError::new(S::CONFLICT, "conflict", "the record already exists"),
-                store::Error::Corrupt { .. }
-                | store::Error::Query(_)
-                | store::Error::Migrate(_)
-                | store::Error::Setup(_)
-                | store::Error::Internal(_) => {
-                    ApiError::opaque(S::INTERNAL_SERVER_ERROR, "internal_error", "internal error", err.into())
+            ServiceError::Provider { message } => ApiError::new(C::ProviderError, message),
+            ServiceError::Unavailable {
+                dependency,
+                message,
+                source,
+            } => {
+                let code = match dependency {
+                    Dependency::Store => C::StoreUnavailable,
+                    Dependency::VectorStore => C::VectorStoreUnavailable,
+                };
+                let err = ApiError::new(code, message);
+                match source {
+                    Some(source) => err.with_cause(source),
+                    None => err,
                 }
-            },
-            ServiceError::Vector(err) => match err {
-                vector::Error::Unavailable(_) | vector::Error::Io(_) => ApiError::opaque(
-                    S::SERVICE_UNAVAILABLE,
-                    "vector_store_unavailable",
-                    "the vector store is unavailable",
-                    err.into(),
-                ),
-                vector::Error::MissingCollection(ref name) => ApiError::new(
-                    S::SERVICE_UNAVAILABLE,
-                    "vector_store_unavailable",
-                    format!(
-                        "the collection `{name}` is missing from the vector store; a repair \
-                         (POST /v1/worlds/{{world_id}}/repair, or a restart) creates it again and embeds its chunks anew"
-                    ),
-                ),
-                vector::Error::Incompatible { .. } | vector::Error::Rejected(_) => {
-                    ApiError::opaque(S::INTERNAL_SERVER_ERROR, "internal_error", "internal error", err.into())
-                }
-            },
+            }
+            ServiceError::Internal { source } => ApiError::new(C::InternalError, "internal error").with_cause(source),
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let Some(cause) = &self.cause {
-            let mut chain = cause.to_string();
-            let mut source = cause.source();
-            while let Some(s) = source {
-                chain.push_str(": ");
-                chain.push_str(&s.to_string());
-                source = s.source();
-            }
-            tracing::error!(status = self.status.as_u16(), code = self.code, error = %chain, "request failed");
-        }
         let body = ErrorBody {
             error: ErrorDetail {
-                code: self.code.to_owned(),
+                code: self.code.as_str().to_owned(),
                 message: self.message,
-                details: self.details,
+                details: self.details.map(|d| *d),
             },
         };
         let mut response = (self.status, Json(body)).into_response();
@@ -236,6 +301,48 @@ impl IntoResponse for ApiError {
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
+        if let Some(cause) = self.cause {
+            let chain = crate::telemetry::error_chain(cause.as_ref());
+            response.extensions_mut().insert(FailedRequest {
+                code: self.code,
+                chain: chain.into(),
+            });
+        }
         response
+    }
+}
+
+/// Logs, once, every error response that carries a cause (an [`ApiError`] made from a store,
+/// vector store or internal failure), with the cause chain the client never sees.
+pub async fn log_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    if let Some(failed) = response.extensions().get::<FailedRequest>() {
+        tracing::error!(
+            status = response.status().as_u16(),
+            code = failed.code.as_str(),
+            error = %failed.chain,
+            "request failed"
+        );
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_snake_case_and_described() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let text = code.as_str();
+            assert!(seen.insert(text), "{text} twice");
+            assert!(text.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{text}");
+            assert!(!code.description().is_empty(), "{text}");
+            assert!(
+                code.status().is_client_error() || code.status().is_server_error(),
+                "{text}"
+            );
+        }
     }
 }

@@ -68,7 +68,7 @@ fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
     else {
         return false;
     };
-    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = crate::domain::media_essence(value);
     essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiPath, ApiQuery};
 use crate::domain::{Job, JobId, JobStatus, WorldId};
 use crate::state::AppState;
@@ -109,9 +109,9 @@ pub struct JobList {
     security(("bearer" = [])))]
 pub async fn get_job(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<JobId>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
-    Ok(axum::Json(state.jobs.get(JobId(id)).await?.into()))
+    Ok(axum::Json(state.jobs.get(id).await?.into()))
 }
 
 /// Jobs of a world, newest first; `status` keeps those with one of the given statuses.
@@ -126,7 +126,7 @@ pub async fn get_job(
     security(("bearer" = [])))]
 pub async fn list_jobs(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<WorldId>,
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<JobList>, ApiError> {
     if let Some((unknown, _)) = query.iter().find(|(k, _)| k != "status") {
@@ -157,7 +157,7 @@ pub async fn list_jobs(
             Some(wanted)
         }
     };
-    let jobs = state.jobs.list(WorldId(id)).await?;
+    let jobs = state.jobs.list(id).await?;
     Ok(axum::Json(JobList {
         jobs: jobs
             .into_iter()
@@ -175,9 +175,9 @@ pub async fn list_jobs(
     security(("bearer" = [])))]
 pub async fn pause_job(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<JobId>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
-    Ok(axum::Json(state.jobs.pause(JobId(id)).await?.into()))
+    Ok(axum::Json(state.jobs.pause(id).await?.into()))
 }
 
 /// Resume a paused job.
@@ -188,9 +188,9 @@ pub async fn pause_job(
     security(("bearer" = [])))]
 pub async fn resume_job(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<JobId>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
-    Ok(axum::Json(state.jobs.resume(JobId(id)).await?.into()))
+    Ok(axum::Json(state.jobs.resume(id).await?.into()))
 }
 
 /// Cancel a job that has not finished. Its remaining entries stay pending; responses still in
@@ -202,9 +202,9 @@ pub async fn resume_job(
     security(("bearer" = [])))]
 pub async fn cancel_job(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<JobId>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
-    Ok(axum::Json(state.jobs.cancel(JobId(id)).await?.into()))
+    Ok(axum::Json(state.jobs.cancel(id).await?.into()))
 }
 
 /// How often the event stream looks for new events.
@@ -255,22 +255,20 @@ struct EventCursor {
     security(("bearer" = [])))]
 pub async fn job_events(
     State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
+    ApiPath(id): ApiPath<JobId>,
     headers: axum::http::HeaderMap,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
-    let job = state.jobs.get(JobId(id)).await?;
+    let job = state.jobs.get(id).await?;
     // Each open stream polls the store: their number is bounded.
     let Some(slot) = StreamSlot::take(&state) else {
         return Err(ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "server_busy",
+            ErrorCode::ServerBusy,
             format!(
                 "{} job event streams are open, the most this server keeps (server.max_event_streams); retry shortly",
                 state.max_event_streams
             ),
-        )
-        .with_retry_after(std::time::Duration::from_secs(5)));
+        ));
     };
     let last = headers
         .get("last-event-id")
@@ -290,12 +288,7 @@ pub async fn job_events(
         loop {
             if let Some(event) = c.pending.pop_front() {
                 c.last = event.id;
-                let terminal = event.kind == crate::domain::JobEventKind::Status
-                    && serde_json::from_str::<serde_json::Value>(&event.data)
-                        .ok()
-                        .and_then(|v| v.get("status").and_then(|s| s.as_str()).map(str::to_owned))
-                        .and_then(|s| s.parse::<crate::domain::JobStatus>().ok())
-                        .is_some_and(|s| s.is_terminal());
+                let terminal = event.status().is_some_and(JobStatus::is_terminal);
                 if terminal {
                     c.done = true;
                     c.pending.clear();

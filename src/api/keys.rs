@@ -162,7 +162,9 @@ pub async fn create_key(
     let key = state
         .keys
         .create(CreateKey {
-            provider: req.provider,
+            provider: req.provider.parse().map_err(|m: String| {
+                ApiError::invalid_request(m).with_details(serde_json::json!({ "field": "provider" }))
+            })?,
             secret: req.secret,
             label: req.label,
             quota_group: req.quota_group,
@@ -189,12 +191,10 @@ pub async fn list_keys(State(state): State<AppState>) -> Result<axum::Json<KeyLi
     security(("bearer" = [])))]
 pub async fn update_key(
     State(state): State<AppState>,
-    ApiPath(key_id): ApiPath<Uuid>,
+    ApiPath(key_id): ApiPath<KeyId>,
     ApiJson(req): ApiJson<UpdateKeyRequest>,
 ) -> Result<axum::Json<KeyDto>, ApiError> {
-    Ok(axum::Json(
-        state.keys.set_enabled(KeyId(key_id), req.enabled).await?.into(),
-    ))
+    Ok(axum::Json(state.keys.set_enabled(key_id, req.enabled).await?.into()))
 }
 
 /// Delete an API key (configuration keys: 409 `provider_key_read_only`).
@@ -204,8 +204,11 @@ pub async fn update_key(
         (status = 404, description = "key_not_found", body = ErrorBody),
         (status = 409, description = "provider_key_read_only", body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn delete_key(State(state): State<AppState>, ApiPath(key_id): ApiPath<Uuid>) -> Result<StatusCode, ApiError> {
-    state.keys.delete(KeyId(key_id)).await?;
+pub async fn delete_key(
+    State(state): State<AppState>,
+    ApiPath(key_id): ApiPath<KeyId>,
+) -> Result<StatusCode, ApiError> {
+    state.keys.delete(key_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

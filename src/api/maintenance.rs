@@ -7,7 +7,6 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use serde::Deserialize;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath};
@@ -51,7 +50,7 @@ pub struct ReingestRequest {
     security(("bearer" = [])))]
 pub async fn reingest_world(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
     ApiJson(req): ApiJson<ReingestRequest>,
 ) -> Result<(StatusCode, axum::Json<JobDto>), ApiError> {
     let chunking = req.chunking.unwrap_or(ChunkingRequest {
@@ -61,9 +60,12 @@ pub async fn reingest_world(
     let job = state
         .worlds
         .reingest(
-            WorldId(world_id),
+            world_id,
             Reingest {
-                embedding: req.embedding.map(|e| (e.provider, e.model, e.dimensions)),
+                embedding: req
+                    .embedding
+                    .map(|e| super::worlds::parse_profile(e.provider, e.model, e.dimensions))
+                    .transpose()?,
                 max_tokens: chunking.max_tokens,
                 overlap_tokens: chunking.overlap_tokens,
             },
@@ -88,8 +90,8 @@ pub async fn reingest_world(
     security(("bearer" = [])))]
 pub async fn repair_world(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
 ) -> Result<(StatusCode, axum::Json<JobDto>), ApiError> {
-    let job = state.repair.start(WorldId(world_id)).await?;
+    let job = state.repair.start(world_id).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(job.into())))
 }

@@ -34,7 +34,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use self::error::ApiError;
+use self::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
 /// Bearer tokens accepted on `/v1/*`, kept as digests so comparison time does not depend on
@@ -98,6 +98,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
             limits.request_timeout,
         ))
         .layer(middleware::from_fn_with_state(limits, json_errors))
+        .layer(middleware::from_fn(error::log_errors))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
             let id = req
@@ -149,19 +150,20 @@ async fn json_errors(State(limits): State<Limits>, req: Request, next: Next) -> 
         return response;
     }
     let error = match status {
-        StatusCode::NOT_FOUND => ApiError::new(status, "not_found", format!("no route for {method} {path}")),
+        StatusCode::NOT_FOUND => ApiError::new(ErrorCode::NotFound, format!("no route for {method} {path}")),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
-            status,
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             format!("{method} is not allowed on {path}"),
         ),
-        StatusCode::REQUEST_TIMEOUT => ApiError::new(status, "request_timeout", "the request took too long"),
+        StatusCode::REQUEST_TIMEOUT => ApiError::new(ErrorCode::RequestTimeout, "the request took too long"),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::payload_too_large(limits.max_body_bytes),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            ApiError::new(status, "unsupported_media_type", "unsupported content type")
+            ApiError::new(ErrorCode::UnsupportedMediaType, "unsupported content type")
         }
-        other if other.is_client_error() => ApiError::new(other, "invalid_request", "the request was rejected"),
-        other => ApiError::new(other, "internal_error", "internal error"),
+        other if other.is_client_error() => {
+            ApiError::new(ErrorCode::InvalidRequest, "the request was rejected").with_status(other)
+        }
+        other => ApiError::new(ErrorCode::InternalError, "internal error").with_status(other),
     };
     let mut rebuilt = error.into_response();
     for (name, value) in response.headers() {

@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath};
+use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::WorldId;
-use crate::service::retrieval::{RawSettings, Retrieval, Settings};
+use crate::service::retrieval::{DEFAULT_TOP_K, MAX_NEIGHBORS, MAX_TOP_K, Mode, Retrieval, Settings};
 use crate::state::AppState;
 
 /// Largest `/retrieve` body: room for the longest query taken
@@ -65,6 +66,70 @@ impl<'de> Deserialize<'de> for RawRequest {
         }
         deserializer.deserialize_map(ObjectOnly)
     }
+}
+
+/// The retrieval settings of a body, validated: nothing else is looked at yet. A value of the
+/// wrong type or out of range is `invalid_retrieval_settings` naming its field.
+fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
+    let top_k = match &body.top_k {
+        None => DEFAULT_TOP_K,
+        Some(v) => bounded_integer("top_k", v, MAX_TOP_K)?,
+    };
+    let min_score = match &body.min_score {
+        None => 0.0,
+        Some(Value::Number(n)) => {
+            let score = n
+                .as_f64()
+                .ok_or_else(|| bad("min_score", "min_score must be a number between 0.0 and 1.0"))?;
+            if !(0.0..=1.0).contains(&score) {
+                return Err(bad("min_score", "min_score must be between 0.0 and 1.0"));
+            }
+            score as f32
+        }
+        Some(_) => return Err(bad("min_score", "min_score must be a number between 0.0 and 1.0")),
+    };
+    let mode = match &body.mode {
+        None => Mode::Dense,
+        Some(Value::String(s)) if s == "dense" => Mode::Dense,
+        Some(Value::String(s)) if s == "hybrid" => Mode::Hybrid,
+        Some(_) => return Err(bad("mode", "mode must be `dense` or `hybrid`")),
+    };
+    let neighbors = match &body.neighbors {
+        None => 0,
+        Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
+    };
+    let max_context_tokens = match &body.max_context_tokens {
+        None => None,
+        Some(v) => match bounded_integer("max_context_tokens", v, u64::from(MAX_CONTEXT_TOKENS))? {
+            0 => return Err(bad("max_context_tokens", "max_context_tokens must be at least 1")),
+            n => Some(n as u32),
+        },
+    };
+    Ok(Settings {
+        top_k,
+        min_score,
+        mode,
+        neighbors,
+        max_context_tokens,
+    })
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRetrievalSettings, message).with_details(json!({ "field": field }))
+}
+
+/// A JSON integer in `0..=max`, or the error naming `field`.
+fn bounded_integer(field: &str, value: &Value, max: u64) -> Result<u64, ApiError> {
+    let n = match value {
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| bad(field, format!("{field} must be a non-negative integer")))?,
+        _ => return Err(bad(field, format!("{field} must be a non-negative integer"))),
+    };
+    if n > max {
+        return Err(bad(field, format!("{field} must be at most {max}")));
+    }
+    Ok(n)
 }
 
 /// A retrieval request.
@@ -233,7 +298,7 @@ impl From<Retrieval> for RetrieveResponse {
     security(("bearer" = [])))]
 pub async fn retrieve(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
     body: Result<ApiJson<RawRequest>, ApiError>,
 ) -> Result<axum::Json<RetrieveResponse>, ApiError> {
     let body = match body {
@@ -252,13 +317,7 @@ pub async fn retrieve(
             return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
         }
     };
-    let settings = Settings::parse(RawSettings {
-        top_k: body.top_k.as_ref(),
-        min_score: body.min_score.as_ref(),
-        mode: body.mode.as_ref(),
-        neighbors: body.neighbors.as_ref(),
-        max_context_tokens: body.max_context_tokens.as_ref(),
-    })?;
-    let answer = state.retrieval.retrieve(WorldId(world_id), query, settings).await?;
+    let settings = parse_settings(&body)?;
+    let answer = state.retrieval.retrieve(world_id, query, settings).await?;
     Ok(axum::Json(answer.into()))
 }

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
-use crate::domain::{ChunkPage, ChunkState, SourceId, WorldId};
+use crate::domain::{ChunkPage, ChunkState, SourceFormat, SourceId, WorldId};
 use crate::service::sources::{AddSource, Paging, SourceView};
 use crate::state::AppState;
 
@@ -120,7 +120,7 @@ pub struct SourceList {
     security(("bearer" = [])))]
 pub async fn add_source(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
     req: Request,
 ) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
     let is_multipart = req
@@ -141,7 +141,7 @@ pub async fn add_source(
             text: body.text,
         }
     };
-    let (source, job) = state.sources.add(WorldId(world_id), add).await?;
+    let (source, job) = state.sources.add(world_id, add).await?;
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(SourceAccepted {
@@ -211,15 +211,8 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
     // A file part sent without a name is named after its content type, so that the name does
     // not contradict how the text is read.
     let filename = filename.or(part_name).unwrap_or_else(|| {
-        let extension = match content_type
-            .as_deref()
-            .map(|ct| ct.split(';').next().unwrap_or_default().trim())
-        {
-            Some("text/html") => "html",
-            Some("text/markdown") => "md",
-            _ => "txt",
-        };
-        format!("upload.{extension}")
+        let format = content_type.as_deref().and_then(SourceFormat::of);
+        format!("upload.{}", format.unwrap_or(SourceFormat::Plain).extension())
     });
     Ok(AddSource {
         filename,
@@ -236,9 +229,9 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
     security(("bearer" = [])))]
 pub async fn list_sources(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
 ) -> Result<axum::Json<SourceList>, ApiError> {
-    let sources = state.sources.list(WorldId(world_id)).await?;
+    let sources = state.sources.list(world_id).await?;
     Ok(axum::Json(SourceList {
         sources: sources.into_iter().map(Into::into).collect(),
     }))
@@ -252,11 +245,9 @@ pub async fn list_sources(
     security(("bearer" = [])))]
 pub async fn get_source(
     State(state): State<AppState>,
-    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+    ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
 ) -> Result<axum::Json<SourceDto>, ApiError> {
-    Ok(axum::Json(
-        state.sources.get(WorldId(world_id), SourceId(source_id)).await?.into(),
-    ))
+    Ok(axum::Json(state.sources.get(world_id, source_id).await?.into()))
 }
 
 /// Delete a source: its points (in every collection the world uses), chunks and manifest
@@ -271,9 +262,9 @@ pub async fn get_source(
     security(("bearer" = [])))]
 pub async fn delete_source(
     State(state): State<AppState>,
-    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+    ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
 ) -> Result<StatusCode, ApiError> {
-    state.sources.delete(WorldId(world_id), SourceId(source_id)).await?;
+    state.sources.delete(world_id, source_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -287,9 +278,9 @@ pub async fn delete_source(
     security(("bearer" = [])))]
 pub async fn source_text(
     State(state): State<AppState>,
-    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+    ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let text = state.sources.text(WorldId(world_id), SourceId(source_id)).await?;
+    let text = state.sources.text(world_id, source_id).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text))
 }
 
@@ -373,7 +364,7 @@ impl From<ChunkPage> for ChunkList {
     security(("bearer" = [])))]
 pub async fn list_chunks(
     State(state): State<AppState>,
-    ApiPath((world_id, source_id)): ApiPath<(Uuid, Uuid)>,
+    ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
     ApiQuery(query): ApiQuery<BTreeMap<String, String>>,
 ) -> Result<axum::Json<ChunkList>, ApiError> {
     if let Some(unknown) = query.keys().find(|k| *k != "offset" && *k != "limit") {
@@ -382,13 +373,47 @@ pub async fn list_chunks(
                 .with_details(serde_json::json!({ "field": unknown })),
         );
     }
-    let paging = Paging::parse(
+    let paging = parse_paging(
         query.get("offset").map(String::as_str),
         query.get("limit").map(String::as_str),
     )?;
-    let page = state
-        .sources
-        .chunks(WorldId(world_id), SourceId(source_id), paging)
-        .await?;
+    let page = state.sources.chunks(world_id, source_id, paging).await?;
     Ok(axum::Json(page.into()))
+}
+
+/// Parses the raw query values: `offset` an integer ≥ 0 (default 0), `limit` an integer in
+/// 1..=1000 (default 100). Anything else is `invalid_request` naming the parameter.
+fn parse_paging(offset: Option<&str>, limit: Option<&str>) -> Result<Paging, ApiError> {
+    let invalid = |field: &str, message: String| {
+        ApiError::invalid_request(message).with_details(serde_json::json!({ "field": field }))
+    };
+    let offset = match offset {
+        None => 0,
+        Some(raw) => raw
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| {
+                invalid(
+                    "offset",
+                    format!("offset must be an integer of at least 0, not `{raw}`"),
+                )
+            })?,
+    };
+    let limit = match limit {
+        None => Paging::DEFAULT_LIMIT,
+        Some(raw) => raw
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=Paging::MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "limit",
+                    format!("limit must be an integer from 1 to {}, not `{raw}`", Paging::MAX_LIMIT),
+                )
+            })?,
+    };
+    Ok(Paging { offset, limit })
 }

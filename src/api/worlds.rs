@@ -10,10 +10,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath};
-use crate::domain::WorldId;
-use crate::service::worlds::{CreateWorld, WorldView};
+use crate::domain::{WorldId, WorldName};
+use crate::service::worlds::{CreateWorld, ProfileRequest, WorldView};
 use crate::service::{Conflict, ServiceError};
 use crate::state::AppState;
 
@@ -172,10 +172,8 @@ pub async fn create_world(
     let view = state
         .worlds
         .create(CreateWorld {
-            name: req.name,
-            provider: req.embedding.provider,
-            model: req.embedding.model,
-            dimensions: req.embedding.dimensions,
+            name: parse_name(&req.name)?,
+            embedding: parse_profile(req.embedding.provider, req.embedding.model, req.embedding.dimensions)?,
             max_tokens: chunking.max_tokens,
             overlap_tokens: chunking.overlap_tokens,
             hybrid: req.hybrid,
@@ -203,9 +201,9 @@ pub async fn list_worlds(State(state): State<AppState>) -> Result<axum::Json<Wor
     security(("bearer" = [])))]
 pub async fn get_world(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
 ) -> Result<axum::Json<WorldDto>, ApiError> {
-    Ok(axum::Json(state.worlds.get(WorldId(world_id)).await?.into()))
+    Ok(axum::Json(state.worlds.get(world_id).await?.into()))
 }
 
 /// Rename a world. The embedding and chunking profiles are locked: change them with
@@ -218,7 +216,7 @@ pub async fn get_world(
     security(("bearer" = [])))]
 pub async fn update_world(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
     ApiJson(req): ApiJson<UpdateWorldRequest>,
 ) -> Result<axum::Json<WorldDto>, ApiError> {
     let locked = [
@@ -228,7 +226,7 @@ pub async fn update_world(
     ];
     if let Some((field, _)) = locked.iter().find(|(_, sent)| *sent) {
         // A conflict with the world's state needs a world: a missing one is 404 first.
-        state.worlds.get(WorldId(world_id)).await?;
+        state.worlds.get(world_id).await?;
         let err: ApiError = ServiceError::conflict(
             Conflict::ProfileLocked,
             "a world's embedding profile, chunking and hybrid flag are locked; \
@@ -241,7 +239,31 @@ pub async fn update_world(
         return Err(ApiError::invalid_request("nothing to update: send {\"name\": \"...\"}")
             .with_details(serde_json::json!({ "field": "name" })));
     };
-    Ok(axum::Json(state.worlds.rename(WorldId(world_id), &name).await?.into()))
+    let name = parse_name(&name)?;
+    Ok(axum::Json(state.worlds.rename(world_id, name).await?.into()))
+}
+
+/// A world's name, trimmed and checked (`invalid_request` naming `name`).
+fn parse_name(raw: &str) -> Result<WorldName, ApiError> {
+    WorldName::parse(raw).map_err(|m| ApiError::invalid_request(m).with_details(serde_json::json!({ "field": "name" })))
+}
+
+/// An embedding profile as asked for, its provider parsed (`invalid_embedding_profile` naming
+/// `embedding.provider`); the model and dimensions are the registry's to judge.
+pub(super) fn parse_profile(
+    provider: String,
+    model: String,
+    dimensions: Option<i64>,
+) -> Result<ProfileRequest, ApiError> {
+    let provider = provider.parse().map_err(|m: String| {
+        ApiError::new(ErrorCode::InvalidEmbeddingProfile, m)
+            .with_details(serde_json::json!({ "field": "embedding.provider" }))
+    })?;
+    Ok(ProfileRequest {
+        provider,
+        model,
+        dimensions,
+    })
 }
 
 /// Delete a world with its sources, chunks, manifests, jobs and vectors.
@@ -253,8 +275,8 @@ pub async fn update_world(
     security(("bearer" = [])))]
 pub async fn delete_world(
     State(state): State<AppState>,
-    ApiPath(world_id): ApiPath<Uuid>,
+    ApiPath(world_id): ApiPath<WorldId>,
 ) -> Result<StatusCode, ApiError> {
-    state.worlds.delete(WorldId(world_id)).await?;
+    state.worlds.delete(world_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -52,6 +52,8 @@ mod tokens;
 pub use split::{split, split_with};
 pub use tokens::{Cl100k, TokenCounter};
 
+use crate::domain::SourceFormat;
+
 /// Why an upload cannot become source text. The API maps both variants to 400.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChunkError {
@@ -72,16 +74,10 @@ pub enum ChunkError {
 /// [`ChunkError::UnsupportedContentType`] for any other content type, [`ChunkError::Empty`] when
 /// only whitespace is left.
 pub fn prepare_text(content_type: &str, raw: &str) -> Result<String, ChunkError> {
-    let media_type = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    let text = match media_type.as_str() {
-        "text/plain" | "text/markdown" => raw.to_owned(),
-        "text/html" => html::to_text(raw),
-        _ => return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned())),
+    let text = match SourceFormat::of(content_type) {
+        Some(SourceFormat::Plain | SourceFormat::Markdown) => raw.to_owned(),
+        Some(SourceFormat::Html) => html::to_text(raw),
+        None => return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned())),
     };
     if text.trim().is_empty() {
         return Err(ChunkError::Empty);

@@ -52,7 +52,7 @@ id_type!(
     SourceId
 );
 id_type!(
-    /// One generation of a world's chunks and vectors (see DESIGN.md, "run").
+    /// One generation of a world's chunks and vectors (see `docs/DESIGN.md`, "Data model").
     RunId
 );
 id_type!(

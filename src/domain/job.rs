@@ -134,3 +134,112 @@ pub struct JobEvent {
     pub data: String,
     pub created_at: DateTime<Utc>,
 }
+
+impl JobEvent {
+    /// The status a `status` event records, when it is one (the SQL triggers write these).
+    pub fn status(&self) -> Option<JobStatus> {
+        if self.kind != JobEventKind::Status {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_str(&self.data).ok()?;
+        value.get("status")?.as_str()?.parse().ok()
+    }
+}
+
+string_enum!(
+    /// Why a job warns: trouble it recovers from by itself.
+    WarningCode {
+        NoEligibleKey => "no_eligible_key",
+        KeyRetired => "key_retired",
+        ProviderError => "provider_error",
+        ProviderUnavailable => "provider_unavailable",
+        VectorStoreUnavailable => "vector_store_unavailable",
+        VectorStoreRejected => "vector_store_rejected",
+    }
+);
+
+/// What a reconciliation of a world found and did (a repair job's `progress` event).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RepairSummary {
+    pub points_checked: u64,
+    pub orphan_points_deleted: u64,
+    pub stale_points_deleted: u64,
+    pub missing_points_requeued: u64,
+    pub entries_adopted: u64,
+}
+
+impl RepairSummary {
+    pub fn changed_anything(&self) -> bool {
+        self.orphan_points_deleted + self.stale_points_deleted + self.missing_points_requeued + self.entries_adopted > 0
+    }
+}
+
+/// Every job event the application writes, typed. [`JobEventData::to_json`] is the one place
+/// their JSON is written (`status` events come from the database's triggers in the same
+/// shape, `{"status": …}`, see `migrations/*/0004_job_status_events.sql`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobEventData {
+    /// The job's counters after a batch.
+    Progress(JobCounts),
+    /// A repair job's reconciliation.
+    Repaired(RepairSummary),
+    /// Trouble the job recovers from by itself; `chunks` is how many it concerns.
+    Warning {
+        code: WarningCode,
+        chunks: usize,
+        message: String,
+    },
+    /// A source deleted while the job still had pending chunks of it.
+    SourceDeleted { source: super::SourceId, dropped: u64 },
+    /// A chunk that failed for good.
+    ChunkFailed {
+        book_number: u32,
+        chunk_number: u32,
+        code: &'static str,
+        message: String,
+    },
+    /// A repair that could not finish its reconciliation.
+    RepairFailed { message: String },
+}
+
+impl JobEventData {
+    pub fn kind(&self) -> JobEventKind {
+        match self {
+            JobEventData::Progress(_) | JobEventData::Repaired(_) => JobEventKind::Progress,
+            JobEventData::Warning { .. } | JobEventData::SourceDeleted { .. } => JobEventKind::Warning,
+            JobEventData::ChunkFailed { .. } | JobEventData::RepairFailed { .. } => JobEventKind::Error,
+        }
+    }
+
+    /// The event's JSON text, as stored and streamed.
+    pub fn to_json(&self) -> String {
+        let value = match self {
+            JobEventData::Progress(c) => serde_json::json!({
+                "total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
+                "retries": c.retries, "rate_limited": c.rate_limited, "reused": c.reused,
+            }),
+            JobEventData::Repaired(summary) => serde_json::to_value(summary).unwrap_or_default(),
+            JobEventData::Warning { code, chunks, message } => {
+                serde_json::json!({"code": code.as_str(), "chunks": chunks, "message": message})
+            }
+            JobEventData::SourceDeleted { source, dropped } => serde_json::json!({
+                "code": "source_deleted",
+                "message": format!(
+                    "source {} was deleted; {dropped} of this job's pending chunks were dropped with it", source.0
+                ),
+                "source_id": source.0,
+                "dropped": dropped,
+            }),
+            JobEventData::ChunkFailed {
+                book_number,
+                chunk_number,
+                code,
+                message,
+            } => serde_json::json!({
+                "book_number": book_number, "chunk_number": chunk_number, "code": code, "message": message,
+            }),
+            JobEventData::RepairFailed { message } => serde_json::json!({"code": "repair_failed", "message": message}),
+        };
+        value.to_string()
+    }
+}

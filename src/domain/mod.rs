@@ -10,11 +10,20 @@ pub mod world;
 
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
 pub use job::{
-    Job, JobCounts, JobError, JobEvent, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState, RunStatus,
+    Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
+    RepairSummary, RunStatus, WarningCode,
 };
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
     Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewSource, Source, SourceCounts, SourceDeletion,
+    SourceFormat, media_essence,
 };
 pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats};
+
+/// The current time as the stores record it: whole microseconds, which both backends keep
+/// exactly (a value read back equals the one written).
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound as _;
+    chrono::Utc::now().trunc_subsecs(6)
+}

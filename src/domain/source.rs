@@ -117,3 +117,64 @@ pub struct SourceDeletion {
     /// Unfinished jobs that lost all their remaining work and ended, with their new status.
     pub finished_jobs: Vec<(JobId, JobStatus)>,
 }
+
+/// The essence of a `Content-Type` value: `type/subtype`, lower-cased, parameters dropped
+/// (`Text/HTML; charset=utf-8` → `text/html`). The one place quarry reads a media type.
+pub fn media_essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The document formats a source can be uploaded as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    Plain,
+    Markdown,
+    Html,
+}
+
+impl SourceFormat {
+    /// The format of a `Content-Type` value; `None` for any other media type.
+    pub fn of(content_type: &str) -> Option<Self> {
+        match media_essence(content_type).as_str() {
+            "text/plain" => Some(SourceFormat::Plain),
+            "text/markdown" => Some(SourceFormat::Markdown),
+            "text/html" => Some(SourceFormat::Html),
+            _ => None,
+        }
+    }
+
+    /// The format a file name suggests: Markdown for `.md`/`.markdown`, HTML for
+    /// `.html`/`.htm`, else plain text.
+    pub fn guess(filename: &str) -> Self {
+        let lower = filename.to_ascii_lowercase();
+        if lower.ends_with(".md") || lower.ends_with(".markdown") {
+            SourceFormat::Markdown
+        } else if lower.ends_with(".html") || lower.ends_with(".htm") {
+            SourceFormat::Html
+        } else {
+            SourceFormat::Plain
+        }
+    }
+
+    pub fn media_type(self) -> &'static str {
+        match self {
+            SourceFormat::Plain => "text/plain",
+            SourceFormat::Markdown => "text/markdown",
+            SourceFormat::Html => "text/html",
+        }
+    }
+
+    /// The file extension of a source sent without a name.
+    pub fn extension(self) -> &'static str {
+        match self {
+            SourceFormat::Plain => "txt",
+            SourceFormat::Markdown => "md",
+            SourceFormat::Html => "html",
+        }
+    }
+}

@@ -92,7 +92,8 @@ pub fn transport(err: &reqwest::Error, secret: Option<&str>) -> ProviderError {
         // broke half-way, which a retry may well fix.
         TransportFailure::Interrupted
     };
-    classify_transport(failure, &error_chain(err), secret)
+    // reqwest's own message is often just "error sending request": the chain says why.
+    classify_transport(failure, &crate::telemetry::error_chain(err), secret)
 }
 
 /// The pure half of [`transport`].
@@ -164,18 +165,6 @@ fn transport_label(failure: TransportFailure) -> &'static str {
         TransportFailure::Builder => "request could not be built",
         TransportFailure::Redirect => "unexpected redirect",
     }
-}
-
-/// `err` and its sources, joined: reqwest's own message is often just "error sending request".
-fn error_chain(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `retry-after-ms` (OpenAI, milliseconds, may be fractional), else `retry-after` (RFC 9110:

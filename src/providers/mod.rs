@@ -12,6 +12,7 @@ pub mod classify;
 pub mod google;
 pub mod http;
 pub mod local;
+mod map;
 pub mod openai;
 pub mod registry;
 pub mod scheduler;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use secrecy::SecretString;
 
+pub use map::Providers;
 pub use registry::{ModelRegistry, ModelSpec};
 
 use crate::domain::{KeyId, ProviderKind};

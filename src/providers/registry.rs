@@ -1,7 +1,7 @@
 //! The model registry: which embedding models quarry knows, their dimensions and limits.
-//! World creation validates profiles against it and `GET /v1/models` lists it.
+//! World creation validates profiles against it and `GET /v1/models` lists it. The registry
+//! knows nothing of configuration: `config` turns each model it declares into a [`ModelSpec`].
 
-use crate::config::ExtraModel;
 use crate::domain::ProviderKind;
 
 /// One embedding model.
@@ -21,6 +21,22 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// A model served by an OpenAI-compatible server: `dimensions` its native output size,
+    /// any smaller size too when `dimensions_adjustable` (the server takes the `dimensions`
+    /// request field).
+    pub fn openai_compatible(name: &str, dimensions: u32, max_input_tokens: u32, dimensions_adjustable: bool) -> Self {
+        ModelSpec {
+            provider: ProviderKind::OpenAi,
+            model: name.to_owned(),
+            default_dimensions: dimensions,
+            min_dimensions: if dimensions_adjustable { 1 } else { dimensions },
+            max_dimensions: dimensions,
+            max_input_tokens,
+            query_mode: None,
+            document_mode: None,
+        }
+    }
+
     pub fn allows_dimensions(&self, dimensions: u32) -> bool {
         (self.min_dimensions..=self.max_dimensions).contains(&dimensions)
     }
@@ -43,7 +59,14 @@ pub struct ModelRegistry {
 }
 
 impl ModelRegistry {
-    pub fn new(extra_openai: &[ExtraModel]) -> Self {
+    /// The built-in models alone.
+    pub fn builtin() -> Self {
+        Self::new([])
+    }
+
+    /// The built-in models plus `extra` ones (a model already known by the same provider and
+    /// name is not added twice).
+    pub fn new(extra: impl IntoIterator<Item = ModelSpec>) -> Self {
         let mut models = vec![
             ModelSpec {
                 provider: ProviderKind::Google,
@@ -86,27 +109,13 @@ impl ModelRegistry {
                 document_mode: None,
             },
         ];
-        for extra in extra_openai {
-            if models
+        for spec in extra {
+            if !models
                 .iter()
-                .any(|m| m.provider == ProviderKind::OpenAi && m.model == extra.name)
+                .any(|m| m.provider == spec.provider && m.model == spec.model)
             {
-                continue;
+                models.push(spec);
             }
-            models.push(ModelSpec {
-                provider: ProviderKind::OpenAi,
-                model: extra.name.clone(),
-                default_dimensions: extra.dimensions,
-                min_dimensions: if extra.dimensions_adjustable {
-                    1
-                } else {
-                    extra.dimensions
-                },
-                max_dimensions: extra.dimensions,
-                max_input_tokens: extra.max_input_tokens,
-                query_mode: None,
-                document_mode: None,
-            });
         }
         Self { models }
     }
@@ -126,7 +135,7 @@ mod tests {
 
     #[test]
     fn builtin_models_have_the_documented_limits() {
-        let r = ModelRegistry::new(&[]);
+        let r = ModelRegistry::builtin();
         let g = r.find(ProviderKind::Google, "gemini-embedding-001").unwrap();
         assert_eq!((g.default_dimensions, g.max_input_tokens), (3072, 2048));
         assert!(g.allows_dimensions(128) && g.allows_dimensions(768) && !g.allows_dimensions(127));
@@ -143,13 +152,8 @@ mod tests {
 
     #[test]
     fn extra_models_come_from_configuration() {
-        let extra = ExtraModel {
-            name: "nomic-embed-text".into(),
-            dimensions: 768,
-            max_input_tokens: 2048,
-            dimensions_adjustable: false,
-        };
-        let r = ModelRegistry::new(&[extra]);
+        let extra = ModelSpec::openai_compatible("nomic-embed-text", 768, 2048, false);
+        let r = ModelRegistry::new([extra]);
         let m = r.find(ProviderKind::OpenAi, "nomic-embed-text").unwrap();
         assert!(m.allows_dimensions(768) && !m.allows_dimensions(512));
     }

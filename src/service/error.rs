@@ -1,5 +1,6 @@
-//! Errors the services return: variants a caller can act on, each mapped to one HTTP status
-//! and stable code by `api::error`.
+//! Errors the services return: variants a caller can act on, each mapped to one stable code
+//! (and through it one HTTP status) by `api::error`. Store and vector errors are translated
+//! here, where the service knows what they mean, keeping them as sources for the log.
 
 use std::time::Duration;
 
@@ -35,6 +36,8 @@ pub enum Conflict {
     MasterKeyMissing,
     /// The same secret is already registered for the provider.
     KeyExists,
+    /// A unique row the write would have added exists already.
+    Duplicate,
     /// Configuration keys cannot be changed through the API.
     KeyReadOnly,
 }
@@ -64,13 +67,77 @@ pub enum ServiceError {
     RateLimited { retry_after: Duration },
     #[error("provider failed: {message}")]
     Provider { message: String },
-    /// A bug or an impossible state; the message is logged, never sent.
-    #[error("internal error: {message}")]
-    Internal { message: String },
-    #[error(transparent)]
-    Store(#[from] store::Error),
-    #[error(transparent)]
-    Vector(#[from] vector::Error),
+    /// A dependency cannot serve the request now (down, busy, or changing under it); worth a
+    /// retry. `message` is for the client; `source`, when there is one, is only logged.
+    #[error("{message}")]
+    Unavailable {
+        dependency: Dependency,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A bug or an impossible state; the source is logged, never sent.
+    #[error("internal error")]
+    Internal {
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// An error kept as the source of another.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a service depends on that can be unavailable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dependency {
+    Store,
+    VectorStore,
+}
+
+impl From<store::Error> for ServiceError {
+    fn from(err: store::Error) -> Self {
+        match err {
+            store::Error::Unavailable(_) => ServiceError::Unavailable {
+                dependency: Dependency::Store,
+                message: "the database is unavailable".into(),
+                source: Some(err.into()),
+            },
+            store::Error::RunChanged => ServiceError::Unavailable {
+                dependency: Dependency::Store,
+                message: "the world kept switching to new runs while the request was prepared; try again".into(),
+                source: None,
+            },
+            store::Error::Duplicate(_) => ServiceError::conflict(Conflict::Duplicate, "the record already exists"),
+            store::Error::Corrupt { .. }
+            | store::Error::Query(_)
+            | store::Error::Migrate(_)
+            | store::Error::Setup(_)
+            | store::Error::Internal(_) => ServiceError::Internal { source: err.into() },
+        }
+    }
+}
+
+impl From<vector::Error> for ServiceError {
+    fn from(err: vector::Error) -> Self {
+        match err {
+            vector::Error::Unavailable(_) | vector::Error::Io(_) => ServiceError::Unavailable {
+                dependency: Dependency::VectorStore,
+                message: "the vector store is unavailable".into(),
+                source: Some(err.into()),
+            },
+            vector::Error::MissingCollection(ref name) => ServiceError::Unavailable {
+                dependency: Dependency::VectorStore,
+                message: format!(
+                    "the collection `{name}` is missing from the vector store; a repair \
+                     (POST /v1/worlds/{{world_id}}/repair, or a restart) creates it again and embeds its chunks anew"
+                ),
+                source: None,
+            },
+            vector::Error::Incompatible { .. } | vector::Error::Rejected(_) => {
+                ServiceError::Internal { source: err.into() }
+            }
+        }
+    }
 }
 
 impl ServiceError {
@@ -79,6 +146,13 @@ impl ServiceError {
             kind,
             message: message.into(),
             field: Some(field.into()),
+        }
+    }
+
+    /// A bug or an impossible state described by `message` (logged, never sent).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::Internal {
+            source: message.into().into(),
         }
     }
 

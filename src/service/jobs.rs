@@ -1,20 +1,22 @@
-//! Jobs: read, and the pause / resume / cancel transitions (409 for illegal ones).
+//! Jobs: read, and the pause / resume / cancel transitions a client asks for (404 for a job
+//! that does not exist, 409 for a move its status does not allow). What each transition
+//! entails is the job engine's ([`crate::jobs`]).
 
 use std::sync::Arc;
 
 use super::{Conflict, Missing, ServiceError, ServiceResult};
-use crate::domain::{Job, JobId, JobKind, JobStatus, RunStatus, WorldId};
+use crate::domain::{Job, JobId, WorldId};
+use crate::jobs::{JobEngine, Transition};
 use crate::store::Store;
-use crate::workers::embedding::EmbeddingWorkers;
 
 pub struct JobService {
     store: Arc<dyn Store>,
-    workers: EmbeddingWorkers,
+    engine: JobEngine,
 }
 
 impl JobService {
-    pub fn new(store: Arc<dyn Store>, workers: EmbeddingWorkers) -> Self {
-        Self { store, workers }
+    pub fn new(store: Arc<dyn Store>, engine: JobEngine) -> Self {
+        Self { store, engine }
     }
 
     pub async fn get(&self, id: JobId) -> ServiceResult<Job> {
@@ -32,67 +34,27 @@ impl JobService {
     }
 
     pub async fn pause(&self, id: JobId) -> ServiceResult<Job> {
-        self.transition(id, &[JobStatus::Queued, JobStatus::Running], JobStatus::Paused)
-            .await
+        answer(self.engine.pause(id).await?)
     }
 
     pub async fn resume(&self, id: JobId) -> ServiceResult<Job> {
-        let job = self.transition(id, &[JobStatus::Paused], JobStatus::Running).await?;
-        self.workers.wake();
-        if job.kind == JobKind::Reingest {
-            // Its run may still lack sources (a re-ingest paused while they were chunked):
-            // its completion step chunks them, which can take longer than a request may.
-            self.workers.prepare(id);
-            return Ok(job);
-        }
-        // A job paused after its last entry was embedded finishes now.
-        self.workers.finish_job(id).await?;
-        self.get(id).await
+        answer(self.engine.resume(id).await?)
     }
 
     /// Cancels a job. Cancelling a re-ingest also removes the run it was building: the world
     /// keeps serving its active run.
     pub async fn cancel(&self, id: JobId) -> ServiceResult<Job> {
-        let job = self
-            .transition(
-                id,
-                &[JobStatus::Queued, JobStatus::Running, JobStatus::Paused],
-                JobStatus::Cancelled,
-            )
-            .await?;
-        if job.kind == JobKind::Reingest {
-            let collection = self
-                .store
-                .world_runs(job.world_id)
-                .await?
-                .into_iter()
-                .find(|r| r.id == job.run_id && r.status == RunStatus::Building)
-                .map(|r| r.collection);
-            // Only a run still being built: one the re-ingest switched to is the world's now.
-            if let Some(collection) = collection
-                && self.store.retire_run(job.run_id).await?
-            {
-                self.workers.remove_run(job.world_id, job.run_id, &collection).await?;
-            }
-        }
-        Ok(job)
+        answer(self.engine.cancel(id).await?)
     }
+}
 
-    async fn transition(&self, id: JobId, from: &[JobStatus], to: JobStatus) -> ServiceResult<Job> {
-        // The store records the status event with the change itself.
-        match self.store.transition_job(id, from, to, super::worlds::now()).await? {
-            Some(job) => Ok(job),
-            None => {
-                let job = self
-                    .store
-                    .get_job(id)
-                    .await?
-                    .ok_or(ServiceError::NotFound(Missing::Job))?;
-                Err(ServiceError::conflict(
-                    Conflict::JobState,
-                    format!("a {} job cannot become {}", job.status, to),
-                ))
-            }
-        }
+fn answer(transition: Transition) -> ServiceResult<Job> {
+    match transition {
+        Transition::Done(job) => Ok(job),
+        Transition::Missing => Err(ServiceError::NotFound(Missing::Job)),
+        Transition::Refused { from, to } => Err(ServiceError::conflict(
+            Conflict::JobState,
+            format!("a {from} job cannot become {to}"),
+        )),
     }
 }

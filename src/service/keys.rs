@@ -17,9 +17,9 @@ use crate::store::{self, Store};
 /// Longest secret accepted through the API.
 pub const MAX_SECRET_BYTES: usize = 1024;
 
-/// A key creation request as received.
+/// A key creation request, its provider parsed at the edge.
 pub struct CreateKey {
-    pub provider: String,
+    pub provider: ProviderKind,
     pub secret: SecretString,
     pub label: Option<String>,
     pub quota_group: Option<String>,
@@ -41,10 +41,7 @@ impl KeyService {
     }
 
     pub async fn create(&self, req: CreateKey) -> ServiceResult<StoredKey> {
-        let provider: ProviderKind = req
-            .provider
-            .parse()
-            .map_err(|m: String| ServiceError::invalid(Invalid::Request, "provider", m))?;
+        let provider = req.provider;
         if !provider.needs_key() {
             return Err(ServiceError::invalid(
                 Invalid::Request,
@@ -115,9 +112,9 @@ impl KeyService {
         };
         let id = KeyId::new();
         let fingerprint = crypto::fingerprint(&secret);
-        let sealed = cipher.seal(id, &secret).map_err(|err| ServiceError::Internal {
-            message: err.to_string(),
-        })?;
+        let sealed = cipher
+            .seal(id, &secret)
+            .map_err(|err| ServiceError::Internal { source: err.into() })?;
         let label = label.unwrap_or_else(|| format!("{provider} key {fingerprint}"));
         let stored = self
             .store

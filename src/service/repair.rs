@@ -22,45 +22,27 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use serde::Serialize;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use super::worlds::now;
 use super::{Missing, ServiceError, ServiceResult};
+pub use crate::domain::RepairSummary;
 use crate::domain::{
-    ChunkId, Job, JobEventKind, JobId, JobKind, JobStatus, ManifestEntry, ManifestState, RunId, RunStatus, World,
-    WorldId,
+    ChunkId, Job, JobEventData, JobId, JobKind, JobStatus, ManifestEntry, ManifestState, RunId, RunStatus, World,
+    WorldId, now,
 };
+use crate::jobs::JobEngine;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
-use crate::workers::embedding::EmbeddingWorkers;
 
 /// Points read per scroll page.
 const PAGE: usize = 512;
 
-/// What one reconciliation found and did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RepairSummary {
-    pub points_checked: u64,
-    pub orphan_points_deleted: u64,
-    pub stale_points_deleted: u64,
-    pub missing_points_requeued: u64,
-    pub entries_adopted: u64,
-}
-
-impl RepairSummary {
-    pub fn changed_anything(&self) -> bool {
-        self.orphan_points_deleted + self.stale_points_deleted + self.missing_points_requeued + self.entries_adopted > 0
-    }
-}
-
 struct Inner {
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
-    workers: EmbeddingWorkers,
+    engine: JobEngine,
     tracker: TaskTracker,
     cancel: CancellationToken,
     /// Worlds this process is reconciling for a repair request, with that request's job.
@@ -77,7 +59,7 @@ impl RepairService {
     pub fn new(
         store: Arc<dyn Store>,
         vectors: Arc<dyn VectorRepo>,
-        workers: EmbeddingWorkers,
+        engine: JobEngine,
         tracker: TaskTracker,
         cancel: CancellationToken,
     ) -> Self {
@@ -85,7 +67,7 @@ impl RepairService {
             inner: Arc::new(Inner {
                 store,
                 vectors,
-                workers,
+                engine,
                 tracker,
                 cancel,
                 reconciling: std::sync::Mutex::new(HashMap::new()),
@@ -134,9 +116,7 @@ impl RepairService {
         };
         if let Some(earlier) = earlier {
             // Another request got here first, meanwhile: its pass covers this one.
-            store
-                .transition_job(job_id, &[JobStatus::Running], JobStatus::Cancelled, now())
-                .await?;
+            self.inner.engine.withdraw(job_id).await?;
             return store
                 .get_job(earlier)
                 .await?
@@ -188,49 +168,30 @@ impl RepairService {
                 Ok(_) => {}
                 Err(err) => tracing::warn!(world = %world.id, error = %err, "startup repair failed"),
             }
-            if let Err(err) = self.finish_idle_jobs(world.id).await {
+            if let Err(err) = self.inner.engine.resume_world(world.id).await {
                 tracing::warn!(world = %world.id, error = %err, "finishing idle jobs failed");
             }
         }
-        self.inner.workers.wake();
+        self.inner.engine.wake();
     }
 
     async fn run_job(&self, world: World, job: JobId) {
-        let store = &self.inner.store;
-        let outcome = self.reconcile(&world, Some(job)).await;
-        let result: crate::store::Result<()> = async {
-            match outcome {
-                Ok(summary) => {
-                    let data = serde_json::to_string(&summary).unwrap_or_default();
-                    store
-                        .append_job_event(job, JobEventKind::Progress, &data, now())
-                        .await?;
-                    self.finish(job).await?;
-                }
-                Err(err) => {
-                    tracing::warn!(world = %world.id, %job, error = %err, "repair failed");
-                    let data = json!({"code": "repair_failed", "message": err.to_string()});
-                    store
-                        .append_job_event(job, JobEventKind::Error, &data.to_string(), now())
-                        .await?;
-                    store
-                        .transition_job(job, &[JobStatus::Running], JobStatus::Failed, now())
-                        .await?;
-                }
+        let engine = &self.inner.engine;
+        let result = match self.reconcile(&world, Some(job)).await {
+            Ok(summary) => match engine.record(job, JobEventData::Repaired(summary)).await {
+                // Completes the job once nothing it requeued is pending.
+                Ok(()) => engine.finish(job).await,
+                Err(err) => Err(err),
+            },
+            Err(err) => {
+                tracing::warn!(world = %world.id, %job, error = %err, "repair failed");
+                engine.fail_repair(job, err.to_string()).await
             }
-            Ok(())
-        }
-        .await;
+        };
         if let Err(err) = result {
             tracing::warn!(%job, error = %err, "recording the repair outcome failed");
         }
-        self.inner.workers.wake();
-    }
-
-    /// Completes a job with nothing pending (the store records its status event).
-    async fn finish(&self, job: JobId) -> crate::store::Result<()> {
-        // Through the workers' completion step: a re-ingest's ends with its switch.
-        self.inner.workers.finish_job(job).await
+        engine.wake();
     }
 
     /// Runs a re-ingest replaced or abandoned whose points or rows are still there. The rows of
@@ -254,20 +215,7 @@ impl RepairService {
                     })
                     .ok();
             } else {
-                self.inner.workers.remove_run(world, run.id, &run.collection).await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn finish_idle_jobs(&self, world: WorldId) -> crate::store::Result<()> {
-        for job in self.inner.store.list_jobs(world).await? {
-            match job.status {
-                JobStatus::Running => self.inner.workers.finish_job(job.id).await?,
-                // A re-ingest whose sources were being chunked when the process stopped: chunked
-                // in the background, so that a big world does not hold up the workers' start.
-                JobStatus::Queued => self.inner.workers.prepare(job.id),
-                _ => {}
+                self.inner.engine.remove_run(world, run.id, &run.collection).await?;
             }
         }
         Ok(())
@@ -423,11 +371,11 @@ impl RepairService {
             let (adopted, jobs) = store.adopt_entries(world.id, run, &chunks, now()).await?;
             summary.entries_adopted += adopted;
             for held_by in jobs {
-                self.finish(held_by).await?;
+                self.inner.engine.finish(held_by).await?;
             }
         }
         if summary.changed_anything() {
-            self.inner.workers.wake();
+            self.inner.engine.wake();
         }
         Ok(summary)
     }

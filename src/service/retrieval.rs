@@ -1,7 +1,7 @@
 //! Retrieval: a query in, verified chunk text out.
 //!
-//! The order of work is fixed (DESIGN.md, "Retrieval flow"): settings are validated before
-//! anything is looked up ([`Settings::parse`]) → the world is loaded (with its active run's
+//! The order of work is fixed (`docs/DESIGN.md`, "Retrieval flow"): settings are validated before
+//! anything is looked up (at the edge, by `api::retrieve`) → the world is loaded (with its active run's
 //! embedded chunks counted up to `top_k` in the same store round trip) → a blank query is refused
 //! → `top_k = 0` answers at once → no embedded chunks: an empty answer with a warning, no provider
 //! call; otherwise `top_k` is clamped to that count → the stripped query is embedded in query mode
@@ -46,17 +46,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
-use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
+use crate::jobs::JobEngine;
+use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
 use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
 use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
-use crate::workers::embedding::{EmbeddingWorkers, Providers};
 
 /// `top_k` when the request does not say.
 pub const DEFAULT_TOP_K: u64 = 8;
@@ -80,7 +79,7 @@ pub enum Mode {
     Hybrid,
 }
 
-/// Validated retrieval settings.
+/// Validated retrieval settings (parsed from the request at the edge, `api::retrieve`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
     pub top_k: u64,
@@ -89,82 +88,6 @@ pub struct Settings {
     pub neighbors: u32,
     /// The context's token budget; `None`: the service's default (`retrieval.max_context_tokens`).
     pub max_context_tokens: Option<u32>,
-}
-
-/// The settings as received: JSON values, so that booleans and strings can be refused with the
-/// retrieval code rather than a generic type error. `None` means "absent" (or `null`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RawSettings<'a> {
-    pub top_k: Option<&'a Value>,
-    pub min_score: Option<&'a Value>,
-    pub mode: Option<&'a Value>,
-    pub neighbors: Option<&'a Value>,
-    pub max_context_tokens: Option<&'a Value>,
-}
-
-fn bad(field: &str, message: impl Into<String>) -> ServiceError {
-    ServiceError::invalid(Invalid::RetrievalSettings, field, message)
-}
-
-/// A JSON integer in `0..=max`, or the error naming `field`.
-fn bounded_integer(field: &str, value: &Value, max: u64) -> ServiceResult<u64> {
-    let n = match value {
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| bad(field, format!("{field} must be a non-negative integer")))?,
-        _ => return Err(bad(field, format!("{field} must be a non-negative integer"))),
-    };
-    if n > max {
-        return Err(bad(field, format!("{field} must be at most {max}")));
-    }
-    Ok(n)
-}
-
-impl Settings {
-    /// Validates raw settings; nothing else is looked at yet.
-    pub fn parse(raw: RawSettings<'_>) -> ServiceResult<Settings> {
-        let top_k = match raw.top_k {
-            None => DEFAULT_TOP_K,
-            Some(v) => bounded_integer("top_k", v, MAX_TOP_K)?,
-        };
-        let min_score = match raw.min_score {
-            None => 0.0,
-            Some(Value::Number(n)) => {
-                let score = n
-                    .as_f64()
-                    .ok_or_else(|| bad("min_score", "min_score must be a number between 0.0 and 1.0"))?;
-                if !(0.0..=1.0).contains(&score) {
-                    return Err(bad("min_score", "min_score must be between 0.0 and 1.0"));
-                }
-                score as f32
-            }
-            Some(_) => return Err(bad("min_score", "min_score must be a number between 0.0 and 1.0")),
-        };
-        let mode = match raw.mode {
-            None => Mode::Dense,
-            Some(Value::String(s)) if s == "dense" => Mode::Dense,
-            Some(Value::String(s)) if s == "hybrid" => Mode::Hybrid,
-            Some(_) => return Err(bad("mode", "mode must be `dense` or `hybrid`")),
-        };
-        let neighbors = match raw.neighbors {
-            None => 0,
-            Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
-        };
-        let max_context_tokens = match raw.max_context_tokens {
-            None => None,
-            Some(v) => match bounded_integer("max_context_tokens", v, u64::from(MAX_CONTEXT_TOKENS))? {
-                0 => return Err(bad("max_context_tokens", "max_context_tokens must be at least 1")),
-                n => Some(n as u32),
-            },
-        };
-        Ok(Settings {
-            top_k,
-            min_score,
-            mode,
-            neighbors,
-            max_context_tokens,
-        })
-    }
 }
 
 /// One verified hit.
@@ -254,7 +177,7 @@ pub struct RetrievalService {
     registry: Arc<ModelRegistry>,
     scheduler: KeyScheduler,
     providers: Providers,
-    workers: EmbeddingWorkers,
+    engine: JobEngine,
     /// The last store answer per world, for head starts.
     hints: Mutex<HashMap<WorldId, Hint>>,
     head_starts: HeadStarts,
@@ -303,7 +226,7 @@ impl RetrievalService {
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
         providers: Providers,
-        workers: EmbeddingWorkers,
+        engine: JobEngine,
         limits: RetrievalLimits,
     ) -> Self {
         Self {
@@ -312,7 +235,7 @@ impl RetrievalService {
             registry,
             scheduler,
             providers,
-            workers,
+            engine,
             hints: Mutex::new(HashMap::new()),
             head_starts: HeadStarts::default(),
             limits,
@@ -354,7 +277,7 @@ impl RetrievalService {
         }
     }
 
-    /// Runs one retrieval with settings already validated by [`Settings::parse`].
+    /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
     pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
         let started = Instant::now();
         let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
@@ -436,7 +359,8 @@ impl RetrievalService {
             ));
         }
         if settings.mode == Mode::Hybrid && !world.hybrid {
-            return Err(bad(
+            return Err(ServiceError::invalid(
+                Invalid::RetrievalSettings,
                 "mode",
                 "mode `hybrid` needs a world created with `hybrid: true`; this world stores dense vectors only",
             ));
@@ -748,11 +672,11 @@ impl RetrievalService {
                             &chunk_ids,
                             "stale_point",
                             None,
-                            super::worlds::now(),
+                            crate::domain::now(),
                         )
                         .await
                     {
-                        Ok(Some(_)) => self.workers.wake(),
+                        Ok(Some(_)) => self.engine.wake(),
                         Ok(None) => {}
                         Err(err) => {
                             tracing::warn!(world = %world.id, error = %err, "requeueing stale chunks failed; a repair will");

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
-    ChunkPage, Job, JobId, JobKind, JobStatus, NewChunk, NewSource, RunStatus, Source, SourceCounts, SourceId, World,
-    WorldId,
+    ChunkPage, Job, JobId, NewChunk, NewSource, Source, SourceCounts, SourceFormat, SourceId, World, WorldId,
+    media_essence, now,
 };
+use crate::jobs::JobEngine;
+use crate::providers::Providers;
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
-use crate::workers::embedding::{EmbeddingWorkers, Providers};
 
 /// A source upload as received.
 pub struct AddSource {
@@ -29,7 +30,7 @@ pub struct SourceView {
     pub counts: SourceCounts,
 }
 
-/// A validated page of the chunk listing.
+/// A validated page of the chunk listing (parsed from the query at the edge, `api::sources`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Paging {
     pub offset: u64,
@@ -39,48 +40,12 @@ pub struct Paging {
 impl Paging {
     pub const DEFAULT_LIMIT: u32 = 100;
     pub const MAX_LIMIT: u32 = 1000;
-
-    /// Parses the raw query values: `offset` an integer ≥ 0 (default 0), `limit` an integer
-    /// in 1..=1000 (default 100). Anything else is `invalid_request` naming the parameter.
-    pub fn parse(offset: Option<&str>, limit: Option<&str>) -> ServiceResult<Paging> {
-        let offset = match offset {
-            None => 0,
-            Some(raw) => raw
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .and_then(|n| u64::try_from(n).ok())
-                .ok_or_else(|| {
-                    ServiceError::invalid(
-                        Invalid::Request,
-                        "offset",
-                        format!("offset must be an integer of at least 0, not `{raw}`"),
-                    )
-                })?,
-        };
-        let limit = match limit {
-            None => Self::DEFAULT_LIMIT,
-            Some(raw) => raw
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=Self::MAX_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    ServiceError::invalid(
-                        Invalid::Request,
-                        "limit",
-                        format!("limit must be an integer from 1 to {}, not `{raw}`", Self::MAX_LIMIT),
-                    )
-                })?,
-        };
-        Ok(Paging { offset, limit })
-    }
 }
 
 pub struct SourceService {
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
-    workers: EmbeddingWorkers,
+    engine: JobEngine,
     scheduler: KeyScheduler,
     providers: Providers,
 }
@@ -89,14 +54,14 @@ impl SourceService {
     pub fn new(
         store: Arc<dyn Store>,
         vectors: Arc<dyn VectorRepo>,
-        workers: EmbeddingWorkers,
+        engine: JobEngine,
         scheduler: KeyScheduler,
         providers: Providers,
     ) -> Self {
         Self {
             store,
             vectors,
-            workers,
+            engine,
             scheduler,
             providers,
         }
@@ -111,7 +76,7 @@ impl SourceService {
         let filename = clean_filename(&req.filename)?;
         let content_type = match req.content_type.as_deref().map(str::trim) {
             Some(ct) if !ct.is_empty() => ct.to_ascii_lowercase(),
-            _ => guess_content_type(&filename).to_owned(),
+            _ => SourceFormat::guess(&filename).media_type().to_owned(),
         };
         let mut text = chunking::prepare_text(&content_type, &req.text).map_err(|err| match err {
             ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
@@ -130,7 +95,7 @@ impl SourceService {
                 "the text contains a NUL character (U+0000); send the document as text",
             ));
         }
-        let content_type = content_type.split(';').next().unwrap_or_default().trim().to_owned();
+        let content_type = media_essence(&content_type);
         // Cut for the run the world serves. Should a re-ingest switch the world to another
         // profile while this one is being split, the write is refused and the text is cut
         // again for the new run (a switch is rare; two in a row during one upload rarer still).
@@ -147,7 +112,7 @@ impl SourceService {
                 filename: filename.clone(),
                 content_type: content_type.clone(),
                 text,
-                now: super::worlds::now(),
+                now: now(),
             };
             match self.store.add_source(&new, chunks, JobId::new()).await {
                 Err(crate::store::Error::RunChanged) if attempt < 3 => {
@@ -162,7 +127,7 @@ impl SourceService {
                 other => break other?,
             }
         };
-        self.workers.wake();
+        self.engine.wake();
         let counts = self.store.source_counts(world_id, source.id).await?;
         Ok((SourceView { source, counts }, job))
     }
@@ -187,9 +152,7 @@ impl SourceService {
             (text, chunks)
         })
         .await
-        .map_err(|e| ServiceError::Internal {
-            message: format!("chunking failed: {e}"),
-        })?;
+        .map_err(|e| ServiceError::internal(format!("chunking failed: {e}")))?;
         if chunks.is_empty() {
             return Err(ServiceError::invalid(
                 Invalid::Request,
@@ -253,7 +216,7 @@ impl SourceService {
         }
         let deletion = self
             .store
-            .delete_source(world_id, id, super::worlds::now())
+            .delete_source(world_id, id, now())
             .await?
             .ok_or(ServiceError::NotFound(Missing::Source))?;
         for collection in &collections {
@@ -265,16 +228,8 @@ impl SourceService {
         tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,
             jobs_finished = deletion.finished_jobs.len(), "source deleted");
         // A re-ingest whose remaining work went with the source ends through its own completion
-        // step (the switch), which the deletion leaves to it. Its jobs are only looked up while
-        // a run is being built (the job list grows with the world's history).
-        let runs = self.store.world_runs(world_id).await?;
-        if runs.iter().any(|r| r.status == RunStatus::Building) {
-            for job in self.store.list_jobs(world_id).await? {
-                if job.kind == JobKind::Reingest && job.status == JobStatus::Running {
-                    self.workers.finish_job(job.id).await?;
-                }
-            }
-        }
+        // step (the switch), which the deletion leaves to it.
+        self.engine.after_source_deleted(world_id).await?;
         Ok(())
     }
 
@@ -316,15 +271,4 @@ fn clean_filename(raw: &str) -> ServiceResult<String> {
         ));
     }
     Ok(name.to_owned())
-}
-
-fn guess_content_type(filename: &str) -> &'static str {
-    let lower = filename.to_ascii_lowercase();
-    if lower.ends_with(".md") || lower.ends_with(".markdown") {
-        "text/markdown"
-    } else if lower.ends_with(".html") || lower.ends_with(".htm") {
-        "text/html"
-    } else {
-        "text/plain"
-    }
 }

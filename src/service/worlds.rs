@@ -3,31 +3,37 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, SubsecRound, Utc};
-
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{
     ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, NewWorld, ProviderKind, RunId, World, WorldId, WorldName,
-    WorldStats,
+    WorldStats, now,
 };
+use crate::jobs::JobEngine;
 use crate::providers::scheduler::KeyScheduler;
 use crate::providers::{ModelRegistry, ModelSpec};
 use crate::store::{NewRun, Store};
 use crate::vector::{CollectionSpec, PointFilter, VectorRepo};
-use crate::workers::embedding::EmbeddingWorkers;
 
 /// Default chunk size when a world does not choose one.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
 /// Default overlap when a world does not choose one.
 pub const DEFAULT_OVERLAP_TOKENS: u32 = 64;
 
-/// A world creation request as received (numbers not yet range-checked).
+/// An embedding profile as asked for: the provider parsed, the model and dimensions still to
+/// be checked against the registry.
 #[derive(Clone, Debug)]
-pub struct CreateWorld {
-    pub name: String,
-    pub provider: String,
+pub struct ProfileRequest {
+    pub provider: ProviderKind,
     pub model: String,
     pub dimensions: Option<i64>,
+}
+
+/// A world creation request, parsed at the edge (numbers not yet range-checked against the
+/// model, which only the registry knows).
+#[derive(Clone, Debug)]
+pub struct CreateWorld {
+    pub name: WorldName,
+    pub embedding: ProfileRequest,
     pub max_tokens: Option<i64>,
     pub overlap_tokens: Option<i64>,
     pub hybrid: bool,
@@ -45,14 +51,13 @@ pub struct WorldService {
     vectors: Arc<dyn VectorRepo>,
     registry: Arc<ModelRegistry>,
     scheduler: KeyScheduler,
-    workers: EmbeddingWorkers,
+    engine: JobEngine,
 }
 
 /// A re-ingest request: what is absent keeps the world's current profile.
 #[derive(Clone, Debug, Default)]
 pub struct Reingest {
-    /// Provider, model and optional dimensions.
-    pub embedding: Option<(String, String, Option<i64>)>,
+    pub embedding: Option<ProfileRequest>,
     pub max_tokens: Option<i64>,
     pub overlap_tokens: Option<i64>,
 }
@@ -63,14 +68,14 @@ impl WorldService {
         vectors: Arc<dyn VectorRepo>,
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
-        workers: EmbeddingWorkers,
+        engine: JobEngine,
     ) -> Self {
         Self {
             store,
             vectors,
             registry,
             scheduler,
-            workers,
+            engine,
         }
     }
 
@@ -87,7 +92,7 @@ impl WorldService {
             .await?
             .ok_or(ServiceError::NotFound(Missing::World))?;
         let (embedding, spec) = match &req.embedding {
-            Some((provider, model, dimensions)) => self.embedding_profile(provider, model, *dimensions)?,
+            Some(profile) => self.embedding_profile(profile)?,
             None => {
                 let profile = world.embedding.clone();
                 let spec = self.registry.find(profile.provider, &profile.model).ok_or_else(|| {
@@ -138,15 +143,15 @@ impl WorldService {
         };
         // The sources are chunked into the new run in the background: a big world takes
         // longer than a request may.
-        self.workers.prepare(job.id);
+        self.engine.prepare(job.id);
         Ok(job)
     }
 
     /// Validates everything, checks for a usable key, then creates the collection and the
     /// world. Nothing is written when validation or the key check fails.
     pub async fn create(&self, req: CreateWorld) -> ServiceResult<WorldView> {
-        let name = WorldName::parse(&req.name).map_err(|m| ServiceError::invalid(Invalid::Request, "name", m))?;
-        let (embedding, spec) = self.embedding_profile(&req.provider, &req.model, req.dimensions)?;
+        let name = req.name;
+        let (embedding, spec) = self.embedding_profile(&req.embedding)?;
         let chunking = chunking_profile(spec, req.max_tokens, req.overlap_tokens)?;
         super::require_key(&self.scheduler, embedding.provider).await?;
 
@@ -190,8 +195,7 @@ impl WorldService {
         Ok(views)
     }
 
-    pub async fn rename(&self, id: WorldId, name: &str) -> ServiceResult<WorldView> {
-        let name = WorldName::parse(name).map_err(|m| ServiceError::invalid(Invalid::Request, "name", m))?;
+    pub async fn rename(&self, id: WorldId, name: WorldName) -> ServiceResult<WorldView> {
         self.store
             .rename_world(id, &name.into_inner(), now())
             .await?
@@ -227,14 +231,9 @@ impl WorldService {
         Ok(())
     }
 
-    fn embedding_profile(
-        &self,
-        provider: &str,
-        model: &str,
-        dimensions: Option<i64>,
-    ) -> ServiceResult<(EmbeddingProfile, &ModelSpec)> {
+    fn embedding_profile(&self, requested: &ProfileRequest) -> ServiceResult<(EmbeddingProfile, &ModelSpec)> {
         let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::EmbeddingProfile, field, msg);
-        let provider: ProviderKind = provider.parse().map_err(|m| invalid("embedding.provider", m))?;
+        let (provider, model, dimensions) = (requested.provider, requested.model.as_str(), requested.dimensions);
         let spec = self.registry.find(provider, model).ok_or_else(|| {
             let known: Vec<&str> = self
                 .registry
@@ -322,19 +321,13 @@ fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i
     })
 }
 
-/// Now, at the precision both stores keep (microseconds), so a value read back equals the
-/// value written.
-pub(crate) fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn chunking_defaults_fit_the_model() {
-        let registry = ModelRegistry::new(&[]);
+        let registry = ModelRegistry::builtin();
         let local = registry.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
         let p = chunking_profile(local, None, None).unwrap();
         assert_eq!((p.max_tokens, p.overlap_tokens), (192, 48));

@@ -312,7 +312,7 @@ async fn wrong_dimensions_or_model_are_permanent_and_limits_are_fixed() {
         .unwrap_err();
     assert!(matches!(err, ProviderError::Permanent { .. }), "{err:?}");
 
-    let registry = ModelRegistry::new(&[]);
+    let registry = ModelRegistry::builtin();
     let spec = registry.find(ProviderKind::Local, MODEL_NAME).unwrap();
     let limits = provider.limits(spec);
     assert_eq!((limits.max_input_tokens, limits.max_batch_size), (256, 32));

@@ -54,7 +54,7 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
         "the sources are chunked after the answer"
     );
     assert!(job["started_at"].is_null(), "not started while queued: {job}");
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "running", "{job}");
     assert!(job["started_at"].as_str() >= job["created_at"].as_str(), "{job}");
@@ -200,7 +200,7 @@ async fn a_cancelled_reingest_leaves_the_world_as_it_was() {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let before = world(&s).await;
     let (_, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     let new_collection = "chunks_google_gemini-embedding-001_256";
     // Cancel while the provider is still answering: the late answer must leave nothing behind.
     s.fake.set_latency(std::time::Duration::from_millis(400));
@@ -368,7 +368,7 @@ async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
     let before = world(&s).await;
     // One big chunk, refused for good.
     let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 512, "overlap_tokens": 0}})).await;
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["counts"]["total"], 1);
     s.fake.fail_next(Failure::Status(400));
@@ -431,7 +431,7 @@ async fn deleting_sources_during_a_reingest_leaves_it_to_switch_and_never_stuck(
     s.ingest(&BOOKS[..2]).await;
     let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     let path = format!("/v1/jobs/{}", id(&job));
     let (_, sources) = s.app.get(&format!("/v1/worlds/{}/sources", s.world_id())).await;
     let ids: Vec<String> = sources["sources"].as_array().unwrap().iter().map(id).collect();
@@ -501,7 +501,7 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     // The upload is split with the profile the world had when the request read it (1,500
     // tokens), while the re-ingest embeds its run and switches the world to 100-token chunks.
     let text: String = (0..50_000)
@@ -546,7 +546,7 @@ async fn a_query_that_spans_the_switch_is_answered_from_the_new_run_not_empty() 
     s.ingest(&[("isles.txt", ISLES)]).await;
     let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     // The query reads the world (old run) and waits 1.5 s for its embedding; meanwhile the
     // re-ingest embeds its run, switches the world and removes the old run's points and rows.
     s.fake.set_latency(std::time::Duration::from_millis(1500));

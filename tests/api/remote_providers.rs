@@ -42,7 +42,7 @@ fn google_with(fake: &FakeGoogle, options: HttpOptions) -> GoogleProvider {
         base_url: fake.base_url(),
         ..RemoteProviderSettings::default()
     };
-    GoogleProvider::new(&settings, &ModelRegistry::new(&[]), options).unwrap()
+    GoogleProvider::new(&settings, &ModelRegistry::builtin(), options).unwrap()
 }
 
 fn extra_models() -> Vec<ExtraModel> {
@@ -68,7 +68,12 @@ fn openai(fake: &FakeOpenAi, options: OpenAiOptions) -> OpenAiProvider {
         models: extra_models(),
         ..OpenAiSettings::default()
     };
-    OpenAiProvider::new(&settings, &ModelRegistry::new(&extra_models()), options).unwrap()
+    OpenAiProvider::new(
+        &settings,
+        &ModelRegistry::new(extra_models().iter().map(|m| m.spec())),
+        options,
+    )
+    .unwrap()
 }
 
 fn openai_default(fake: &FakeOpenAi) -> OpenAiProvider {
@@ -227,7 +232,7 @@ async fn google_reduced_vectors_are_normalised_and_full_size_ones_kept() {
 async fn google_limits_come_from_the_registry() {
     let fake = FakeGoogle::start(&[]).await;
     let provider = google(&fake);
-    let registry = ModelRegistry::new(&[]);
+    let registry = ModelRegistry::builtin();
     let limits = provider.limits(registry.find(ProviderKind::Google, GEMINI).unwrap());
     assert_eq!(
         (
@@ -779,7 +784,7 @@ async fn openai_splits_requests_by_batch_size_in_order() {
     for (text, v) in input.iter().zip(&vectors) {
         assert_close(v, &unit(fake_vector(text, 64)));
     }
-    let registry = ModelRegistry::new(&[]);
+    let registry = ModelRegistry::builtin();
     let limits = provider.limits(registry.find(ProviderKind::OpenAi, "text-embedding-3-small").unwrap());
     assert_eq!(
         (
@@ -1046,7 +1051,7 @@ async fn openai_unknown_keys_and_quota_buckets_are_classified() {
 
 #[tokio::test]
 async fn constructors_refuse_bad_settings() {
-    let registry = ModelRegistry::new(&[]);
+    let registry = ModelRegistry::builtin();
     let bad = RemoteProviderSettings {
         base_url: "not a url".into(),
         ..RemoteProviderSettings::default()

@@ -308,7 +308,7 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.prepared().await;
+    s.app.state.engine.prepared().await;
     let job = id(&job);
     let runs = s.app.state.store.world_runs(world_id(&s)).await.unwrap();
     let building = runs
