@@ -18,13 +18,12 @@ use crate::config::{ConfigError, Settings, VectorKind};
 use crate::crypto::SecretCipher;
 use crate::domain::ProviderKind;
 use crate::jobs::JobEngine;
-use crate::providers::ModelRegistry;
-use crate::providers::Providers;
 use crate::providers::google::GoogleProvider;
 use crate::providers::http::HttpOptions;
 use crate::providers::local::LocalProvider;
 use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
+use crate::providers::{ModelRegistry, ModelSpec, Providers};
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
 use crate::service::repair::RepairService;
@@ -85,9 +84,9 @@ impl App {
         }
         let store = store::connect(settings.store.url.expose_secret()).await?;
         let vectors = open_vectors(&settings)?;
-        let registry = Arc::new(ModelRegistry::new(
-            settings.providers.openai.models.iter().map(|m| m.spec()),
-        ));
+        let registry = Arc::new(ModelRegistry::new((settings.providers.openai.models.iter()).map(|m| {
+            ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
+        })));
         let cipher = settings.master_key()?.map(SecretCipher::new);
         let scheduler = build_scheduler(&settings, store.clone(), cipher.clone()).await?;
 

@@ -216,18 +216,6 @@ impl EncodingFormat {
     }
 }
 
-impl ExtraModel {
-    /// The model as the registry knows it.
-    pub fn spec(&self) -> crate::providers::ModelSpec {
-        crate::providers::ModelSpec::openai_compatible(
-            &self.name,
-            self.dimensions,
-            self.max_input_tokens,
-            self.dimensions_adjustable,
-        )
-    }
-}
-
 /// An OpenAI-compatible model declared in configuration.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -486,13 +474,7 @@ impl Settings {
             }
             .collection_name()
         };
-        let builtin = crate::providers::ModelRegistry::builtin();
-        let mut names: Vec<&str> = builtin
-            .all()
-            .iter()
-            .filter(|m| m.provider == crate::domain::ProviderKind::OpenAi)
-            .map(|m| m.model.as_str())
-            .collect();
+        let mut names: Vec<&str> = crate::domain::BUILTIN_OPENAI_MODELS.to_vec();
         for model in &self.providers.openai.models {
             let name = model.name.as_str();
             if let Some(other) = names.iter().find(|n| **n != name && collection(n) == collection(name)) {

@@ -6,30 +6,47 @@
 //! with chunk text that was checked against the relational store.
 //!
 //! ## Layout
-//! - [`api`]: axum routers per resource, the middleware stack, JSON errors, OpenAPI. Handlers
-//!   extract, call one service method, convert to DTOs.
-//! - [`service`]: the operations (worlds, sources, jobs, keys, retrieval, repair and re-ingest),
-//!   written against the two storage traits below. No HTTP types.
-//! - [`store`]: the relational store, the authority for text, manifests, jobs and keys.
-//!   Trait [`store::Store`], implemented for SQLite (default) and PostgreSQL via sqlx.
+//! ```text
+//!   api ──► service ──► jobs ◄── workers        (and app.rs, which wires them)
+//!              │          │         │
+//!              ▼          ▼         ▼
+//!        store · vector · providers · chunking · domain
+//! ```
+//! - [`api`]: axum routers per resource, the middleware stack, the table of error codes,
+//!   OpenAPI. Handlers parse their input into typed values (ids, settings, paging, profiles),
+//!   call one service method and convert the answer to DTOs.
+//! - [`service`]: the operations clients ask for (worlds, sources, jobs, keys, retrieval,
+//!   repair and re-ingest requests). No HTTP types; store and vector errors become
+//!   [`service::ServiceError`]s here.
+//! - [`jobs`]: the job engine, the one home of a job's life: transitions, reports from the
+//!   workers, typed job events, finishing, a re-ingest's preparation and switch, waking the
+//!   workers. Services and workers both call it; neither calls the other.
+//! - [`workers`]: the embedding workers: claim → embed → write → report.
+//! - [`store`]: the relational store, the authority for text, manifests, jobs and keys: one
+//!   generic implementation over SQLite (default) and PostgreSQL, split by aggregate.
 //! - [`vector`]: the vector index. Trait [`vector::VectorRepo`], implemented over qdrant-edge
 //!   in-process (default) and a Qdrant server via gRPC. Points never hold chunk text.
-//! - [`providers`]: the model registry, the embedding adapters (Google, OpenAI-compatible, the
-//!   local model), failure classification and the key scheduler.
-//! - [`workers`]: the embedding workers draining the queue of pending chunks.
+//! - [`providers`]: the provider map, the model registry, the embedding adapters (Google,
+//!   OpenAI-compatible, the local model), failure classification and the key scheduler.
+//! - [`chunking`]: upload text preparation and the sentence-aware token splitter.
 //! - [`domain`]: ids and domain types shared by every layer.
 //! - [`config`], [`telemetry`], [`app`]: configuration, logging, assembly and lifecycle.
 //!
+//! `docs/DESIGN.md` walks an upload and a retrieval through these, draws the job, run and
+//! manifest-entry state machines and gives the reasons behind the less obvious choices.
+//!
 //! ## Data flow
 //! HTTP request → `api` handler → `service` → `store` (rows, in transactions) and `vector`
-//! (points, after the rows they index). Writes to Qdrant are confirmed before the store marks
-//! anything as embedded; reads take text from the store only.
+//! (points, after the rows they index); work for the embedding workers goes through `jobs`.
+//! Writes to Qdrant are confirmed before the store marks anything as embedded; reads take text
+//! from the store only.
 //!
 //! ## Who owns what
 //! - The tokio runtime's request tasks run handlers; they own nothing long-lived.
 //! - [`app::App`] owns the listener, the cancellation token and the task tracker that
-//!   background work (embedding workers, the key refresh, repair passes) runs on; shutdown cancels the token and waits for
-//!   the tracker, bounded by `server.shutdown_timeout_s`.
+//!   background work runs on (embedding workers, the key refresh, repair passes, re-ingest
+//!   preparations), all started once the port is bound; shutdown cancels the token and waits
+//!   for the tracker, bounded by `server.shutdown_timeout_s`.
 //! - The embedded vector store owns its folder (an exclusive lock file) and one maintenance
 //!   task that flushes and optimizes after writes; `VectorRepo::close` stops it and flushes.
 

@@ -19,7 +19,9 @@ pub use source::{
     SourceFormat, media_essence,
 };
 pub use work::{ManifestEntry, RunInfo, WorkItem};
-pub use world::{ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats};
+pub use world::{
+    BUILTIN_OPENAI_MODELS, ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats,
+};
 
 /// The current time as the stores record it: whole microseconds, which both backends keep
 /// exactly (a value read back equals the one written).

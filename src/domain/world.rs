@@ -164,6 +164,10 @@ impl WorldName {
     }
 }
 
+/// The OpenAI models quarry knows without configuration, by name (the model registry holds
+/// their limits). Configuration checks its own models against these names.
+pub const BUILTIN_OPENAI_MODELS: [&str; 2] = ["text-embedding-3-small", "text-embedding-3-large"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

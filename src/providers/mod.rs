@@ -8,6 +8,7 @@
 //! down, do not spend the chunk's retry budget) from a dead key, a transient fault or a
 //! permanent refusal.
 
+mod call;
 pub mod classify;
 pub mod google;
 pub mod http;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use secrecy::SecretString;
 
+pub use call::CountFailure;
 pub use map::Providers;
 pub use registry::{ModelRegistry, ModelSpec};
 

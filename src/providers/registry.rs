@@ -2,7 +2,7 @@
 //! World creation validates profiles against it and `GET /v1/models` lists it. The registry
 //! knows nothing of configuration: `config` turns each model it declares into a [`ModelSpec`].
 
-use crate::domain::ProviderKind;
+use crate::domain::{BUILTIN_OPENAI_MODELS, ProviderKind};
 
 /// One embedding model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ impl ModelRegistry {
             },
             ModelSpec {
                 provider: ProviderKind::OpenAi,
-                model: "text-embedding-3-small".into(),
+                model: BUILTIN_OPENAI_MODELS[0].into(),
                 default_dimensions: 1536,
                 min_dimensions: 1,
                 max_dimensions: 1536,
@@ -90,7 +90,7 @@ impl ModelRegistry {
             },
             ModelSpec {
                 provider: ProviderKind::OpenAi,
-                model: "text-embedding-3-large".into(),
+                model: BUILTIN_OPENAI_MODELS[1].into(),
                 default_dimensions: 3072,
                 min_dimensions: 1,
                 max_dimensions: 3072,

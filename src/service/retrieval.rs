@@ -53,7 +53,7 @@ use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
-use crate::providers::{EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
+use crate::providers::{CountFailure, EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
 use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
 
@@ -497,18 +497,18 @@ impl RetrievalService {
                         format!("no enabled {provider} key is available to embed the query"),
                     ),
                 })?;
-            if !fits_uncounted(query, limits.max_input_tokens) {
-                let tokens = match provider.count_tokens(lease.key(), &profile.model, &texts).await {
-                    Ok(counts) if counts.len() == 1 => counts[0],
-                    Ok(_) => {
-                        lease.finish(Outcome::Failed).await;
+            let lease = if fits_uncounted(query, limits.max_input_tokens) {
+                lease
+            } else {
+                let (lease, tokens) = match lease.count_tokens(provider.as_ref(), &profile.model, &texts).await {
+                    Ok((lease, counts)) => (lease, counts[0]),
+                    Err(CountFailure::WrongLength) => {
                         return Err(ServiceError::Unprocessable {
                             kind: Unprocessable::TokenCountFailed,
                             message: "the provider returned the wrong number of token counts".into(),
                         });
                     }
-                    Err(err) => {
-                        lease.finish(Outcome::of::<()>(&Err(err.clone()))).await;
+                    Err(CountFailure::Provider(err)) => {
                         last = Some(query_error(err)?);
                         continue;
                     }
@@ -523,7 +523,8 @@ impl RetrievalService {
                         ),
                     });
                 }
-            }
+                lease
+            };
             let request = EmbedRequest {
                 model: &profile.model,
                 dimensions: profile.dimensions,
@@ -531,9 +532,7 @@ impl RetrievalService {
                 texts: &texts,
                 token_counts: None,
             };
-            let result = provider.embed(lease.key(), request).await;
-            lease.finish(Outcome::of(&result)).await;
-            match result {
+            match lease.embed(provider.as_ref(), request).await {
                 Ok(mut vectors) if vectors.len() == 1 && vectors[0].len() == profile.dimensions as usize => {
                     return Ok(vectors.remove(0));
                 }

@@ -39,7 +39,7 @@ use crate::domain::{ChunkId, JobEventData, JobId, JobStatus, ProviderKind, RunSt
 use crate::jobs::{JobEngine, Notice};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{
-    EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError, ProviderLimits, Providers,
+    CountFailure, EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError, ProviderLimits, Providers,
 };
 use crate::store::Store;
 use crate::vector::{Error as VectorError, Point, PointPayload, VectorRepo};
@@ -383,18 +383,16 @@ impl EmbeddingWorkers {
         let texts: Vec<String> = batch.iter().map(|i| i.chunk_text.clone()).collect();
 
         // Exact token check before dispatch.
-        let counts = match provider.count_tokens(lease.key(), &profile.model, &texts).await {
-            Ok(counts) if counts.len() == batch.len() => counts,
-            Ok(_) => {
-                lease.finish(Outcome::Failed).await;
+        let (lease, counts) = match lease.count_tokens(provider.as_ref(), &profile.model, &texts).await {
+            Ok(counted) => counted,
+            Err(CountFailure::WrongLength) => {
                 let message = "the provider returned the wrong number of counts";
                 for item in &batch {
                     self.fail(owner, item, "token_count_failed", message, false).await?;
                 }
                 return Ok(BatchOutcome::Done { embedded: 0 });
             }
-            Err(err) => {
-                lease.finish(Outcome::of::<()>(&Err(err.clone()))).await;
+            Err(CountFailure::Provider(err)) => {
                 self.handle_batch_error(owner, job, &batch, err, &target.sizer).await?;
                 return Ok(BatchOutcome::Done { embedded: 0 });
             }
@@ -425,9 +423,7 @@ impl EmbeddingWorkers {
             texts: &texts,
             token_counts: Some(&sendable_counts),
         };
-        let result = provider.embed(lease.key(), request).await;
-        lease.finish(Outcome::of(&result)).await;
-        let vectors = match result {
+        let vectors = match lease.embed(provider.as_ref(), request).await {
             Ok(vectors)
                 if vectors.len() == sendable.len()
                     && vectors.iter().all(|v| v.len() == profile.dimensions as usize) =>

@@ -12,7 +12,7 @@ use quarry::providers::google::GoogleProvider;
 use quarry::providers::http::HttpOptions;
 use quarry::providers::openai::{OpenAiOptions, OpenAiProvider, cl100k_tokens};
 use quarry::providers::{
-    ApiKey, EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError, RateLimitScope,
+    ApiKey, EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ModelSpec, ProviderError, RateLimitScope,
 };
 
 use reqwest::StatusCode;
@@ -70,7 +70,11 @@ fn openai(fake: &FakeOpenAi, options: OpenAiOptions) -> OpenAiProvider {
     };
     OpenAiProvider::new(
         &settings,
-        &ModelRegistry::new(extra_models().iter().map(|m| m.spec())),
+        &ModelRegistry::new(
+            extra_models().iter().map(|m| {
+                ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
+            }),
+        ),
         options,
     )
     .unwrap()
