@@ -1,12 +1,12 @@
 //! [`SourceStore`]: sources, their chunks and the chunks' manifest entries; also how chunks are
-//! inserted, which re-ingest shares.
+//! inserted (multi-row statements), which re-ingest shares.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sha2::Digest as _;
-use sqlx::Transaction;
+use sqlx::{QueryBuilder, Transaction};
 use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
@@ -19,6 +19,10 @@ use crate::domain::{
     SourceDeletion, SourceId, WorldId, point_id,
 };
 
+/// Chunks per insert statement: 12 parameters each, 2,400 a statement, well under the
+/// parameter limits (32,766 in SQLite, 65,535 in PostgreSQL).
+const CHUNKS_PER_STATEMENT: usize = 200;
+
 /// Where [`insert_chunks`] puts chunks: one source's, in one run, held by one job.
 pub(super) struct ChunkPlacement {
     pub world: WorldId,
@@ -29,48 +33,56 @@ pub(super) struct ChunkPlacement {
 }
 
 /// Inserts `chunks` with one pending manifest entry each (held by the placement's job) in the
-/// transaction `tx`.
+/// transaction `tx`: a multi-row statement per [`CHUNKS_PER_STATEMENT`] chunks, then one for
+/// their entries.
 pub(super) async fn insert_chunks<DB: Backend>(
     tx: &mut Transaction<'_, DB>,
     at: &ChunkPlacement,
     chunks: &[NewChunk],
     now: DateTime<Utc>,
 ) -> Result<()> {
-    for chunk in chunks {
-        let chunk_id = Uuid::new_v4();
-        let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
-        sqlx::query(
+    let rows: Vec<(Uuid, String, &NewChunk)> = chunks
+        .iter()
+        .map(|chunk| {
+            let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
+            (Uuid::new_v4(), text_sha, chunk)
+        })
+        .collect();
+    for batch in rows.chunks(CHUNKS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO chunks (id, world_id, run_id, source_id, book_number, chunk_number, char_start, \
-             char_end, token_count, chunk_text, overlap_text, text_sha256) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        )
-        .bind(chunk_id)
-        .bind(at.world.0)
-        .bind(at.run.0)
-        .bind(at.source.0)
-        .bind(at.book_number)
-        .bind(wide(chunk.chunk_number))
-        .bind(wide(chunk.char_start))
-        .bind(wide(chunk.char_end))
-        .bind(wide(chunk.token_count))
-        .bind(&chunk.chunk_text)
-        .bind(&chunk.overlap_text)
-        .bind(&text_sha)
-        .execute(&mut **tx)
-        .await?;
-        sqlx::query(
+             char_end, token_count, chunk_text, overlap_text, text_sha256) ",
+        );
+        insert.push_values(batch, |mut row, (id, text_sha, chunk)| {
+            row.push_bind(*id)
+                .push_bind(at.world.0)
+                .push_bind(at.run.0)
+                .push_bind(at.source.0)
+                .push_bind(at.book_number)
+                .push_bind(wide(chunk.chunk_number))
+                .push_bind(wide(chunk.char_start))
+                .push_bind(wide(chunk.char_end))
+                .push_bind(wide(chunk.token_count))
+                .push_bind(&chunk.chunk_text)
+                .push_bind(&chunk.overlap_text)
+                .push_bind(text_sha);
+        });
+        insert.build().execute(&mut **tx).await?;
+        let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO manifest_entries (chunk_id, world_id, run_id, source_id, job_id, point_id, state, \
-             updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7)",
-        )
-        .bind(chunk_id)
-        .bind(at.world.0)
-        .bind(at.run.0)
-        .bind(at.source.0)
-        .bind(at.job.0)
-        .bind(point_id(at.world, at.run, at.source, chunk.chunk_number))
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+             updated_at) ",
+        );
+        insert.push_values(batch, |mut row, (id, _, chunk)| {
+            row.push_bind(*id)
+                .push_bind(at.world.0)
+                .push_bind(at.run.0)
+                .push_bind(at.source.0)
+                .push_bind(at.job.0)
+                .push_bind(point_id(at.world, at.run, at.source, chunk.chunk_number))
+                .push("'pending'")
+                .push_bind(now);
+        });
+        insert.build().execute(&mut **tx).await?;
     }
     Ok(())
 }
@@ -330,4 +342,166 @@ async fn drop_job_pending<'e, DB: Backend>(
     .execute(db)
     .await?;
     Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, SubsecRound, Utc};
+    use sha2::Digest as _;
+
+    use super::CHUNKS_PER_STATEMENT;
+    use crate::domain::{
+        ChunkingProfile, EmbeddingProfile, JobId, ManifestState, NewChunk, NewSource, NewWorld, ProviderKind, RunId,
+        SourceId, WorldId, point_id,
+    };
+    use crate::store::{NewRun, SourceChunks, Store};
+
+    /// Two full statements and one more chunk: every batch boundary is crossed.
+    const N: usize = 2 * CHUNKS_PER_STATEMENT + 1;
+
+    fn new_chunks() -> Vec<NewChunk> {
+        (0..N as u32)
+            .map(|i| NewChunk {
+                chunk_number: i,
+                char_start: u64::from(i) * 10,
+                char_end: u64::from(i) * 10 + 9,
+                token_count: i % 7 + 1,
+                chunk_text: format!("chunk {i:04}."),
+                overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
+            })
+            .collect()
+    }
+
+    /// Every chunk of `source` in `run` is stored once, with its values, and has one pending
+    /// entry with its point id.
+    async fn assert_stored(store: &dyn Store, world: WorldId, run: RunId, source: SourceId, now: DateTime<Utc>) {
+        let chunks = new_chunks();
+        let mut entries = store.manifest_entries(world, run, now).await.unwrap();
+        entries.sort_by_key(|e| e.chunk_number);
+        assert_eq!(entries.len(), N);
+        for (entry, chunk) in entries.iter().zip(&chunks) {
+            assert_eq!(entry.chunk_number, chunk.chunk_number);
+            assert_eq!(entry.point_id, point_id(world, run, source, chunk.chunk_number));
+            assert_eq!(entry.source_id, source);
+            assert_eq!(entry.state, ManifestState::Pending);
+            assert_eq!(
+                entry.text_sha256,
+                hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()))
+            );
+            assert!(!entry.leased);
+        }
+        let mut ids: Vec<_> = entries.iter().map(|e| e.chunk_id).collect();
+        ids.sort_by_key(|id| id.0);
+        ids.dedup();
+        assert_eq!(ids.len(), N, "a chunk id each");
+    }
+
+    async fn chunks_are_inserted_in_batches(store: &dyn Store) {
+        let now = Utc::now().trunc_subsecs(6);
+        let world = NewWorld {
+            id: WorldId::new(),
+            name: "batches".into(),
+            embedding: EmbeddingProfile {
+                provider: ProviderKind::Local,
+                model: "all-MiniLM-L6-v2".into(),
+                dimensions: 384,
+            },
+            chunking: ChunkingProfile {
+                max_tokens: 192,
+                overlap_tokens: 48,
+            },
+            hybrid: false,
+            run: RunId::new(),
+            now,
+        };
+        store.create_world(world.clone()).await.unwrap();
+        let source = NewSource {
+            id: SourceId::new(),
+            world_id: world.id,
+            run: world.run,
+            filename: "book.md".into(),
+            content_type: "text/markdown".into(),
+            text: "text".into(),
+            now,
+        };
+        let (stored, job) = store.add_source(&source, new_chunks(), JobId::new()).await.unwrap();
+        assert_eq!(job.counts.total, N as u64);
+        assert_stored(store, world.id, world.run, source.id, now).await;
+        let page = store.list_chunks(world.id, source.id, 0, 1000).await.unwrap();
+        assert_eq!(page.total, N as u64);
+        for (state, chunk) in page.chunks.iter().zip(new_chunks()) {
+            let c = &state.chunk;
+            assert_eq!((c.world_id, c.run_id, c.source_id), (world.id, world.run, source.id));
+            assert_eq!(
+                (c.book_number, c.chunk_number),
+                (stored.book_number, chunk.chunk_number)
+            );
+            assert_eq!(
+                (c.char_start, c.char_end, c.token_count),
+                (chunk.char_start, chunk.char_end, chunk.token_count)
+            );
+            assert_eq!(
+                (&c.chunk_text, &c.overlap_text),
+                (&chunk.chunk_text, &chunk.overlap_text)
+            );
+        }
+
+        let run = NewRun {
+            id: RunId::new(),
+            world: world.id,
+            embedding: world.embedding.clone(),
+            chunking: world.chunking,
+        };
+        let reingest = store.begin_reingest(run.clone(), JobId::new(), now).await.unwrap();
+        let source_chunks = SourceChunks {
+            source: source.id,
+            book_number: stored.book_number,
+            chunks: new_chunks(),
+        };
+        let added = store
+            .add_run_chunks(world.id, run.id, reingest.id, source_chunks, now)
+            .await
+            .unwrap();
+        assert_eq!(added, N as u64);
+        assert_eq!(
+            store.get_job(reingest.id).await.unwrap().unwrap().counts.total,
+            N as u64
+        );
+        assert_stored(store, world.id, run.id, source.id, now).await;
+    }
+
+    #[tokio::test]
+    async fn sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("quarry.db").display());
+        let store = crate::store::connect(&url).await.unwrap();
+        chunks_are_inserted_in_batches(store.as_ref()).await;
+        store.close().await;
+    }
+
+    /// On a fresh database of the server at `QUARRY_TEST_POSTGRES_URL`, as the conformance
+    /// suite does; skipped without one, unless `QUARRY_TEST_REQUIRE_POSTGRES=1`.
+    #[tokio::test]
+    async fn postgres() {
+        use sqlx::Connection as _;
+        let required = std::env::var("QUARRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+        let Some(admin_url) = std::env::var("QUARRY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+            assert!(!required, "QUARRY_TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+        let name = format!("quarry_test_{}", uuid::Uuid::new_v4().simple());
+        let create = sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"));
+        sqlx::raw_sql(create).execute(&mut admin).await.unwrap();
+        let after_scheme = admin_url.find("://").map_or(0, |i| i + 3);
+        let base = match admin_url[after_scheme..].find('/') {
+            Some(i) => &admin_url[..after_scheme + i],
+            None => admin_url.as_str(),
+        };
+        let store = crate::store::connect(&format!("{base}/{name}")).await.unwrap();
+        chunks_are_inserted_in_batches(store.as_ref()).await;
+        store.close().await;
+        let drop = sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        sqlx::raw_sql(drop).execute(&mut admin).await.unwrap();
+    }
 }
