@@ -22,10 +22,10 @@ use super::Result;
 /// `Uuid: Encode<'q, DB>` is about `Uuid`, not `DB`. Each such bound is therefore written as
 /// one on the associated type of [`Is`], which names the type and is equal to it:
 /// `Is<Uuid, T = Uuid, T: Column<Self>>` is `Uuid: Column<Self>`, and is implied wherever
-/// `DB: Backend` is.
+/// `DB: Backend` is. A query that binds or reads a type not listed here fails to compile until
+/// the type gets its line.
 pub trait Backend:
     Database<Arguments: IntoArguments<Self>, QueryResult: RowsAffected>
-    + Sync
     // Every `&mut` connection (a transaction's) runs queries; a `&Pool` then does too.
     + for<'c> Is<&'c mut Self::Connection, T = &'c mut Self::Connection, T: Executor<'c, Database = Self>>
     // Row structs (`sqlx::FromRow`) find their columns by name, tuples by position.
