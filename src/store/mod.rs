@@ -2,15 +2,57 @@
 //! provider keys (Qdrant is only an index over it).
 //!
 //! The services see narrow traits ([`WorldStore`], [`SourceStore`], [`JobStore`],
-//! [`KeyStore`]) bundled as [`Store`]; two real implementations sit behind them, SQLite
-//! ([`sqlite::SqliteStore`], the embedded default) and PostgreSQL ([`postgres::PgStore`]).
-//! Both run the same SQL text where the dialects agree (it lives once, in [`sql`]) and their
-//! own versioned migrations (`migrations/sqlite`, `migrations/postgres`). One conformance
-//! suite (`tests/api/store_conformance.rs`) runs against both.
+//! [`KeyStore`], …) bundled as [`Store`]; two real implementations sit behind them, SQLite
+//! ([`sqlite::SqliteStore`], the embedded default) and PostgreSQL ([`postgres::PgStore`]), each
+//! with its own versioned migrations (`migrations/sqlite`, `migrations/postgres`). One
+//! conformance suite (`tests/api/store_conformance.rs`) runs against both.
+//!
+//! # How the two backends share the code
+//!
+//! Both stores are one generic struct, `SqlStore<DB>` (`backend.rs`), over `sqlx::Sqlite` or
+//! `sqlx::Postgres`; `SqliteStore` and `PgStore` are its two instances. Every store trait is
+//! implemented once, for `SqlStore<DB: Backend>`, and every query is written once, in the
+//! function that runs it (a string literal, or a `const` just above it): the dialects agree on
+//! everything quarry asks of them (`$n` parameters, `RETURNING`, `COUNT(*) FILTER`,
+//! `UPDATE … FROM`, `ON CONFLICT`, cascading foreign keys). `Backend`, our trait implemented for
+//! the two sqlx databases, carries the few pieces that differ:
+//!
+//! - the statement that opens a transaction: `BEGIN IMMEDIATE` on SQLite (take the write lock
+//!   at once), `BEGIN` on PostgreSQL;
+//! - the end of the claim statement: `FOR UPDATE OF m SKIP LOCKED` on PostgreSQL, nothing on
+//!   SQLite (its write lock already keeps claimers apart);
+//! - the kind name [`Store::kind`] answers;
+//!
+//! and, as supertraits, the sqlx bounds the generic code needs (the types it binds and reads,
+//! executors for `&Pool` and a transaction's connection), so `DB: Backend` is the only bound
+//! the implementations state. Connection setup and migrations stay per backend, in
+//! `sqlite.rs` and `postgres.rs`.
+//!
+//! # Files
+//!
+//! - `backend.rs`: `Backend`, `SqlStore`, and [`Store`] (kind, ping, close).
+//! - `worlds.rs`: [`WorldStore`], and the world row lock other writers take first.
+//! - `sources.rs`: [`SourceStore`] (sources, chunks, manifest entries), and the multi-row insert
+//!   of chunks and their entries that re-ingest shares.
+//! - `jobs.rs`: [`JobStore`] (jobs, events), and the statements on a job's row the others share.
+//! - `work.rs`: [`WorkStore`], the leased embedding queue.
+//! - `keys.rs`: [`KeyStore`], provider keys and quota-group cooldowns.
+//! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
+//! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
+//! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
+//! - `sqlite.rs`, `postgres.rs`: connecting, and the migrations.
 
+mod backend;
+mod jobs;
+mod keys;
 pub mod postgres;
-mod sql;
+mod retrieval;
+mod rows;
+mod runs;
+mod sources;
 pub mod sqlite;
+mod work;
+mod worlds;
 
 use std::sync::Arc;
 

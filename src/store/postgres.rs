@@ -2,15 +2,13 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 
 use super::Result;
-use super::sql::impl_store;
+use super::backend::SqlStore;
 
 /// The PostgreSQL store.
-pub struct PgStore {
-    pool: PgPool,
-}
+pub type PgStore = SqlStore<sqlx::Postgres>;
 
 impl PgStore {
     /// Connects to `url` and applies the migrations. The database must exist.
@@ -21,8 +19,6 @@ impl PgStore {
             .connect(url)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 }
-
-impl_store!(PgStore, "postgres", super::sql::CLAIM_POSTGRES, "BEGIN");

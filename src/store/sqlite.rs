@@ -4,10 +4,10 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::Result;
-use super::sql::impl_store;
+use super::backend::SqlStore;
 
 /// How much of the database file SQLite reads through a memory map (`PRAGMA mmap_size`): 1 GiB,
 /// about a million chunks with their sources. Mapped pages are the kernel's page cache, shared by
@@ -18,9 +18,7 @@ use super::sql::impl_store;
 const MMAP_BYTES: u64 = 1 << 30;
 
 /// The SQLite store.
-pub struct SqliteStore {
-    pool: SqlitePool,
-}
+pub type SqliteStore = SqlStore<sqlx::Sqlite>;
 
 impl SqliteStore {
     /// Opens (creating when missing) the database at `url` and applies the migrations.
@@ -58,11 +56,6 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 }
-
-// Transactions take the write lock when they begin: one that read first and wrote later would
-// otherwise fail at once with SQLITE_BUSY, without waiting, whenever another connection wrote
-// in between (SQLite cannot upgrade a stale read snapshot). Waiting is what busy_timeout does.
-impl_store!(SqliteStore, "sqlite", super::sql::CLAIM_SQLITE, "BEGIN IMMEDIATE");

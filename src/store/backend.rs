@@ -1,0 +1,143 @@
+//! What the generic store code needs from a database: [`Backend`], implemented for
+//! [`sqlx::Sqlite`] and [`sqlx::Postgres`], and [`SqlStore`], the one store struct both backends
+//! share.
+//!
+//! `Backend` carries the few pieces of SQL that differ between the dialects (the statement that
+//! begins a transaction, the lock suffix of the claim statement, the kind name) and, as its
+//! supertraits, every sqlx bound the queries need, so that generic code needs no `where` clause
+//! beyond `DB: Backend` (see [`Is`] for how a bound on another type is written as one on `DB`).
+
+use chrono::{DateTime, Utc};
+use sqlx::decode::Decode;
+use sqlx::encode::Encode;
+use sqlx::{ColumnIndex, Database, Executor, IntoArguments, Pool, Postgres, Sqlite, Transaction, Type};
+use uuid::Uuid;
+
+use super::Result;
+
+/// A database the store runs on, with its dialect's differences.
+///
+/// Rust only infers the bounds of a trait's *supertraits* (and of their associated types)
+/// from `DB: Backend`, never other `where` clauses, and a bound such as
+/// `Uuid: Encode<'q, DB>` is about `Uuid`, not `DB`. Each such bound is therefore written as
+/// one on the associated type of [`Is`], which names the type and is equal to it:
+/// `Is<Uuid, T = Uuid, T: Column<Self>>` is `Uuid: Column<Self>`, and is implied wherever
+/// `DB: Backend` is. A query that binds or reads a type not listed here fails to compile until
+/// the type gets its line.
+pub trait Backend:
+    Database<Arguments: IntoArguments<Self>, QueryResult: RowsAffected>
+    // Every `&mut` connection (a transaction's) runs queries; a `&Pool` then does too.
+    + for<'c> Is<&'c mut Self::Connection, T = &'c mut Self::Connection, T: Executor<'c, Database = Self>>
+    // Row structs (`sqlx::FromRow`) find their columns by name, tuples by position.
+    + for<'s> Is<&'s str, T = &'s str, T: ColumnIndex<Self::Row> + Bind<Self>>
+    + Is<usize, T = usize, T: ColumnIndex<Self::Row>>
+    // The Rust types of the columns, bound as parameters and read back.
+    + Is<Uuid, T = Uuid, T: Column<Self>>
+    + Is<i64, T = i64, T: Column<Self>>
+    + Is<bool, T = bool, T: Column<Self>>
+    + Is<String, T = String, T: Column<Self>>
+    + Is<Vec<u8>, T = Vec<u8>, T: Column<Self>>
+    + Is<DateTime<Utc>, T = DateTime<Utc>, T: Column<Self>>
+    // Nullable parameters (reading an `Option` needs nothing more; binding one does).
+    + Is<Option<String>, T = Option<String>, T: Bind<Self>>
+    + Is<Option<Vec<u8>>, T = Option<Vec<u8>>, T: Bind<Self>>
+    + Is<Option<DateTime<Utc>>, T = Option<DateTime<Utc>>, T: Bind<Self>>
+{
+    /// What [`crate::store::Store::kind`] answers.
+    const KIND: &'static str;
+    /// The statement that opens the store's transactions.
+    const BEGIN: &'static str;
+    /// The end of the claim statement's subquery (see `work.rs`).
+    const CLAIM_LOCK: &'static str;
+}
+
+impl Backend for Sqlite {
+    const KIND: &'static str = "sqlite";
+    /// Transactions take the write lock when they begin: one that read first and wrote later
+    /// would otherwise fail at once with SQLITE_BUSY, without waiting, whenever another
+    /// connection wrote in between (SQLite cannot upgrade a stale read snapshot). Waiting is
+    /// what busy_timeout does.
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    /// Nothing to add: the single statement runs under the database's write lock, which keeps
+    /// concurrent claimers apart.
+    const CLAIM_LOCK: &'static str = "";
+}
+
+impl Backend for Postgres {
+    const KIND: &'static str = "postgres";
+    const BEGIN: &'static str = "BEGIN";
+    /// Locks the chosen rows, skipping those another claimer holds, so that concurrent
+    /// claimers take disjoint entries.
+    const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
+}
+
+/// `Is<X, T = X>` names the type `X` as an associated type of every type, so that a bound on
+/// `X` can be stated as a bound on `<Self as Is<X>>::T` in [`Backend`]'s supertraits.
+pub trait Is<X: ?Sized> {
+    type T: ?Sized;
+}
+
+impl<S: ?Sized, X: ?Sized> Is<X> for S {
+    type T = X;
+}
+
+/// A type that can be bound as a parameter of `DB`'s statements.
+pub trait Bind<DB: Database>: for<'q> Encode<'q, DB> + Type<DB> + Send {}
+
+impl<DB: Database, T> Bind<DB> for T where T: for<'q> Encode<'q, DB> + Type<DB> + Send {}
+
+/// A type stored in `DB`'s columns: bound as a parameter and read back from rows.
+pub trait Column<DB: Database>: Bind<DB> + for<'r> Decode<'r, DB> {}
+
+impl<DB: Database, T> Column<DB> for T where T: Bind<DB> + for<'r> Decode<'r, DB> {}
+
+/// How many rows a statement changed (sqlx has it on each backend's result type, not on a trait).
+pub trait RowsAffected {
+    fn rows_affected(&self) -> u64;
+}
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+/// The relational store over one database; [`SqliteStore`](super::sqlite::SqliteStore) and
+/// [`PgStore`](super::postgres::PgStore) are this over SQLite and PostgreSQL. The store traits
+/// are implemented once, for every `SqlStore<DB: Backend>`, one aggregate per file.
+pub struct SqlStore<DB: Backend> {
+    pub(super) pool: Pool<DB>,
+}
+
+impl<DB: Backend> SqlStore<DB> {
+    pub(super) fn new(pool: Pool<DB>) -> Self {
+        Self { pool }
+    }
+
+    /// Opens a transaction with the backend's [`Backend::BEGIN`].
+    pub(super) async fn begin(&self) -> Result<Transaction<'static, DB>> {
+        Ok(self.pool.begin_with(DB::BEGIN).await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl<DB: Backend> super::Store for SqlStore<DB> {
+    fn kind(&self) -> &'static str {
+        DB::KIND
+    }
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,318 @@
+//! [`RetrievalStore`] and [`ReuseStore`]: what retrieval reads (worlds, chunks by point or by
+//! window) and requeues, and where an identical text already has a vector.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::jobs::{NewJobRow, add_job_total};
+use super::rows::{ChunkViewRow, WorldCountRow, in_list, narrow, wide};
+use super::runs::lock_run;
+use super::worlds::{lock_world, world_columns};
+use super::{Result, RetrievalStore, ReuseStore};
+use crate::domain::{ChunkId, ChunkView, JobId, JobKind, JobStatus, RunId, SourceId, World, WorldId};
+
+/// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
+macro_rules! select_chunk_view {
+    () => {
+        "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
+         c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, m.point_id, s.filename \
+         FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id "
+    };
+}
+
+/// One window of [`window_union`]: `$1` world, `$2` run, `$k` source, chunks `$k+1..=$k+2`.
+const CHUNK_WINDOW: &str = concat!(
+    select_chunk_view!(),
+    "WHERE c.world_id = $1 AND c.run_id = $2 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2"
+);
+
+/// [`CHUNK_WINDOW`] for `n` windows whose parameters start at `$first`, as one `UNION ALL`:
+/// each branch is a lookup in the `(run_id, source_id, chunk_number)` index. (Windows joined
+/// by `OR` instead are one lookup each for two, but SQLite, without statistics, walks the whole
+/// world for eight: 36 ms against 0.2 on 100,000 chunks.) No `ORDER BY`: the caller sorts.
+fn window_union(first: usize, n: usize) -> String {
+    let branches: Vec<String> = (0..n)
+        .map(|i| {
+            let k = first + 3 * i;
+            CHUNK_WINDOW
+                .replace("$k2", &format!("${}", k + 2))
+                .replace("$k1", &format!("${}", k + 1))
+                .replace("$k", &format!("${k}"))
+        })
+        .collect();
+    branches.join(" UNION ALL ")
+}
+
+#[async_trait]
+impl<DB: Backend> RetrievalStore for SqlStore<DB> {
+    async fn world_for_retrieval(&self, id: WorldId, at_most: u64) -> Result<Option<(World, u64)>> {
+        // The world and its active run's embedded entries counted up to `$2`, in one round trip:
+        // retrieval needs both before anything else.
+        const WORLD_FOR_RETRIEVAL: &str = concat!(
+            "SELECT ",
+            world_columns!(),
+            ", (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
+             AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
+             AS embedded FROM worlds WHERE id = $1"
+        );
+        let row: Option<WorldCountRow> = sqlx::query_as(WORLD_FOR_RETRIEVAL)
+            .bind(id.0)
+            .bind(wide(at_most))
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => Ok(Some((row.world.try_into()?, narrow("manifest_entries", row.embedded)?))),
+        }
+    }
+
+    async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[Uuid]) -> Result<Vec<ChunkView>> {
+        // The point ids as `$1…`. Only the point index may serve this: with world and run in the
+        // condition too, SQLite (without statistics) walks every entry of the world instead; the
+        // rows of other worlds and runs are dropped here.
+        const CHUNKS_BY_POINTS: &str = concat!(select_chunk_view!(), "WHERE m.point_id IN ");
+        let mut found = Vec::with_capacity(points.len());
+        // Bounded parameter lists: SQLite caps the number of parameters per statement.
+        for batch in points.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(1, batch.len())));
+            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql);
+            for point in batch {
+                query = query.bind(*point);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let view: ChunkView = row.try_into()?;
+                if view.chunk.world_id == world && view.chunk.run_id == run {
+                    found.push(view);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    async fn chunk_windows(
+        &self,
+        world: WorldId,
+        run: RunId,
+        windows: &[(SourceId, u32, u32)],
+    ) -> Result<Vec<ChunkView>> {
+        let mut found: Vec<ChunkView> = Vec::new();
+        // Bounded statements: SQLite takes at most 500 branches in a compound select.
+        for batch in windows.chunks(100) {
+            // Only generated `$n` placeholders are put into the constant text.
+            let sql = sqlx::AssertSqlSafe(window_union(3, batch.len()));
+            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql).bind(world.0).bind(run.0);
+            for (source, from, to) in batch {
+                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.push(row.try_into()?);
+            }
+        }
+        // Windows of different batches may overlap.
+        found.sort_by_key(|v| (v.chunk.source_id.0, v.chunk.chunk_number));
+        found.dedup_by_key(|v| v.chunk.id);
+        Ok(found)
+    }
+
+    async fn requeue_entries(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[ChunkId],
+        warning: &str,
+        job: Option<JobId>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(JobId, u64)>> {
+        if chunks.is_empty() {
+            return Ok(None);
+        }
+        let mut tx = self.begin().await?;
+        // World first, then run, then job (the order every writer of these rows takes): a
+        // source delete, which takes the world and then the source's entries and their jobs,
+        // never waits on this one while holding what it waits for.
+        if lock_world(&mut *tx, world).await?.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        // Only into a run that is served or being built: a retired run is on its way out, and
+        // work queued for it would leave points nothing uses.
+        let run_status = lock_run(&mut *tx, run).await?;
+        if !matches!(run_status.as_deref(), Some("active" | "building")) {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        // The job the entries go to, its row locked (see the trait's documentation).
+        let existing: Option<Uuid> = if run_status.as_deref() == Some("building") {
+            // The re-ingest job building the run, unless it has ended.
+            let reingest: Option<Uuid> = sqlx::query_scalar(
+                "UPDATE jobs SET total = total WHERE world_id = $1 AND run_id = $2 AND kind = 'reingest' \
+                 AND status IN ('queued', 'running', 'paused') RETURNING id",
+            )
+            .bind(world.0)
+            .bind(run.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if reingest.is_none() {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            reingest
+        } else {
+            // The given job when it belongs to this world and run and has not ended.
+            let given: Option<Uuid> = match job {
+                Some(job) => {
+                    sqlx::query_scalar(
+                        "UPDATE jobs SET total = total WHERE id = $3 AND world_id = $1 AND run_id = $2 \
+                         AND status IN ('queued', 'running', 'paused') RETURNING id",
+                    )
+                    .bind(world.0)
+                    .bind(run.0)
+                    .bind(job.0)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                }
+                None => None,
+            };
+            match given {
+                Some(job) => Some(job),
+                // Else the newest running repair or re-ingest job of the world and run. The
+                // status is checked again on the locked row (Postgres re-evaluates an
+                // `UPDATE`'s condition on a row changed meanwhile), so a job that ended between
+                // the choice and the lock is not taken.
+                None => {
+                    sqlx::query_scalar(
+                        "UPDATE jobs SET total = total WHERE id = (SELECT id FROM jobs \
+                         WHERE world_id = $1 AND run_id = $2 AND kind IN ('repair', 'reingest') AND status = 'running' \
+                         ORDER BY created_at DESC, id LIMIT 1) AND status = 'running' RETURNING id",
+                    )
+                    .bind(world.0)
+                    .bind(run.0)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                }
+            }
+        };
+        let job = existing.unwrap_or_else(Uuid::new_v4);
+        let (mut requeued, mut added, mut own_embedded, mut own_failed) = (0u64, 0u64, 0u64, 0u64);
+        for chunk in chunks {
+            // The entry's job and state, under the condition of the requeue below.
+            let prior: Option<(Option<Uuid>, String)> = sqlx::query_as(
+                "SELECT job_id, state FROM manifest_entries \
+                 WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state <> 'pending'",
+            )
+            .bind(chunk.0)
+            .bind(world.0)
+            .bind(run.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((held_by, state)) = prior else { continue };
+            // Back in the queue under `job`, spending nothing.
+            let done = sqlx::query(
+                "UPDATE manifest_entries SET state = 'pending', job_id = $4, attempts = 0, \
+                 embedded_text_sha256 = NULL, warning_code = $5, last_error_code = NULL, last_error_message = NULL, \
+                 lease_owner = NULL, lease_expires_at = NULL, updated_at = $6 \
+                 WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state <> 'pending'",
+            )
+            .bind(chunk.0)
+            .bind(world.0)
+            .bind(run.0)
+            .bind(job)
+            .bind(warning)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                continue;
+            }
+            requeued += 1;
+            match (held_by == Some(job), state.as_str()) {
+                (true, "embedded") => own_embedded += 1,
+                (true, _) => own_failed += 1,
+                (false, _) => added += 1,
+            }
+        }
+        if requeued == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        if existing.is_some() {
+            add_job_total(&mut *tx, job, added).await?;
+            if own_embedded + own_failed > 0 {
+                // Entries the job had counted as embedded or failed are pending again. `reused`
+                // gives back as many as it can of the embedded ones (which of them were reused
+                // is not recorded), so that it never exceeds `embedded`.
+                sqlx::query(
+                    "UPDATE jobs SET embedded = CASE WHEN embedded > $2 THEN embedded - $2 ELSE 0 END, \
+                     reused = CASE WHEN reused > $2 THEN reused - $2 ELSE 0 END, \
+                     failed = CASE WHEN failed > $3 THEN failed - $3 ELSE 0 END WHERE id = $1",
+                )
+                .bind(job)
+                .bind(wide(own_embedded))
+                .bind(wide(own_failed))
+                .execute(&mut *tx)
+                .await?;
+            }
+        } else {
+            NewJobRow {
+                id: job,
+                world,
+                kind: JobKind::Repair,
+                status: JobStatus::Running,
+                run,
+                total: requeued,
+                created_at: now,
+                started_at: Some(now),
+            }
+            .insert(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Some((JobId(job), requeued)))
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> ReuseStore for SqlStore<DB> {
+    async fn find_reusable(
+        &self,
+        collection: &str,
+        world: Option<WorldId>,
+        hashes: &[String],
+    ) -> Result<Vec<(String, Uuid)>> {
+        // `$1` collection, (`$2` world,) then the hashes. Only runs served or being built: a
+        // retired run's points are being deleted (or were, by a repair that left its rows).
+        const REUSABLE: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
+             JOIN manifest_entries m ON m.chunk_id = c.id JOIN runs r ON r.id = m.run_id \
+             WHERE m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
+             AND r.status IN ('active', 'building') AND ";
+        let mut found: Vec<(String, Uuid)> = Vec::new();
+        let (in_world, first) = if world.is_some() {
+            ("m.world_id = $2 AND ", 3)
+        } else {
+            ("", 2)
+        };
+        for batch in hashes.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!(
+                "{REUSABLE}{in_world}c.text_sha256 IN {}",
+                in_list(first, batch.len())
+            ));
+            let mut query = sqlx::query_as::<DB, (String, Uuid)>(sql).bind(collection);
+            if let Some(world) = world {
+                query = query.bind(world.0);
+            }
+            for hash in batch {
+                query = query.bind(hash);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                if !found.iter().any(|(h, _)| *h == row.0) {
+                    found.push(row);
+                }
+            }
+        }
+        Ok(found)
+    }
+}

@@ -1,0 +1,404 @@
+//! [`RunStore`] and [`RepairStore`]: a world's runs (re-ingest builds one beside the active one
+//! and switches to it), and what repair reconciles against the points.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::Executor;
+use uuid::Uuid;
+
+use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::jobs::{NewJobRow, add_job_total, lock_job_status, select_job, set_job_status};
+use super::rows::{ManifestRow, corrupt, found, narrow, wide};
+use super::sources::{ChunkPlacement, insert_chunks};
+use super::worlds::lock_world;
+use super::{NewRun, ReingestStep, RepairStore, Result, RunStore, SourceChunks};
+use crate::domain::{
+    ChunkId, ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, JobStatus, ManifestEntry, RunId, RunInfo,
+    RunStatus, SourceId, WorldId,
+};
+
+/// Locks run `id`'s row and reads its status (SQLite: takes the write lock before anything is
+/// read, so the transaction never has to upgrade a read lock under a concurrent writer).
+pub(super) async fn lock_run<'e, DB: Backend>(
+    db: impl Executor<'e, Database = DB>,
+    id: RunId,
+) -> Result<Option<String>> {
+    Ok(
+        sqlx::query_scalar("UPDATE runs SET status = status WHERE id = $1 RETURNING status")
+            .bind(id.0)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// The sources of `world` with no chunk in `run` yet, by book number.
+async fn sources_missing<'e, DB: Backend>(
+    db: impl Executor<'e, Database = DB>,
+    world: WorldId,
+    run: RunId,
+) -> Result<Vec<(Uuid, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT s.id, s.book_number FROM sources s WHERE s.world_id = $1 \
+         AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.run_id = $2 AND c.source_id = s.id) ORDER BY s.book_number",
+    )
+    .bind(world.0)
+    .bind(run.0)
+    .fetch_all(db)
+    .await?)
+}
+
+fn source_numbers(rows: Vec<(Uuid, i64)>) -> Result<Vec<(SourceId, u32)>> {
+    rows.into_iter()
+        .map(|(id, book)| Ok((SourceId(id), narrow("sources", book)?)))
+        .collect()
+}
+
+async fn set_run_status<'e, DB: Backend>(
+    db: impl Executor<'e, Database = DB>,
+    id: Uuid,
+    status: RunStatus,
+) -> Result<()> {
+    sqlx::query("UPDATE runs SET status = $2 WHERE id = $1")
+        .bind(id)
+        .bind(status.as_str())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+async fn run_collection<'e, DB: Backend>(db: impl Executor<'e, Database = DB>, id: Uuid) -> Result<String> {
+    Ok(sqlx::query_scalar("SELECT collection FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_one(db)
+        .await?)
+}
+
+#[async_trait]
+impl<DB: Backend> RunStore for SqlStore<DB> {
+    async fn begin_reingest(&self, run: NewRun, job: JobId, now: DateTime<Utc>) -> Result<Job> {
+        let mut tx = self.begin().await?;
+        sqlx::query(
+            "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
+             status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9)",
+        )
+        .bind(run.id.0)
+        .bind(run.world.0)
+        .bind(run.embedding.provider.as_str())
+        .bind(&run.embedding.model)
+        .bind(wide(run.embedding.dimensions))
+        .bind(wide(run.chunking.max_tokens))
+        .bind(wide(run.chunking.overlap_tokens))
+        .bind(run.embedding.collection_name())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        NewJobRow {
+            id: job.0,
+            world: run.world,
+            kind: JobKind::Reingest,
+            status: JobStatus::Queued,
+            run: run.id,
+            total: 0,
+            created_at: now,
+            // Started when its preparation is done and it becomes running.
+            started_at: None,
+        }
+        .insert(&mut *tx)
+        .await?;
+        let row = found(select_job(&mut *tx, job.0).await?)?;
+        tx.commit().await?;
+        row.into_job(Vec::new())
+    }
+
+    async fn sources_missing_from_run(&self, world: WorldId, run: RunId) -> Result<Vec<(SourceId, u32)>> {
+        source_numbers(sources_missing(&self.pool, world, run).await?)
+    }
+
+    async fn add_run_chunks(
+        &self,
+        world: WorldId,
+        run: RunId,
+        job: JobId,
+        source: SourceChunks,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        let mut tx = self.begin().await?;
+        if lock_run(&mut *tx, run).await?.as_deref() != Some("building") {
+            // The re-ingest was cancelled (or replaced): the run takes nothing more.
+            tx.rollback().await?;
+            return Ok(0);
+        }
+        let missing = sources_missing(&mut *tx, world, run).await?;
+        if !missing.iter().any(|(id, _)| *id == source.source.0) {
+            // Chunked meanwhile, or deleted: nothing to add.
+            tx.rollback().await?;
+            return Ok(0);
+        }
+        let at = ChunkPlacement {
+            world,
+            run,
+            source: source.source,
+            book_number: wide(source.book_number),
+            job,
+        };
+        insert_chunks(&mut tx, &at, &source.chunks, now).await?;
+        let n = source.chunks.len() as u64;
+        add_job_total(&mut *tx, job.0, n).await?;
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn finish_reingest(&self, job: JobId, now: DateTime<Utc>) -> Result<ReingestStep> {
+        let Some(row) = select_job(&self.pool, job.0).await? else {
+            return Ok(ReingestStep::NotDone);
+        };
+        let current = row.into_job(Vec::new())?;
+        if current.kind != JobKind::Reingest || current.status != JobStatus::Running {
+            return Ok(ReingestStep::NotDone);
+        }
+        let (world, run) = (current.world_id, current.run_id);
+        let mut tx = self.begin().await?;
+        let Some(old) = lock_world(&mut *tx, world).await? else {
+            tx.rollback().await?;
+            return Ok(ReingestStep::NotDone);
+        };
+        // Judged again under locks (world, then run, then job, the order every writer of these
+        // rows takes): the job read above may be stale. Another caller may have switched the
+        // world already (the run is active now, and `old` is this very run), or the job been
+        // paused or cancelled meanwhile. Locking the run also keeps a source from being chunked
+        // into it between the checks below.
+        let run_status = lock_run(&mut *tx, run).await?;
+        let job_status = lock_job_status(&mut *tx, job.0).await?;
+        if run_status.as_deref() != Some("building") || job_status.as_deref() != Some("running") || old == run.0 {
+            tx.rollback().await?;
+            return Ok(ReingestStep::NotDone);
+        }
+        // Gives the re-ingest the pending entries of its run that no live job holds (left by
+        // code before requeues went to the re-ingest job, or by an older replica): nobody else
+        // would ever embed them, and the run switches only once they are.
+        let stranded = sqlx::query(
+            "UPDATE manifest_entries SET job_id = $3 \
+             WHERE world_id = $1 AND run_id = $2 AND state = 'pending' AND (job_id IS NULL OR job_id IN \
+             (SELECT id FROM jobs WHERE world_id = $1 AND status IN ('completed', 'cancelled', 'failed')))",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .bind(job.0)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if stranded > 0 {
+            add_job_total(&mut *tx, job.0, stranded).await?;
+            tx.commit().await?;
+            return Ok(ReingestStep::NotDone);
+        }
+        // Every entry of the run counts, not only the job's own: the run is what the world will
+        // serve.
+        let pending: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'pending')",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .fetch_one(&mut *tx)
+        .await?;
+        if pending {
+            tx.rollback().await?;
+            return Ok(ReingestStep::NotDone);
+        }
+        let collection = run_collection(&mut *tx, run.0).await?;
+        let failed: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'failed')",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .fetch_one(&mut *tx)
+        .await?;
+        if failed {
+            set_job_status(&mut *tx, job.0, JobStatus::Running, JobStatus::Failed, Some(now)).await?;
+            set_run_status(&mut *tx, run.0, RunStatus::Retired).await?;
+            tx.commit().await?;
+            return Ok(ReingestStep::Failed { world, run, collection });
+        }
+        let missing = sources_missing(&mut *tx, world, run).await?;
+        if !missing.is_empty() {
+            tx.rollback().await?;
+            let sources = source_numbers(missing)?;
+            return Ok(ReingestStep::MissingSources { world, run, sources });
+        }
+        let old_collection = run_collection(&mut *tx, old).await?;
+        sqlx::query(
+            "UPDATE worlds SET active_run_id = r.id, provider = r.provider, model = r.model, \
+             dimensions = r.dimensions, max_tokens = r.max_tokens, overlap_tokens = r.overlap_tokens, \
+             collection = r.collection, updated_at = $3 FROM runs r WHERE r.id = $2 AND worlds.id = $1",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        set_run_status(&mut *tx, old, RunStatus::Retired).await?;
+        set_run_status(&mut *tx, run.0, RunStatus::Active).await?;
+        // Jobs still filling the run being replaced: their sources are part of the new run.
+        sqlx::query(
+            "UPDATE jobs SET status = 'completed', finished_at = $3 \
+             WHERE world_id = $1 AND run_id = $2 AND status IN ('queued', 'running', 'paused')",
+        )
+        .bind(world.0)
+        .bind(old)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let completed = set_job_status(&mut *tx, job.0, JobStatus::Running, JobStatus::Completed, Some(now)).await?;
+        if completed != 1 {
+            // Cannot happen under the job's lock; never switch without completing it.
+            tx.rollback().await?;
+            return Ok(ReingestStep::NotDone);
+        }
+        tx.commit().await?;
+        Ok(ReingestStep::Switched {
+            world,
+            old_run: RunId(old),
+            old_collection,
+        })
+    }
+
+    async fn run_chunking(&self, job: JobId) -> Result<Option<ChunkingProfile>> {
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT r.max_tokens, r.overlap_tokens FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = $1",
+        )
+        .bind(job.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|(max, overlap)| {
+            Ok(ChunkingProfile {
+                max_tokens: narrow("runs", max)?,
+                overlap_tokens: narrow("runs", overlap)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn retire_run(&self, run: RunId) -> Result<bool> {
+        // Only while it is being built (a cancelled re-ingest's), never an active one.
+        let done = sqlx::query("UPDATE runs SET status = 'retired' WHERE id = $1 AND status = 'building'")
+            .bind(run.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_run(&self, run: RunId) -> Result<()> {
+        // Only a retired run: never the one a world serves, nor one being built.
+        sqlx::query("DELETE FROM runs WHERE id = $1 AND status = 'retired'")
+            .bind(run.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> RepairStore for SqlStore<DB> {
+    async fn world_runs(&self, world: WorldId) -> Result<Vec<RunInfo>> {
+        let rows: Vec<(Uuid, String, String, i64, String, String)> = sqlx::query_as(
+            "SELECT id, provider, model, dimensions, collection, status FROM runs WHERE world_id = $1 \
+             ORDER BY created_at, id",
+        )
+        .bind(world.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(id, provider, model, dimensions, collection, status)| {
+                Ok(RunInfo {
+                    id: RunId(id),
+                    embedding: EmbeddingProfile {
+                        provider: provider.parse().map_err(|reason| corrupt("runs", reason))?,
+                        model,
+                        dimensions: narrow("runs", dimensions)?,
+                    },
+                    collection,
+                    status: status.parse().map_err(|reason| corrupt("runs", reason))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn manifest_entries(&self, world: WorldId, run: RunId, now: DateTime<Utc>) -> Result<Vec<ManifestEntry>> {
+        let rows: Vec<ManifestRow> = sqlx::query_as(
+            "SELECT m.chunk_id, m.point_id, m.run_id, m.source_id, c.chunk_number, m.state, c.text_sha256, \
+             (m.lease_owner IS NOT NULL AND m.lease_expires_at >= $3) AS leased \
+             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.world_id = $1 AND m.run_id = $2",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn adopt_entries(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[ChunkId],
+        now: DateTime<Utc>,
+    ) -> Result<(u64, Vec<JobId>)> {
+        let mut jobs: Vec<JobId> = Vec::new();
+        let mut adopted = 0u64;
+        let mut tx = self.begin().await?;
+        for chunk in chunks {
+            // A pending entry no worker holds (an entry given back with a "not before" time has
+            // no owner) whose point is known good: embedded, no provider call.
+            let job: Option<Option<Uuid>> = sqlx::query_scalar(
+                "UPDATE manifest_entries SET state = 'embedded', \
+                 embedded_text_sha256 = (SELECT c.text_sha256 FROM chunks c WHERE c.id = manifest_entries.chunk_id), \
+                 lease_owner = NULL, lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, \
+                 updated_at = $4 WHERE chunk_id = $1 AND world_id = $2 AND run_id = $3 AND state = 'pending' \
+                 AND (lease_owner IS NULL OR lease_expires_at < $4) RETURNING job_id",
+            )
+            .bind(chunk.0)
+            .bind(world.0)
+            .bind(run.0)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if job.is_some() {
+                adopted += 1;
+            }
+            if let Some(Some(job)) = job {
+                // Jobs that ended keep their counts: only a live job counts an adopted entry.
+                sqlx::query(
+                    "UPDATE jobs SET embedded = embedded + 1 WHERE id = $1 AND status IN ('queued', 'running', 'paused')",
+                )
+                .bind(job)
+                .execute(&mut *tx)
+                .await?;
+                let job = JobId(job);
+                if !jobs.contains(&job) {
+                    jobs.push(job);
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok((adopted, jobs))
+    }
+
+    async fn create_job(&self, world: WorldId, run: RunId, kind: JobKind, now: DateTime<Utc>) -> Result<Job> {
+        let id = Uuid::new_v4();
+        NewJobRow {
+            id,
+            world,
+            kind,
+            status: JobStatus::Running,
+            run,
+            total: 0,
+            created_at: now,
+            started_at: Some(now),
+        }
+        .insert(&self.pool)
+        .await?;
+        let row = found(select_job(&self.pool, id).await?)?;
+        row.into_job(Vec::new())
+    }
+}

@@ -1,0 +1,507 @@
+//! [`SourceStore`]: sources, their chunks and the chunks' manifest entries; also how chunks are
+//! inserted (multi-row statements), which re-ingest shares.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sha2::Digest as _;
+use sqlx::{QueryBuilder, Transaction};
+use uuid::Uuid;
+
+use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::jobs::{NewJobRow, finish_if_done, insert_event, job_status_text, select_job};
+use super::rows::{ChunkStateRow, CountsRow, SourceRow, corrupt, found, narrow, wide};
+use super::worlds::lock_world;
+use super::{Error, Result, SourceStore};
+use crate::domain::{
+    ChunkPage, Job, JobEventKind, JobId, JobKind, JobStatus, NewChunk, NewSource, RunId, Source, SourceCounts,
+    SourceDeletion, SourceId, WorldId, point_id,
+};
+
+/// Chunks per insert statement: 12 parameters each, 2,400 a statement, well under the
+/// parameter limits (32,766 in SQLite, 65,535 in PostgreSQL).
+const CHUNKS_PER_STATEMENT: usize = 200;
+
+/// Where [`insert_chunks`] puts chunks: one source's, in one run, held by one job.
+pub(super) struct ChunkPlacement {
+    pub world: WorldId,
+    pub run: RunId,
+    pub source: SourceId,
+    pub book_number: i64,
+    pub job: JobId,
+}
+
+/// Inserts `chunks` with one pending manifest entry each (held by the placement's job) in the
+/// transaction `tx`: a multi-row statement per [`CHUNKS_PER_STATEMENT`] chunks, then one for
+/// their entries.
+pub(super) async fn insert_chunks<DB: Backend>(
+    tx: &mut Transaction<'_, DB>,
+    at: &ChunkPlacement,
+    chunks: &[NewChunk],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let rows: Vec<(Uuid, String, &NewChunk)> = chunks
+        .iter()
+        .map(|chunk| {
+            let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
+            (Uuid::new_v4(), text_sha, chunk)
+        })
+        .collect();
+    for batch in rows.chunks(CHUNKS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<DB>::new(
+            "INSERT INTO chunks (id, world_id, run_id, source_id, book_number, chunk_number, char_start, \
+             char_end, token_count, chunk_text, overlap_text, text_sha256) ",
+        );
+        insert.push_values(batch, |mut row, (id, text_sha, chunk)| {
+            row.push_bind(*id)
+                .push_bind(at.world.0)
+                .push_bind(at.run.0)
+                .push_bind(at.source.0)
+                .push_bind(at.book_number)
+                .push_bind(wide(chunk.chunk_number))
+                .push_bind(wide(chunk.char_start))
+                .push_bind(wide(chunk.char_end))
+                .push_bind(wide(chunk.token_count))
+                .push_bind(&chunk.chunk_text)
+                .push_bind(&chunk.overlap_text)
+                .push_bind(text_sha);
+        });
+        insert.build().execute(&mut **tx).await?;
+        let mut insert = QueryBuilder::<DB>::new(
+            "INSERT INTO manifest_entries (chunk_id, world_id, run_id, source_id, job_id, point_id, state, \
+             updated_at) ",
+        );
+        insert.push_values(batch, |mut row, (id, _, chunk)| {
+            row.push_bind(*id)
+                .push_bind(at.world.0)
+                .push_bind(at.run.0)
+                .push_bind(at.source.0)
+                .push_bind(at.job.0)
+                .push_bind(point_id(at.world, at.run, at.source, chunk.chunk_number))
+                .push("'pending'")
+                .push_bind(now);
+        });
+        insert.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl<DB: Backend> SourceStore for SqlStore<DB> {
+    async fn add_source(&self, source: &NewSource, chunks: Vec<NewChunk>, job: JobId) -> Result<(Source, Job)> {
+        let mut tx = self.begin().await?;
+        // Hands out the next book number and returns it with the active run (locks the world
+        // row on Postgres, so concurrent uploads to one world serialise here).
+        let (book_number, run_id): (i64, Uuid) = sqlx::query_as(
+            "UPDATE worlds SET next_book_number = next_book_number + 1 WHERE id = $1 \
+             RETURNING next_book_number - 1 AS book_number, active_run_id",
+        )
+        .bind(source.world_id.0)
+        .fetch_one(&mut *tx)
+        .await?;
+        let run = RunId(run_id);
+        if run != source.run {
+            // Cut with another run's profile (a re-ingest switched the world meanwhile).
+            tx.rollback().await?;
+            return Err(Error::RunChanged);
+        }
+        let sha256 = hex::encode(sha2::Sha256::digest(source.text.as_bytes()));
+        let chars = source.text.chars().count() as u64;
+        sqlx::query(
+            "INSERT INTO sources (id, world_id, book_number, filename, content_type, text, sha256, chars, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(source.id.0)
+        .bind(source.world_id.0)
+        .bind(book_number)
+        .bind(&source.filename)
+        .bind(&source.content_type)
+        .bind(&source.text)
+        .bind(&sha256)
+        .bind(wide(chars))
+        .bind(source.now)
+        .execute(&mut *tx)
+        .await?;
+        let at = ChunkPlacement {
+            world: source.world_id,
+            run,
+            source: source.id,
+            book_number,
+            job,
+        };
+        insert_chunks(&mut tx, &at, &chunks, source.now).await?;
+        NewJobRow {
+            id: job.0,
+            world: source.world_id,
+            kind: JobKind::Ingest,
+            status: JobStatus::Running,
+            run,
+            total: chunks.len() as u64,
+            created_at: source.now,
+            started_at: Some(source.now),
+        }
+        .insert(&mut *tx)
+        .await?;
+        let source_row = found(select_source(&mut *tx, source.world_id, source.id).await?)?;
+        let job_row = found(select_job(&mut *tx, job.0).await?)?;
+        tx.commit().await?;
+        Ok((source_row.try_into()?, job_row.into_job(Vec::new())?))
+    }
+
+    async fn get_source(&self, world: WorldId, id: SourceId) -> Result<Option<Source>> {
+        select_source(&self.pool, world, id)
+            .await?
+            .map(TryInto::try_into)
+            .transpose()
+    }
+
+    async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>> {
+        let rows: Vec<SourceRow> = sqlx::query_as(
+            "SELECT id, world_id, book_number, filename, content_type, sha256, chars, created_at \
+             FROM sources WHERE world_id = $1 ORDER BY book_number",
+        )
+        .bind(world.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn source_counts(&self, world: WorldId, id: SourceId) -> Result<SourceCounts> {
+        let row: CountsRow = sqlx::query_as(
+            "SELECT COUNT(*) AS chunks, \
+             COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \
+             COUNT(*) FILTER (WHERE m.state = 'pending') AS pending, \
+             COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
+             FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
+             WHERE m.world_id = $1 AND m.source_id = $2",
+        )
+        .bind(world.0)
+        .bind(id.0)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SourceCounts {
+            chunks: narrow("manifest_entries", row.chunks)?,
+            embedded: narrow("manifest_entries", row.embedded)?,
+            pending: narrow("manifest_entries", row.pending)?,
+            failed: narrow("manifest_entries", row.failed)?,
+        })
+    }
+
+    async fn source_text(&self, world: WorldId, id: SourceId) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT text FROM sources WHERE world_id = $1 AND id = $2")
+                .bind(world.0)
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    async fn list_chunks(&self, world: WorldId, id: SourceId, offset: u64, limit: u32) -> Result<ChunkPage> {
+        // Chunks of one source in the world's active run, with their entries.
+        let rows: Vec<ChunkStateRow> = sqlx::query_as(
+            "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
+             c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, \
+             m.state, m.attempts, m.last_error_code, m.last_error_message \
+             FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+             JOIN manifest_entries m ON m.chunk_id = c.id \
+             WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4",
+        )
+        .bind(world.0)
+        .bind(id.0)
+        .bind(i64::from(limit))
+        .bind(wide(offset))
+        .fetch_all(&self.pool)
+        .await?;
+        let total: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+             JOIN manifest_entries m ON m.chunk_id = c.id WHERE c.world_id = $1 AND c.source_id = $2",
+        )
+        .bind(world.0)
+        .bind(id.0)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(ChunkPage {
+            chunks: rows.into_iter().map(TryInto::try_into).collect::<Result<_>>()?,
+            total: narrow("chunks", total)?,
+        })
+    }
+
+    async fn delete_source(&self, world: WorldId, id: SourceId, now: DateTime<Utc>) -> Result<Option<SourceDeletion>> {
+        let mut tx = self.begin().await?;
+        // The world's row first (see `requeue_entries`), then the entries, then jobs.
+        if lock_world(&mut *tx, world).await?.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        // What each removed entry (in every run) meant to its job, read from the delete itself
+        // so a worker's concurrent completion is counted once, on whichever side it landed.
+        let removed: Vec<(Option<Uuid>, String)> = sqlx::query_as(
+            "DELETE FROM manifest_entries WHERE world_id = $1 AND source_id = $2 RETURNING job_id, state",
+        )
+        .bind(world.0)
+        .bind(id.0)
+        .fetch_all(&mut *tx)
+        .await?;
+        let chunks = sqlx::query("DELETE FROM chunks WHERE world_id = $1 AND source_id = $2")
+            .bind(world.0)
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let deleted = sqlx::query("DELETE FROM sources WHERE world_id = $1 AND id = $2")
+            .bind(world.0)
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if deleted == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        // Pending entries removed per job; a sorted map so concurrent deletes lock job rows in
+        // the same order.
+        let mut jobs: BTreeMap<Uuid, u64> = BTreeMap::new();
+        for (job, state) in removed {
+            if let Some(job) = job {
+                *jobs.entry(job).or_default() += u64::from(state == "pending");
+            }
+        }
+        let mut finished_jobs = Vec::new();
+        for (job, pending) in jobs {
+            if pending > 0 && drop_job_pending(&mut *tx, job, pending).await? > 0 {
+                // Before any status event the job gets below, so a stream shows why the job
+                // ended before it ends.
+                let data = serde_json::json!({
+                    "code": "source_deleted",
+                    "message": format!("source {} was deleted; {pending} of this job's pending chunks were dropped with it", id.0),
+                    "source_id": id.0,
+                    "dropped": pending,
+                });
+                insert_event(&mut *tx, job, JobEventKind::Warning, &data.to_string(), now).await?;
+            }
+            // Ends an unfinished job that has no entry left at all (its whole subject was
+            // deleted). Not for re-ingests: one ends only through `finish_reingest`, which
+            // switches the world or retires its run (a re-ingest whose sources were all deleted
+            // switches to an empty run).
+            let cancelled: Option<Uuid> = sqlx::query_scalar(
+                "UPDATE jobs SET status = 'cancelled', finished_at = $2 \
+                 WHERE id = $1 AND kind <> 'reingest' AND status IN ('queued', 'running', 'paused') \
+                 AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1) RETURNING id",
+            )
+            .bind(job)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if cancelled.is_some() {
+                finished_jobs.push((JobId(job), JobStatus::Cancelled));
+                continue;
+            }
+            if finish_if_done(&mut *tx, job, now).await? {
+                let status = found(job_status_text(&mut *tx, job).await?)?;
+                let status = status.parse().map_err(|reason| corrupt("jobs", reason))?;
+                finished_jobs.push((JobId(job), status));
+            }
+        }
+        tx.commit().await?;
+        Ok(Some(SourceDeletion { chunks, finished_jobs }))
+    }
+}
+
+/// Source `id` of world `world`.
+async fn select_source<'e, DB: Backend>(
+    db: impl sqlx::Executor<'e, Database = DB>,
+    world: WorldId,
+    id: SourceId,
+) -> Result<Option<SourceRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, world_id, book_number, filename, content_type, sha256, chars, created_at \
+         FROM sources WHERE world_id = $1 AND id = $2",
+    )
+    .bind(world.0)
+    .bind(id.0)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Takes `pending` entries that no longer exist out of unfinished job `job`'s `total`, so that
+/// its `pending` (total − embedded − failed) counts only work that still exists. Returns how
+/// many rows changed (0 when the job has ended).
+async fn drop_job_pending<'e, DB: Backend>(
+    db: impl sqlx::Executor<'e, Database = DB>,
+    job: Uuid,
+    pending: u64,
+) -> Result<u64> {
+    let done = sqlx::query(
+        "UPDATE jobs SET total = CASE WHEN total > $2 THEN total - $2 ELSE 0 END \
+         WHERE id = $1 AND status IN ('queued', 'running', 'paused')",
+    )
+    .bind(job)
+    .bind(wide(pending))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, SubsecRound, Utc};
+    use sha2::Digest as _;
+
+    use super::CHUNKS_PER_STATEMENT;
+    use crate::domain::{
+        ChunkingProfile, EmbeddingProfile, JobId, ManifestState, NewChunk, NewSource, NewWorld, ProviderKind, RunId,
+        SourceId, WorldId, point_id,
+    };
+    use crate::store::{NewRun, SourceChunks, Store};
+
+    /// Two full statements and one more chunk: every batch boundary is crossed.
+    const N: usize = 2 * CHUNKS_PER_STATEMENT + 1;
+
+    fn new_chunks() -> Vec<NewChunk> {
+        (0..N as u32)
+            .map(|i| NewChunk {
+                chunk_number: i,
+                char_start: u64::from(i) * 10,
+                char_end: u64::from(i) * 10 + 9,
+                token_count: i % 7 + 1,
+                chunk_text: format!("chunk {i:04}."),
+                overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
+            })
+            .collect()
+    }
+
+    /// Every chunk of `source` in `run` is stored once, with its values, and has one pending
+    /// entry with its point id.
+    async fn assert_stored(store: &dyn Store, world: WorldId, run: RunId, source: SourceId, now: DateTime<Utc>) {
+        let chunks = new_chunks();
+        let mut entries = store.manifest_entries(world, run, now).await.unwrap();
+        entries.sort_by_key(|e| e.chunk_number);
+        assert_eq!(entries.len(), N);
+        for (entry, chunk) in entries.iter().zip(&chunks) {
+            assert_eq!(entry.chunk_number, chunk.chunk_number);
+            assert_eq!(entry.point_id, point_id(world, run, source, chunk.chunk_number));
+            assert_eq!(entry.source_id, source);
+            assert_eq!(entry.state, ManifestState::Pending);
+            assert_eq!(
+                entry.text_sha256,
+                hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()))
+            );
+            assert!(!entry.leased);
+        }
+        let mut ids: Vec<_> = entries.iter().map(|e| e.chunk_id).collect();
+        ids.sort_by_key(|id| id.0);
+        ids.dedup();
+        assert_eq!(ids.len(), N, "a chunk id each");
+    }
+
+    async fn chunks_are_inserted_in_batches(store: &dyn Store) {
+        let now = Utc::now().trunc_subsecs(6);
+        let world = NewWorld {
+            id: WorldId::new(),
+            name: "batches".into(),
+            embedding: EmbeddingProfile {
+                provider: ProviderKind::Local,
+                model: "all-MiniLM-L6-v2".into(),
+                dimensions: 384,
+            },
+            chunking: ChunkingProfile {
+                max_tokens: 192,
+                overlap_tokens: 48,
+            },
+            hybrid: false,
+            run: RunId::new(),
+            now,
+        };
+        store.create_world(world.clone()).await.unwrap();
+        let source = NewSource {
+            id: SourceId::new(),
+            world_id: world.id,
+            run: world.run,
+            filename: "book.md".into(),
+            content_type: "text/markdown".into(),
+            text: "text".into(),
+            now,
+        };
+        let (stored, job) = store.add_source(&source, new_chunks(), JobId::new()).await.unwrap();
+        assert_eq!(job.counts.total, N as u64);
+        assert_stored(store, world.id, world.run, source.id, now).await;
+        let page = store.list_chunks(world.id, source.id, 0, 1000).await.unwrap();
+        assert_eq!(page.total, N as u64);
+        for (state, chunk) in page.chunks.iter().zip(new_chunks()) {
+            let c = &state.chunk;
+            assert_eq!((c.world_id, c.run_id, c.source_id), (world.id, world.run, source.id));
+            assert_eq!(
+                (c.book_number, c.chunk_number),
+                (stored.book_number, chunk.chunk_number)
+            );
+            assert_eq!(
+                (c.char_start, c.char_end, c.token_count),
+                (chunk.char_start, chunk.char_end, chunk.token_count)
+            );
+            assert_eq!(
+                (&c.chunk_text, &c.overlap_text),
+                (&chunk.chunk_text, &chunk.overlap_text)
+            );
+        }
+
+        let run = NewRun {
+            id: RunId::new(),
+            world: world.id,
+            embedding: world.embedding.clone(),
+            chunking: world.chunking,
+        };
+        let reingest = store.begin_reingest(run.clone(), JobId::new(), now).await.unwrap();
+        let source_chunks = SourceChunks {
+            source: source.id,
+            book_number: stored.book_number,
+            chunks: new_chunks(),
+        };
+        let added = store
+            .add_run_chunks(world.id, run.id, reingest.id, source_chunks, now)
+            .await
+            .unwrap();
+        assert_eq!(added, N as u64);
+        assert_eq!(
+            store.get_job(reingest.id).await.unwrap().unwrap().counts.total,
+            N as u64
+        );
+        assert_stored(store, world.id, run.id, source.id, now).await;
+    }
+
+    #[tokio::test]
+    async fn sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("quarry.db").display());
+        let store = crate::store::connect(&url).await.unwrap();
+        chunks_are_inserted_in_batches(store.as_ref()).await;
+        store.close().await;
+    }
+
+    /// On a fresh database of the server at `QUARRY_TEST_POSTGRES_URL`, as the conformance
+    /// suite does; skipped without one, unless `QUARRY_TEST_REQUIRE_POSTGRES=1`.
+    #[tokio::test]
+    async fn postgres() {
+        use sqlx::Connection as _;
+        let required = std::env::var("QUARRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+        let Some(admin_url) = std::env::var("QUARRY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+            assert!(!required, "QUARRY_TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+        let name = format!("quarry_test_{}", uuid::Uuid::new_v4().simple());
+        let create = sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"));
+        sqlx::raw_sql(create).execute(&mut admin).await.unwrap();
+        let after_scheme = admin_url.find("://").map_or(0, |i| i + 3);
+        let base = match admin_url[after_scheme..].find('/') {
+            Some(i) => &admin_url[..after_scheme + i],
+            None => admin_url.as_str(),
+        };
+        let store = crate::store::connect(&format!("{base}/{name}")).await.unwrap();
+        chunks_are_inserted_in_batches(store.as_ref()).await;
+        store.close().await;
+        let drop = sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        sqlx::raw_sql(drop).execute(&mut admin).await.unwrap();
+    }
+}

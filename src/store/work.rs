@@ -1,0 +1,198 @@
+//! [`WorkStore`]: the embedding queue, manifest entries leased to workers.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::rows::{WorkRow, wide};
+use super::{Result, WorkStore};
+use crate::domain::{ChunkId, JobId, RunId, WorkItem};
+
+/// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3`
+/// lease end, `$4` now. Ends with the backend's [`Backend::CLAIM_LOCK`] and `)`: the Postgres
+/// form locks the chosen rows with `SKIP LOCKED`, so concurrent claimers take disjoint entries;
+/// SQLite runs the single statement under its database write lock, which gives the same
+/// guarantee.
+const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
+     WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
+     WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
+     SELECT 1 FROM manifest_entries p WHERE p.job_id = j.id AND p.state = 'pending' \
+     AND (p.lease_expires_at IS NULL OR p.lease_expires_at < $4)) \
+     ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
+     AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
+     ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
+
+#[async_trait]
+impl<DB: Backend> WorkStore for SqlStore<DB> {
+    async fn claim_work(
+        &self,
+        owner: &str,
+        limit: u32,
+        lease_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<WorkItem>> {
+        // Only the backend's constant lock clause is added to the constant text.
+        let claim = sqlx::AssertSqlSafe(format!("{CLAIM}{})", DB::CLAIM_LOCK));
+        let claimed = sqlx::query::<DB>(claim)
+            .bind(owner)
+            .bind(i64::from(limit))
+            .bind(lease_until)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        if claimed.rows_affected() == 0 {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<WorkRow> = sqlx::query_as(
+            "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
+             c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
+             r.provider, r.model, r.dimensions, r.collection, w.hybrid \
+             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
+             JOIN worlds w ON w.id = m.world_id \
+             WHERE m.lease_owner = $1 AND m.lease_expires_at = $2 AND m.state = 'pending' \
+             ORDER BY c.book_number, c.chunk_number",
+        )
+        .bind(owner)
+        .bind(lease_until)
+        .fetch_all(&self.pool)
+        .await?;
+        let items: Vec<WorkItem> = rows.into_iter().map(TryInto::try_into).collect::<Result<_>>()?;
+        if let Some(first) = items.first() {
+            sqlx::query("UPDATE jobs SET claimed_at = $2 WHERE id = $1")
+                .bind(first.job_id.0)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(items)
+    }
+
+    async fn complete_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        run: RunId,
+        done: &[(ChunkId, String)],
+        reused: u64,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        let mut tx = self.begin().await?;
+        let mut marked = 0u64;
+        for (chunk, hash) in done {
+            let result = sqlx::query(
+                "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
+                 lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
+                 WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
+                 AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)",
+            )
+            .bind(chunk.0)
+            .bind(owner)
+            .bind(hash)
+            .bind(now)
+            .bind(job.0)
+            .bind(run.0)
+            .execute(&mut *tx)
+            .await?;
+            marked += result.rows_affected();
+        }
+        if marked > 0 {
+            sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")
+                .bind(job.0)
+                .bind(wide(marked))
+                .bind(wide(reused.min(marked)))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(marked)
+    }
+
+    async fn release_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        chunks: &[ChunkId],
+        not_before: Option<DateTime<Utc>>,
+        rate_limited: bool,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut tx = self.begin().await?;
+        let mut released = 0u64;
+        for chunk in chunks {
+            let result = sqlx::query(
+                "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = $3, updated_at = $4 \
+                 WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending'",
+            )
+            .bind(chunk.0)
+            .bind(owner)
+            .bind(not_before)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            released += result.rows_affected();
+        }
+        if rate_limited && released > 0 {
+            sqlx::query("UPDATE jobs SET rate_limited = rate_limited + $2 WHERE id = $1")
+                .bind(job.0)
+                .bind(wide(released))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $2 \
+             WHERE lease_owner = $1 AND state = 'pending'",
+        )
+        .bind(owner)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn fail_work(
+        &self,
+        owner: &str,
+        job: JobId,
+        chunk: ChunkId,
+        code: &str,
+        message: &str,
+        max_attempts: u32,
+        permanent: bool,
+        retry_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let state: Option<String> = sqlx::query_scalar(
+            "UPDATE manifest_entries SET attempts = attempts + 1, last_error_code = $3, last_error_message = $4, \
+             state = CASE WHEN $5 OR attempts + 1 >= $6 THEN 'failed' ELSE 'pending' END, lease_owner = NULL, \
+             lease_expires_at = CASE WHEN $5 OR attempts + 1 >= $6 THEN NULL ELSE $7 END, updated_at = $8 \
+             WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' RETURNING state",
+        )
+        .bind(chunk.0)
+        .bind(owner)
+        .bind(code)
+        .bind(message)
+        .bind(permanent)
+        .bind(i64::from(max_attempts))
+        .bind(retry_at)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let failed = state.as_deref() == Some("failed");
+        let count = match state {
+            None => None,
+            Some(_) if failed => Some("UPDATE jobs SET failed = failed + 1 WHERE id = $1"),
+            Some(_) => Some("UPDATE jobs SET retries = retries + 1 WHERE id = $1"),
+        };
+        if let Some(count) = count {
+            sqlx::query(count).bind(job.0).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(failed)
+    }
+}

@@ -1,0 +1,151 @@
+//! [`WorldStore`]: worlds, their first run, their counts.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::rows::{StatsRow, WorldRow, narrow, wide};
+use super::{Result, WorldStore};
+use crate::domain::{NewWorld, World, WorldId, WorldStats};
+
+/// Columns of a [`WorldRow`].
+macro_rules! world_columns {
+    () => {
+        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, active_run_id, collection, \
+         created_at, updated_at"
+    };
+}
+pub(super) use world_columns;
+
+const SELECT_WORLD: &str = concat!("SELECT ", world_columns!(), " FROM worlds WHERE id = $1");
+
+#[async_trait]
+impl<DB: Backend> WorldStore for SqlStore<DB> {
+    async fn create_world(&self, w: NewWorld) -> Result<World> {
+        let collection = w.embedding.collection_name();
+        let mut tx = self.begin().await?;
+        sqlx::query(
+            "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, \
+             active_run_id, collection, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
+        )
+        .bind(w.id.0)
+        .bind(&w.name)
+        .bind(w.embedding.provider.as_str())
+        .bind(&w.embedding.model)
+        .bind(wide(w.embedding.dimensions))
+        .bind(wide(w.chunking.max_tokens))
+        .bind(wide(w.chunking.overlap_tokens))
+        .bind(w.hybrid)
+        .bind(w.run.0)
+        .bind(&collection)
+        .bind(w.now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
+             status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(w.run.0)
+        .bind(w.id.0)
+        .bind(w.embedding.provider.as_str())
+        .bind(&w.embedding.model)
+        .bind(wide(w.embedding.dimensions))
+        .bind(wide(w.chunking.max_tokens))
+        .bind(wide(w.chunking.overlap_tokens))
+        .bind(&collection)
+        .bind("active")
+        .bind(w.now)
+        .execute(&mut *tx)
+        .await?;
+        let row: WorldRow = sqlx::query_as(SELECT_WORLD).bind(w.id.0).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        row.try_into()
+    }
+
+    async fn get_world(&self, id: WorldId) -> Result<Option<World>> {
+        let row: Option<WorldRow> = sqlx::query_as(SELECT_WORLD)
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn list_worlds(&self) -> Result<Vec<World>> {
+        const LIST_WORLDS: &str = concat!("SELECT ", world_columns!(), " FROM worlds ORDER BY created_at, id");
+        let rows: Vec<WorldRow> = sqlx::query_as(LIST_WORLDS).fetch_all(&self.pool).await?;
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn world_stats(&self, id: WorldId) -> Result<WorldStats> {
+        let row: Option<StatsRow> = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM sources WHERE world_id = $1) AS sources, \
+             COUNT(m.chunk_id) AS chunks, \
+             COUNT(m.chunk_id) FILTER (WHERE m.state = 'embedded') AS embedded, \
+             COUNT(m.chunk_id) FILTER (WHERE m.state = 'pending') AS pending, \
+             COUNT(m.chunk_id) FILTER (WHERE m.state = 'failed') AS failed \
+             FROM worlds w LEFT JOIN manifest_entries m ON m.world_id = w.id AND m.run_id = w.active_run_id \
+             WHERE w.id = $1",
+        )
+        .bind(id.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(WorldStats::default());
+        };
+        Ok(WorldStats {
+            sources: narrow("sources", row.sources)?,
+            chunks: narrow("chunks", row.chunks)?,
+            embedded: narrow("manifest_entries", row.embedded)?,
+            pending: narrow("manifest_entries", row.pending)?,
+            failed: narrow("manifest_entries", row.failed)?,
+        })
+    }
+
+    async fn rename_world(&self, id: WorldId, name: &str, now: DateTime<Utc>) -> Result<Option<World>> {
+        const RENAME_WORLD: &str = concat!(
+            "UPDATE worlds SET name = $2, updated_at = $3 WHERE id = $1 RETURNING ",
+            world_columns!()
+        );
+        let row: Option<WorldRow> = sqlx::query_as(RENAME_WORLD)
+            .bind(id.0)
+            .bind(name)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn delete_world(&self, id: WorldId) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM worlds WHERE id = $1")
+            .bind(id.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn world_collections(&self, id: WorldId) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT collection FROM runs WHERE world_id = $1 ORDER BY collection")
+                .bind(id.0)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+}
+
+/// Takes world `id`'s row lock (Postgres row lock; SQLite's write lock), the first lock of the
+/// order world → run → job that every writer of these rows takes, so that source uploads, source
+/// deletes, requeues and a run switch serialise. Returns the world's active run, `None` when there
+/// is no such world.
+pub(super) async fn lock_world<'e, DB: Backend>(
+    db: impl sqlx::Executor<'e, Database = DB>,
+    id: WorldId,
+) -> Result<Option<uuid::Uuid>> {
+    Ok(
+        sqlx::query_scalar("UPDATE worlds SET updated_at = updated_at WHERE id = $1 RETURNING active_run_id")
+            .bind(id.0)
+            .fetch_optional(db)
+            .await?,
+    )
+}
