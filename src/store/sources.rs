@@ -15,7 +15,7 @@ use super::rows::{ChunkStateRow, CountsRow, SourceRow, corrupt, found, narrow, w
 use super::worlds::lock_world;
 use super::{Error, Result, SourceStore};
 use crate::domain::{
-    ChunkPage, Job, JobEventKind, JobId, JobKind, JobStatus, NewChunk, NewSource, RunId, Source, SourceCounts,
+    ChunkPage, Job, JobEventData, JobId, JobKind, JobStatus, NewChunk, NewSource, RunId, Source, SourceCounts,
     SourceDeletion, SourceId, WorldId, point_id,
 };
 
@@ -273,13 +273,11 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             if pending > 0 && drop_job_pending(&mut *tx, job, pending).await? > 0 {
                 // Before any status event the job gets below, so a stream shows why the job
                 // ended before it ends.
-                let data = serde_json::json!({
-                    "code": "source_deleted",
-                    "message": format!("source {} was deleted; {pending} of this job's pending chunks were dropped with it", id.0),
-                    "source_id": id.0,
-                    "dropped": pending,
-                });
-                insert_event(&mut *tx, job, JobEventKind::Warning, &data.to_string(), now).await?;
+                let event = JobEventData::SourceDeleted {
+                    source: id,
+                    dropped: pending,
+                };
+                insert_event(&mut *tx, job, event.kind(), &event.to_json(), now).await?;
             }
             // Ends an unfinished job that has no entry left at all (its whole subject was
             // deleted). Not for re-ingests: one ends only through `finish_reingest`, which
