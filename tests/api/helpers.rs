@@ -8,6 +8,7 @@ use std::sync::Arc;
 use quarry::app::App;
 use quarry::config::Settings;
 use quarry::state::AppState;
+use quarry::workers::embedding::{EmbeddingWorkers, Step};
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::Value;
@@ -175,6 +176,50 @@ impl TestApp {
         assert_eq!(status, StatusCode::CREATED, "{body}");
         body
     }
+}
+
+/// The embedding workers, driven by hand (tests run apps without background workers and step
+/// the queue themselves). The only place the tests name the worker type.
+impl TestApp {
+    /// Waits for the re-ingest preparations under way.
+    pub async fn wait_prepared(&self) {
+        self.state.workers.prepared().await;
+    }
+
+    /// Waits for re-ingest preparations, runs worker steps until nothing is left that can be
+    /// done now and finishes stalled jobs; returns how many entries were embedded.
+    pub async fn drain(&self) -> u64 {
+        drain(&self.state.workers).await
+    }
+
+    /// [`TestApp::drain`] on a task of its own, for a test that acts while it runs.
+    pub fn spawn_drain(&self) -> JoinHandle<u64> {
+        let workers = self.state.workers.clone();
+        tokio::spawn(async move { drain(&workers).await })
+    }
+
+    /// One worker step as `owner`: claims one set of entries and processes it.
+    pub async fn work_step(&self, owner: &str) -> Step {
+        work_step(&self.state.workers, owner).await
+    }
+
+    /// [`TestApp::work_step`] on a task of its own, for a test that acts while it runs.
+    pub fn spawn_work_step(&self, owner: &str) -> JoinHandle<Step> {
+        let workers = self.state.workers.clone();
+        let owner = owner.to_owned();
+        tokio::spawn(async move { work_step(&workers, &owner).await })
+    }
+}
+
+async fn drain(workers: &EmbeddingWorkers) -> u64 {
+    workers
+        .drain()
+        .await
+        .expect("the workers drain the queue (store error)")
+}
+
+async fn work_step(workers: &EmbeddingWorkers, owner: &str) -> Step {
+    workers.run_once(owner).await.expect("a worker step (store error)")
 }
 
 impl Drop for TestApp {

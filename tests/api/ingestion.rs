@@ -93,7 +93,7 @@ async fn a_source_is_chunked_embedded_and_its_job_completes() {
         "nothing is embedded before a worker runs"
     );
 
-    let embedded = app.state.workers.drain().await.unwrap();
+    let embedded = app.drain().await;
     assert_eq!(embedded, chunks);
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(job))).await;
     assert_eq!(job["status"], "completed", "{job}");
@@ -145,7 +145,7 @@ async fn rate_limits_give_work_back_without_spending_attempts() {
     // The entry goes back, the key cools down for the hint, and the same drain picks the
     // entry up again once the key is usable.
     let started = std::time::Instant::now();
-    assert_eq!(app.state.workers.drain().await.unwrap(), 1);
+    assert_eq!(app.drain().await, 1);
     assert!(
         started.elapsed() >= Duration::from_millis(250),
         "the retry hint was honoured"
@@ -171,7 +171,7 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
     let (fake, app, world) = setup(512).await;
     let accepted = add(&app, &world, "One short text.").await;
     fake.fail_next(Failure::WrongLength);
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["counts"]["retries"], 1, "{job}");
     assert_eq!(job["status"], "running");
@@ -189,7 +189,7 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
     // The retry waits for its backoff; make it due, then fail again: max_attempts = 2.
     tokio::time::sleep(Duration::from_millis(2100)).await;
     fake.fail_next(Failure::Status(500));
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert_eq!(job["counts"]["failed"], 1);
@@ -241,7 +241,7 @@ async fn a_job_lists_its_first_hundred_errors_and_counts_them_all() {
             body: "{\"totalTokens\": 5000}".into(),
         });
     }
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
 
     let first_job = id(&first["job"]);
     let (_, job) = app.get(&format!("/v1/jobs/{first_job}")).await;
@@ -322,7 +322,7 @@ async fn a_batch_refused_as_a_whole_is_sent_again_one_item_at_a_time() {
     // The batch of four is refused (a 400 that is not the key's fault): each chunk is then
     // sent alone, exactly once, and all four are embedded.
     fake.fail_next(Failure::Status(400));
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let calls: Vec<usize> = fake.stats().embed_calls.iter().map(|c| c.texts.len()).collect();
     assert_eq!(calls, [4, 1, 1, 1, 1], "{calls:?}");
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
@@ -347,7 +347,7 @@ async fn a_refused_key_is_a_warning_on_the_job_and_the_other_key_takes_over() {
     let world = google_world(&app, 512).await;
     let accepted = add(&app, &world, "One short text.").await;
     fake.fail_next(Failure::KeyInvalid);
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "completed", "{job}");
     assert_eq!(
@@ -388,7 +388,7 @@ async fn oversize_and_uncountable_chunks_fail_locally_without_calling_the_provid
         headers: vec![],
         body: "{\"totalTokens\": 5000}".into(),
     });
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&first["job"]))).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert_eq!(job["errors"][0]["code"], "input_too_large");
@@ -398,7 +398,7 @@ async fn oversize_and_uncountable_chunks_fail_locally_without_calling_the_provid
         .post(&path, json!({"filename": "b.txt", "text": "Cannot be counted today."}))
         .await;
     fake.fail_next_count(Failure::MalformedBody);
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&second["job"]))).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert_eq!(job["errors"][0]["code"], "token_count_failed");
@@ -413,11 +413,7 @@ async fn pause_resume_and_cancel_follow_the_rules() {
     let (status, paused) = app.post(&format!("{job}/pause"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{paused}");
     assert_eq!(paused["status"], "paused");
-    assert_eq!(
-        app.state.workers.drain().await.unwrap(),
-        0,
-        "paused jobs are not worked on"
-    );
+    assert_eq!(app.drain().await, 0, "paused jobs are not worked on");
     let (status, body) = app.post(&format!("{job}/pause"), json!({})).await;
     assert_error(status, &body, StatusCode::CONFLICT, "job_state_conflict");
     let (status, resumed) = app.post(&format!("{job}/resume"), json!({})).await;
@@ -427,11 +423,7 @@ async fn pause_resume_and_cancel_follow_the_rules() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(cancelled["status"], "cancelled");
     assert!(cancelled["finished_at"].is_string());
-    assert_eq!(
-        app.state.workers.drain().await.unwrap(),
-        0,
-        "cancelled jobs are not worked on"
-    );
+    assert_eq!(app.drain().await, 0, "cancelled jobs are not worked on");
     for action in ["pause", "resume", "cancel"] {
         let (status, body) = app.post(&format!("{job}/{action}"), json!({})).await;
         assert_error(status, &body, StatusCode::CONFLICT, "job_state_conflict");
@@ -528,7 +520,7 @@ async fn multipart_uploads_and_html_are_accepted() {
     let (status, got) = app.get(&format!("{path}/{}", id(&accepted["source"]))).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(got["chunks"], accepted["source"]["chunks"]);
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let sent: Vec<String> = fake.stats().embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
     assert!(
         sent.iter().all(|t| !t.contains('<') && !t.contains("p{}")),
@@ -627,18 +619,17 @@ async fn a_job_paused_while_its_batch_waits_for_a_key_sends_nothing() {
     // The first job's call is rate limited: the only key cools down for a second.
     add(&app, &world, "One short text.").await;
     fake.fail_next(Failure::RateLimited(Duration::from_secs(1)));
-    app.state.workers.run_once("w").await.unwrap();
+    app.work_step("w").await;
     let calls = fake.stats().embed_requests();
     assert_eq!(calls, 1);
     // The second job's batch is claimed and waits for the key; the job is paused meanwhile.
     let second = add(&app, &world, "Another short text.").await;
-    let workers = app.state.workers.clone();
-    let step = tokio::spawn(async move { workers.run_once("w").await });
+    let step = app.spawn_work_step("w");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let job = format!("/v1/jobs/{}", id(&second["job"]));
     let (status, paused) = app.post(&format!("{job}/pause"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{paused}");
-    let step = step.await.unwrap().unwrap();
+    let step = step.await.unwrap();
     assert_eq!((step.claimed, step.embedded), (1, 0), "{step:?}");
     assert_eq!(
         fake.stats().embed_requests(),
@@ -659,7 +650,7 @@ async fn a_job_paused_while_its_batch_waits_for_a_key_sends_nothing() {
     let (status, _) = app.post(&format!("{job}/resume"), json!({})).await;
     assert_eq!(status, StatusCode::OK);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, got) = app.get(&job).await;
     assert_eq!(got["status"], "completed", "{got}");
 }
@@ -764,7 +755,7 @@ async fn job_events_stream_replays_from_last_event_id_and_end_after_the_status()
             json!({"filename": "isles.md", "text": TEXT}),
         )
         .await;
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let url = app.url(&format!("/v1/jobs/{}/events", id(&accepted["job"])));
     let resp = app.client.get(&url).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
@@ -833,7 +824,7 @@ async fn a_local_world_is_embedded_by_the_built_in_model() {
     let world = app.create_local_world("local").await;
     let accepted = add(&app, &world, TEXT).await;
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "completed", "{job}");
     let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
@@ -927,11 +918,11 @@ async fn re_adding_identical_text_reuses_vectors_without_any_provider_call() {
     let (fake, app, world) = setup(24).await;
     let first = add(&app, &world, TEXT).await;
     let chunks = first["source"]["chunks"].as_u64().unwrap();
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     fake.reset_stats();
 
     let second = add(&app, &world, TEXT).await;
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
     assert_eq!(fake.stats().requests, 0, "no countTokens, no embed call");
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&second["job"]))).await;
     assert_eq!(job["status"], "completed", "{job}");
@@ -999,7 +990,7 @@ async fn reuse_stays_inside_a_world_unless_configured_global_and_can_be_off() {
         let app = app_with_reuse(&fake, scope).await;
         let one = google_world(&app, 512).await;
         add(&app, &one, "Salt is the wealth of the islands.").await;
-        app.state.workers.drain().await.unwrap();
+        app.drain().await;
 
         fake.reset_stats();
         let (status, two) = app
@@ -1010,7 +1001,7 @@ async fn reuse_stays_inside_a_world_unless_configured_global_and_can_be_off() {
             .await;
         assert_eq!(status, StatusCode::CREATED);
         add(&app, &two, "Salt is the wealth of the islands.").await;
-        app.state.workers.drain().await.unwrap();
+        app.drain().await;
         assert_eq!(
             fake.stats().embed_requests() > 0,
             calls_in_other_world,
@@ -1019,7 +1010,7 @@ async fn reuse_stays_inside_a_world_unless_configured_global_and_can_be_off() {
 
         fake.reset_stats();
         add(&app, &one, "Salt is the wealth of the islands.").await;
-        app.state.workers.drain().await.unwrap();
+        app.drain().await;
         assert_eq!(
             fake.stats().embed_requests() > 0,
             calls_in_same_world,
@@ -1061,7 +1052,7 @@ async fn a_429_storm_across_two_keys_fails_nothing_and_spends_no_attempt() {
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
     assert!(chunks >= 20, "{accepted}");
 
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "completed", "{job}");
     assert_eq!(job["counts"]["failed"], 0);
@@ -1086,14 +1077,13 @@ async fn answers_arriving_after_a_cancel_change_nothing() {
     let (fake, app, world) = setup(16).await;
     let accepted = add(&app, &world, TEXT).await;
     fake.set_latency(Duration::from_millis(400));
-    let workers = app.state.workers.clone();
-    let in_flight = tokio::spawn(async move { workers.run_once("w").await });
+    let in_flight = app.spawn_work_step("w");
     tokio::time::sleep(Duration::from_millis(150)).await;
     let (status, cancelled) = app
         .post(&format!("/v1/jobs/{}/cancel", id(&accepted["job"])), json!({}))
         .await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
-    let step = in_flight.await.unwrap().unwrap();
+    let step = in_flight.await.unwrap();
     assert!(step.claimed > 0);
     assert_eq!(step.embedded, 0, "the late answer advanced nothing");
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
@@ -1124,11 +1114,11 @@ async fn events_so_far(app: &TestApp, job: &str) -> Vec<(String, Value)> {
 async fn a_vector_store_outage_while_embedding_gives_the_chunks_back_for_a_while_and_says_so() {
     let fake = FakeGoogle::start(&["key-a"]).await;
     let (app, _world, _source, job) = crate::helpers::spawn_app_with_unreachable_vectors(fake.base_url()).await;
-    let step = app.state.workers.run_once("w").await.unwrap();
+    let step = app.work_step("w").await;
     assert_eq!((step.claimed, step.embedded), (1, 0));
     assert_eq!(fake.stats().items_embedded, 1);
     // Given back for a pause: a step right after claims nothing and calls nobody.
-    let step = app.state.workers.run_once("w").await.unwrap();
+    let step = app.work_step("w").await;
     assert_eq!(step.claimed, 0);
     assert_eq!(fake.stats().items_embedded, 1, "not embedded again at once");
 
@@ -1169,9 +1159,9 @@ async fn vectors_the_vector_store_refuses_spend_attempts_until_the_chunk_fails()
             .await
             .unwrap();
     }
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let job_id = id(&accepted["job"]);
     let (_, job) = app.get(&format!("/v1/jobs/{job_id}")).await;
     assert_eq!(job["status"], "failed", "{job}");
@@ -1220,7 +1210,7 @@ async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
     );
 
     // Nothing is left to claim, so only the idle workers' sweep can end it.
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app.get(&path).await;
     assert_eq!(job["status"], "completed", "{job}");
 }

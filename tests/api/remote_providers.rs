@@ -1161,7 +1161,7 @@ async fn a_configured_max_batch_size_bounds_the_inputs_of_every_embeddings_reque
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
     assert!(chunks >= 7, "{accepted}");
 
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
     let calls = fake.stats().embed_calls;
     let sizes: Vec<usize> = calls.iter().map(|c| c.texts.len()).collect();
     assert!(sizes.iter().all(|&n| n <= 3), "inputs per request: {sizes:?}");
@@ -1173,7 +1173,7 @@ async fn a_configured_max_batch_size_bounds_the_inputs_of_every_embeddings_reque
     let app = app_with_openai(&fake, |_| {}).await;
     let world = remote_world(&app, "openai", "text-embedding-3-small").await;
     add_sentences(&app, &world, 10).await;
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
     let sizes: Vec<usize> = fake.stats().embed_calls.iter().map(|c| c.texts.len()).collect();
     assert_eq!(sizes, vec![chunks as usize]);
 }
@@ -1186,7 +1186,7 @@ async fn a_configured_request_timeout_turns_a_slow_answer_into_a_quick_transient
     let chunks = add_sentences(&app, &world, 2).await["source"]["chunks"]
         .as_u64()
         .unwrap();
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
 
     // Ten seconds per answer from now on; the query gives up after a second per attempt.
     fake.reset_stats();
@@ -1229,7 +1229,7 @@ async fn a_configured_google_request_timeout_applies_to_its_calls() {
 
     fake.set_latency(Duration::from_secs(10));
     let started = std::time::Instant::now();
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(6), "took {elapsed:?}");
     let (_, listing) = app.get(&format!("/v1/worlds/{world}/sources/{source}/chunks")).await;
@@ -1260,7 +1260,7 @@ async fn an_openai_per_day_limit_cools_the_key_until_the_daily_reset() {
     let chunks = add_sentences(&app, &world, 2).await["source"]["chunks"]
         .as_u64()
         .unwrap();
-    assert_eq!(app.state.workers.drain().await.unwrap(), chunks);
+    assert_eq!(app.drain().await, chunks);
 
     // "Rate limit reached … on requests per day (RPD)", no retry headers.
     fake.reset_stats();

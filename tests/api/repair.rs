@@ -98,7 +98,7 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     assert_eq!(s.point_count().await, 4, "the stale and the orphan point are gone");
     assert_eq!(s.stats().await["pending"], 2);
 
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let job = wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
     assert_eq!(job["counts"]["embedded"], 2);
     let sent: Vec<String> = s
@@ -142,7 +142,7 @@ async fn forget_what_was_embedded(s: &Setup) {
 async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     s.fake.reset_stats();
     forget_what_was_embedded(&s).await;
     assert_eq!(s.stats().await["embedded"], 0);
@@ -160,7 +160,7 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
 async fn startup_repair_finishes_what_a_crash_left_behind() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     forget_what_was_embedded(&s).await;
     s.fake.reset_stats();
 
@@ -239,7 +239,7 @@ async fn restart_without_collection(s: Setup, collection: &str, startup_repair: 
 async fn drain_until_completed(s: &Setup, job: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        s.app.state.workers.drain().await.unwrap();
+        s.app.drain().await;
         let (_, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
         if body["status"] == "completed" {
             return body;
@@ -257,7 +257,7 @@ async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_s
     let s = restart_without_collection(s, &collection, true).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        s.app.state.workers.drain().await.unwrap();
+        s.app.drain().await;
         if s.point_count().await == 6 {
             break;
         }
@@ -308,7 +308,7 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.prepared().await;
+    s.app.wait_prepared().await;
     let job = id(&job);
     let runs = s.app.state.store.world_runs(world_id(&s)).await.unwrap();
     let building = runs

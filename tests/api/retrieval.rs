@@ -56,7 +56,7 @@ impl Setup {
         for (filename, text) in sources {
             self.add(filename, text).await;
         }
-        self.app.state.workers.drain().await.unwrap();
+        self.app.drain().await;
         self.fake.reset_stats();
     }
 
@@ -331,7 +331,7 @@ async fn a_world_without_embedded_chunks_warns_and_spends_no_provider_call() {
 async fn the_best_passage_comes_first_with_every_field_from_the_store() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     s.fake.reset_stats();
     let source = &accepted["source"];
     let chunks = source["chunks"].as_u64().unwrap();
@@ -512,7 +512,7 @@ async fn context_holds_chunk_text_only() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{world}");
     add_to(&s.app, &world, "isles-secret-name.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (status, answer) = s
         .app
         .post(
@@ -741,7 +741,7 @@ async fn a_known_world_is_searched_while_the_store_is_read_and_answers_the_same(
 async fn a_head_start_on_a_world_that_changed_is_thrown_away() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let query = json!({"query": "who rules the northern isles?"});
     s.ok(query.clone()).await;
 
@@ -840,7 +840,7 @@ async fn a_stale_hit_still_gets_its_answer_when_its_slot_cannot_be_requeued() {
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        s.app.state.workers.drain().await.unwrap();
+        s.app.drain().await;
         let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 1})).await;
         if texts(&answer) == [new_text] {
             break;
@@ -883,7 +883,7 @@ async fn a_point_made_from_old_text_is_deleted_and_its_slot_embedded_again() {
     assert_eq!(repair["counts"]["total"], 1);
 
     // The workers embed the current text; the chunk text itself was never touched.
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let sent: Vec<String> = s
         .fake
         .stats()
