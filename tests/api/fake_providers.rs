@@ -159,6 +159,11 @@ impl Stats {
             .map(|e| self.endpoint(e))
             .sum()
     }
+
+    /// Every text the embed requests carried, in the order they were received.
+    pub fn sent_texts(&self) -> Vec<String> {
+        self.embed_calls.iter().flat_map(|c| c.texts.clone()).collect()
+    }
 }
 
 /// The deterministic, unnormalised vector of `text`: every lowercase alphanumeric word adds

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use quarry::app::App;
 use quarry::config::Settings;
+use quarry::domain::WorldId;
 use quarry::state::AppState;
+use quarry::vector::PointFilter;
 use quarry::workers::embedding::{EmbeddingWorkers, Step};
 use reqwest::StatusCode;
 use secrecy::SecretString;
@@ -175,6 +177,30 @@ impl TestApp {
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         body
+    }
+
+    /// The entry of `provider` (`"google"`, `"openai"`, …) in `GET /v1/providers`.
+    pub async fn provider(&self, provider: &str) -> Value {
+        let (status, body) = self.get("/v1/providers").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == provider)
+            .unwrap_or_else(|| panic!("no {provider} in {body}"))
+            .clone()
+    }
+
+    /// How many points the vector store holds for `world` (its JSON as the API returns it),
+    /// read under the API.
+    pub async fn world_points(&self, world: &Value) -> u64 {
+        let wid = WorldId(uuid::Uuid::parse_str(world["id"].as_str().unwrap()).unwrap());
+        self.state
+            .vectors
+            .count(world["collection"].as_str().unwrap(), PointFilter::world(wid))
+            .await
+            .unwrap()
     }
 }
 

@@ -8,7 +8,6 @@ use quarry::domain::{RunId, SourceId, WorldId, point_id};
 use quarry::vector::{Point, PointPayload};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 use crate::helpers::assert_error;
 use crate::retrieval::{ISLES, Setup, id, sentence, setup, texts};
@@ -60,12 +59,7 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     vectors.delete_points(&collection, &[lost]).await.unwrap();
     // 2. A chunk whose text changed under its point.
     let changed = "The river cities of the south trade glass and silk.";
-    let hash = hex::encode(sha2::Sha256::digest(changed.as_bytes()));
-    s.sql(
-        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
-        &[changed, &hash, &sentence(2)],
-    )
-    .await;
+    s.rewrite_chunk(&sentence(2), changed).await;
     // 3. A point of this world that no chunk backs (an old run's leftover).
     let (old_run, source) = (RunId::new(), SourceId::new());
     let orphan = point_id(world_id(&s), old_run, source, 0);
@@ -101,13 +95,7 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     s.app.drain().await;
     let job = wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
     assert_eq!(job["counts"]["embedded"], 2);
-    let sent: Vec<String> = s
-        .fake
-        .stats()
-        .embed_calls
-        .iter()
-        .flat_map(|c| c.texts.clone())
-        .collect();
+    let sent = s.fake.stats().sent_texts();
     assert_eq!(sent.len(), 2, "only the two damaged slots were embedded: {sent:?}");
     assert!(sent.contains(&changed.to_owned()) && sent.contains(&sentence(1)));
     assert_eq!(s.point_count().await, 6);

@@ -12,14 +12,14 @@ mod ranking;
 mod repairs;
 mod settings;
 
-use quarry::domain::WorldId;
-use quarry::vector::PointFilter;
+use quarry::config::Settings;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use sha2::Digest as _;
 
 use crate::fake_providers::FakeGoogle;
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{TestApp, on_fake_google, spawn_app_with};
 
 /// One sentence per chunk at `max_tokens: 16`.
 pub const ISLES: &str = "Queen Maren rules the northern isles from a tower of salt. \
@@ -74,13 +74,7 @@ impl Setup {
     }
 
     pub async fn point_count(&self) -> u64 {
-        let wid = WorldId(uuid::Uuid::parse_str(&self.world_id()).unwrap());
-        self.app
-            .state
-            .vectors
-            .count(self.world["collection"].as_str().unwrap(), PointFilter::world(wid))
-            .await
-            .unwrap()
+        self.app.world_points(&self.world).await
     }
 
     /// Runs SQL on the app's SQLite file, under the API (to corrupt what the API never would).
@@ -94,6 +88,17 @@ impl Setup {
         }
         let done = query.execute(&mut conn).await.unwrap();
         assert!(done.rows_affected() > 0, "`{statement}` changed nothing");
+    }
+
+    /// Rewrites the text (and hash) of the chunk whose text is `old` under the API, so that its
+    /// point was made from other text.
+    pub async fn rewrite_chunk(&self, old: &str, new: &str) {
+        let hash = hex::encode(sha2::Sha256::digest(new.as_bytes()));
+        self.sql(
+            "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
+            &[new, &hash, old],
+        )
+        .await;
     }
 }
 
@@ -143,6 +148,15 @@ async fn setup_with(hybrid: bool) -> Setup {
 
 pub async fn setup() -> Setup {
     setup_with(false).await
+}
+
+/// A fake Google server with one key, an app on it with [`on_fake_google`]'s settings and
+/// `tweak`, and a dense world named `name` with one sentence per chunk.
+async fn setup_on_fake_google(name: &str, tweak: impl FnOnce(&mut Settings)) -> Setup {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), tweak)).await;
+    let world = create_world(&app, name, false).await;
+    Setup { fake, app, world }
 }
 
 pub fn texts(answer: &Value) -> Vec<String> {

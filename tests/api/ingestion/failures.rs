@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use quarry::domain::WorldId;
-use quarry::vector::PointFilter;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -32,14 +30,7 @@ async fn rate_limits_give_work_back_without_spending_attempts() {
     assert_eq!(job["counts"]["rate_limited"], 1, "{job}");
     assert_eq!(job["counts"]["retries"], 0, "a rate limit is not an attempt: {job}");
     assert_eq!(fake.stats().embed_requests(), 2);
-    let (_, providers) = app.get("/v1/providers").await;
-    let google = providers["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["provider"] == "google")
-        .unwrap()
-        .clone();
+    let google = app.provider("google").await;
     assert_eq!(google["keys"][0]["rate_limited"], 1);
 }
 
@@ -53,15 +44,7 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
     assert_eq!(job["counts"]["retries"], 1, "{job}");
     assert_eq!(job["status"], "running");
     // Nothing was stored for the malformed answer.
-    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
-    assert_eq!(
-        app.state
-            .vectors
-            .count(world["collection"].as_str().unwrap(), PointFilter::world(wid))
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(app.world_points(&world).await, 0);
 
     // The retry waits for its backoff; make it due, then fail again: max_attempts = 2.
     tokio::time::sleep(Duration::from_millis(2100)).await;

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use quarry::domain::WorldId;
-use quarry::vector::PointFilter;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::json;
@@ -51,20 +49,11 @@ async fn a_source_is_chunked_embedded_and_its_job_completes() {
     assert!(job["finished_at"].is_string());
     let (_, world_now) = app.get(&format!("/v1/worlds/{}", id(&world))).await;
     assert_eq!(world_now["stats"]["embedded"], chunks);
-    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
-    let collection = world["collection"].as_str().unwrap();
-    assert_eq!(
-        app.state
-            .vectors
-            .count(collection, PointFilter::world(wid))
-            .await
-            .unwrap(),
-        chunks
-    );
+    assert_eq!(app.world_points(&world).await, chunks);
 
     // Only chunk text was sent, in document mode, at the profile's size, after exact counting.
     let stats = fake.stats();
-    let sent: Vec<String> = stats.embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
+    let sent = stats.sent_texts();
     assert_eq!(sent.len() as u64, chunks);
     assert!(
         stats
@@ -165,15 +154,7 @@ async fn background_workers_finish_several_sources_end_to_end() {
     let (_, world_now) = app.get(&format!("/v1/worlds/{}", id(&world))).await;
     assert_eq!(world_now["stats"]["sources"], 3);
     assert_eq!(world_now["stats"]["embedded"], total);
-    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
-    let collection = world["collection"].as_str().unwrap();
-    let points = app
-        .state
-        .vectors
-        .count(collection, PointFilter::world(wid))
-        .await
-        .unwrap();
-    assert_eq!(points, total, "one point per chunk");
+    assert_eq!(app.world_points(&world).await, total, "one point per chunk");
     assert_eq!(fake.stats().items_embedded, total, "each chunk embedded once");
 }
 
@@ -194,16 +175,7 @@ async fn a_local_world_is_embedded_by_the_built_in_model() {
     assert_eq!(app.drain().await, chunks);
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "completed", "{job}");
-    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
-    let collection = world["collection"].as_str().unwrap();
-    assert_eq!(
-        app.state
-            .vectors
-            .count(collection, PointFilter::world(wid))
-            .await
-            .unwrap(),
-        chunks
-    );
+    assert_eq!(app.world_points(&world).await, chunks);
 }
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! Embedding reuse: identical text is embedded once, within a world or globally as configured,
 //! or not at all when reuse is off.
 
-use quarry::domain::WorldId;
-use quarry::vector::PointFilter;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -56,15 +54,7 @@ async fn re_adding_identical_text_reuses_vectors_without_any_provider_call() {
     assert!(progress.windows(2).all(|w| w[0] != w[1]), "{progress:?}");
 
     // Both books have points of their own and are found.
-    let wid = WorldId(uuid::Uuid::parse_str(&id(&world)).unwrap());
-    let collection = world["collection"].as_str().unwrap();
-    let points = app
-        .state
-        .vectors
-        .count(collection, PointFilter::world(wid))
-        .await
-        .unwrap();
-    assert_eq!(points, 2 * chunks);
+    assert_eq!(app.world_points(&world).await, 2 * chunks);
     let (status, answer) = app
         .post(
             &format!("/v1/worlds/{}/retrieve", id(&world)),

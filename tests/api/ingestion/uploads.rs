@@ -83,7 +83,7 @@ async fn multipart_uploads_and_html_are_accepted() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(got["chunks"], accepted["source"]["chunks"]);
     app.drain().await;
-    let sent: Vec<String> = fake.stats().embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
+    let sent = fake.stats().sent_texts();
     assert!(
         sent.iter().all(|t| !t.contains('<') && !t.contains("p{}")),
         "HTML was converted: {sent:?}"

@@ -79,7 +79,7 @@ async fn google_batches_hold_at_most_100_texts_and_keep_order() {
     let stats = fake.stats();
     let sizes: Vec<usize> = stats.embed_calls.iter().map(|c| c.texts.len()).collect();
     assert_eq!(sizes, vec![100, 100, 50]);
-    let sent: Vec<String> = stats.embed_calls.iter().flat_map(|c| c.texts.clone()).collect();
+    let sent = stats.sent_texts();
     assert_eq!(sent, input);
     assert_eq!(vectors.len(), 250);
     for (text, vector) in input.iter().zip(&vectors) {

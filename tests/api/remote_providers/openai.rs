@@ -15,6 +15,17 @@ use crate::fake_providers::{Failure, FakeOpenAi, api_key, fake_vector, unit};
 
 use super::{OPENAI_KEY, assert_close, http, openai, openai_default, openai_outcome, request, texts};
 
+/// An OpenAI provider on `fake` that sends at most `budget` tokens per request.
+fn openai_with_budget(fake: &FakeOpenAi, budget: u64) -> OpenAiProvider {
+    openai(
+        fake,
+        OpenAiOptions {
+            max_tokens_per_request: budget,
+            ..OpenAiOptions::default()
+        },
+    )
+}
+
 #[tokio::test]
 async fn openai_request_shape_bearer_key_and_order_by_index() {
     let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
@@ -161,13 +172,7 @@ async fn openai_splits_requests_by_batch_size_in_order() {
 async fn openai_splits_requests_by_token_budget_in_order() {
     let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
     let budget = 40;
-    let provider = openai(
-        &fake,
-        OpenAiOptions {
-            max_tokens_per_request: budget,
-            ..OpenAiOptions::default()
-        },
-    );
+    let provider = openai_with_budget(&fake, budget);
     let input: Vec<String> = (0..12)
         .map(|i| format!("sentence {i} has {} words", "several ".repeat(i % 5 + 1).trim_end()))
         .collect();
@@ -194,13 +199,7 @@ async fn openai_splits_requests_by_token_budget_in_order() {
 async fn openai_plans_with_the_token_counts_the_caller_already_made() {
     let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
     let budget = 40;
-    let provider = openai(
-        &fake,
-        OpenAiOptions {
-            max_tokens_per_request: budget,
-            ..OpenAiOptions::default()
-        },
-    );
+    let provider = openai_with_budget(&fake, budget);
     let input = texts(&["one", "two", "three", "four"]);
     // Counted as 20 tokens each (the words are 1 each): two texts per request.
     let counts = [20, 20, 20, 20];

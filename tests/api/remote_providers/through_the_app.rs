@@ -57,17 +57,20 @@ async fn add_sentences(app: &TestApp, world: &str, sentences: usize) -> Value {
     accepted
 }
 
+/// A `text-embedding-3-small` world with a source of two one-sentence chunks, both embedded;
+/// returns its id.
+async fn embedded_openai_world(app: &TestApp) -> String {
+    let world = remote_world(app, "openai", "text-embedding-3-small").await;
+    let chunks = add_sentences(app, &world, 2).await["source"]["chunks"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(app.drain().await, chunks);
+    world
+}
+
 /// The provider's one key as `GET /v1/providers` shows it.
 async fn only_key(app: &TestApp, provider: &str) -> Value {
-    let (status, body) = app.get("/v1/providers").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let keys = body["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["provider"] == provider)
-        .unwrap_or_else(|| panic!("no {provider} in {body}"))["keys"]
-        .clone();
+    let keys = app.provider(provider).await["keys"].clone();
     assert_eq!(keys.as_array().map(Vec::len), Some(1), "{keys}");
     keys[0].clone()
 }
@@ -102,11 +105,7 @@ async fn a_configured_max_batch_size_bounds_the_inputs_of_every_embeddings_reque
 async fn a_configured_request_timeout_turns_a_slow_answer_into_a_quick_transient_failure() {
     let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
     let app = app_with_openai(&fake, |s| s.providers.openai.request_timeout_s = 1).await;
-    let world = remote_world(&app, "openai", "text-embedding-3-small").await;
-    let chunks = add_sentences(&app, &world, 2).await["source"]["chunks"]
-        .as_u64()
-        .unwrap();
-    assert_eq!(app.drain().await, chunks);
+    let world = embedded_openai_world(&app).await;
 
     // Ten seconds per answer from now on; the query gives up after a second per attempt.
     fake.reset_stats();
@@ -176,11 +175,7 @@ fn next_daily_reset(now: DateTime<Utc>) -> DateTime<Utc> {
 async fn an_openai_per_day_limit_cools_the_key_until_the_daily_reset() {
     let fake = FakeOpenAi::start(&[OPENAI_KEY]).await;
     let app = app_with_openai(&fake, |_| {}).await;
-    let world = remote_world(&app, "openai", "text-embedding-3-small").await;
-    let chunks = add_sentences(&app, &world, 2).await["source"]["chunks"]
-        .as_u64()
-        .unwrap();
-    assert_eq!(app.drain().await, chunks);
+    let world = embedded_openai_world(&app).await;
 
     // "Rate limit reached … on requests per day (RPD)", no retry headers.
     fake.reset_stats();

@@ -4,10 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::fake_providers::FakeGoogle;
-use crate::helpers::{on_fake_google, spawn_app_with};
-
-use super::{ISLES, Setup, add_to, create_world, id, sentence, setup, texts, warning_codes};
+use super::{ISLES, add_to, id, sentence, setup, setup_on_fake_google, texts, warning_codes};
 
 fn context(answer: &Value) -> Vec<String> {
     answer["context"]["chunks"]
@@ -145,10 +142,7 @@ async fn the_context_keeps_within_its_token_budget_and_the_results_stay_whole() 
 
 #[tokio::test]
 async fn the_configured_context_budget_applies_when_the_request_names_none() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.retrieval.max_context_tokens = 1)).await;
-    let world = create_world(&app, "Tight", false).await;
-    let s = Setup { fake, app, world };
+    let s = setup_on_fake_google("Tight", |s| s.retrieval.max_context_tokens = 1).await;
     s.ingest(&[("isles.txt", ISLES)]).await;
     let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 3})).await;
     assert_eq!(texts(&answer).len(), 3);

@@ -7,17 +7,14 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::fake_providers::{Failure, FakeGoogle};
-use crate::helpers::{assert_error, on_fake_google, spawn_app_with};
+use crate::helpers::assert_error;
 
-use super::{ISLES, Setup, create_world, sentence, setup, texts};
+use super::{ISLES, Setup, sentence, setup, setup_on_fake_google, texts};
 
 #[tokio::test]
 async fn a_query_the_provider_is_too_slow_to_embed_is_502_before_the_request_times_out() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
     // The provider's own timeout (60 s) is far longer than the server's.
-    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.request_timeout_s = 2)).await;
-    let world = create_world(&app, "Aerth", false).await;
-    let s = Setup { fake, app, world };
+    let s = setup_on_fake_google("Aerth", |s| s.server.request_timeout_s = 2).await;
     s.ingest(&[("isles.txt", ISLES)]).await;
     s.fake.set_latency(Duration::from_secs(5));
     // Without the budget, the server's timeout answers first: 408 request_timeout.
@@ -74,13 +71,8 @@ async fn a_provider_failure_is_502_and_changes_nothing() {
 async fn a_world_without_usable_keys_is_409() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
-    let (_, keys) = s.app.get("/v1/providers").await;
-    let key_id = keys["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["provider"] == "google")
-        .and_then(|p| p["keys"][0]["key_id"].as_str())
+    let key_id = s.app.provider("google").await["keys"][0]["key_id"]
+        .as_str()
         .unwrap()
         .to_owned();
     // A rejected key is retired: nothing is left to embed the query with.

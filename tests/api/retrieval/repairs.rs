@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use sha2::Digest as _;
 
 use super::{ISLES, Setup, id, sentence, setup, texts, warning_codes};
 
@@ -38,12 +37,7 @@ async fn a_point_whose_chunk_is_gone_is_skipped_and_deleted() {
 async fn with_first_chunk_rewritten(s: &Setup) -> &'static str {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let new_text = "Queen Maren rules the northern isles from a palace of glass.";
-    let hash = hex::encode(sha2::Sha256::digest(new_text.as_bytes()));
-    s.sql(
-        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
-        &[new_text, &hash, &sentence(0)],
-    )
-    .await;
+    s.rewrite_chunk(&sentence(0), new_text).await;
     new_text
 }
 
@@ -114,13 +108,7 @@ async fn a_point_made_from_old_text_is_deleted_and_its_slot_embedded_again() {
 
     // The workers embed the current text; the chunk text itself was never touched.
     s.app.drain().await;
-    let sent: Vec<String> = s
-        .fake
-        .stats()
-        .embed_calls
-        .iter()
-        .flat_map(|c| c.texts.clone())
-        .collect();
+    let sent = s.fake.stats().sent_texts();
     assert!(sent.contains(&new_text.to_owned()), "{sent:?}");
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&repair))).await;
     assert_eq!(job["status"], "completed", "{job}");
