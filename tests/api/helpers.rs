@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use quarry::app::App;
 use quarry::config::Settings;
+use quarry::domain::WorldId;
 use quarry::state::AppState;
+use quarry::vector::PointFilter;
+use quarry::workers::embedding::{EmbeddingWorkers, Step};
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::Value;
@@ -175,6 +178,74 @@ impl TestApp {
         assert_eq!(status, StatusCode::CREATED, "{body}");
         body
     }
+
+    /// The entry of `provider` (`"google"`, `"openai"`, …) in `GET /v1/providers`.
+    pub async fn provider(&self, provider: &str) -> Value {
+        let (status, body) = self.get("/v1/providers").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == provider)
+            .unwrap_or_else(|| panic!("no {provider} in {body}"))
+            .clone()
+    }
+
+    /// How many points the vector store holds for `world` (its JSON as the API returns it),
+    /// read under the API.
+    pub async fn world_points(&self, world: &Value) -> u64 {
+        let wid = WorldId(uuid::Uuid::parse_str(world["id"].as_str().unwrap()).unwrap());
+        self.state
+            .vectors
+            .count(world["collection"].as_str().unwrap(), PointFilter::world(wid))
+            .await
+            .unwrap()
+    }
+}
+
+/// The embedding workers, driven by hand (tests run apps without background workers and step
+/// the queue themselves). The only place the tests name the worker type.
+impl TestApp {
+    /// Waits for the re-ingest preparations under way.
+    pub async fn wait_prepared(&self) {
+        self.state.engine.prepared().await;
+    }
+
+    /// Waits for re-ingest preparations, runs worker steps until nothing is left that can be
+    /// done now and finishes stalled jobs; returns how many entries were embedded.
+    pub async fn drain(&self) -> u64 {
+        drain(&self.state.workers).await
+    }
+
+    /// [`TestApp::drain`] on a task of its own, for a test that acts while it runs.
+    pub fn spawn_drain(&self) -> JoinHandle<u64> {
+        let workers = self.state.workers.clone();
+        tokio::spawn(async move { drain(&workers).await })
+    }
+
+    /// One worker step as `owner`: claims one set of entries and processes it.
+    pub async fn work_step(&self, owner: &str) -> Step {
+        work_step(&self.state.workers, owner).await
+    }
+
+    /// [`TestApp::work_step`] on a task of its own, for a test that acts while it runs.
+    pub fn spawn_work_step(&self, owner: &str) -> JoinHandle<Step> {
+        let workers = self.state.workers.clone();
+        let owner = owner.to_owned();
+        tokio::spawn(async move { work_step(&workers, &owner).await })
+    }
+}
+
+async fn drain(workers: &EmbeddingWorkers) -> u64 {
+    workers
+        .drain()
+        .await
+        .expect("the workers drain the queue (store error)")
+}
+
+async fn work_step(workers: &EmbeddingWorkers, owner: &str) -> Step {
+    workers.run_once(owner).await.expect("a worker step (store error)")
 }
 
 impl Drop for TestApp {

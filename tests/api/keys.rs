@@ -258,7 +258,7 @@ async fn without_a_usable_key_sources_are_refused_and_a_waiting_job_is_told_why(
     assert_eq!(listed["sources"].as_array().unwrap().len(), 1, "{listed}");
 
     // The job that was already there waits, and says why.
-    let step = app.state.workers.run_once("w").await.unwrap();
+    let step = app.work_step("w").await;
     assert_eq!((step.claimed, step.embedded), (1, 0));
     let events = app
         .state

@@ -447,7 +447,7 @@ async fn local_worlds_are_chunked_in_the_models_own_tokens_so_every_chunk_embeds
         )
         .await;
     assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{accepted}");
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
     let (_, job) = app
         .get(&format!("/v1/jobs/{}", accepted["job"]["id"].as_str().unwrap()))
         .await;

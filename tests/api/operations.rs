@@ -330,7 +330,7 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
     // A process (a replica, or this one after a configuration change) without the model.
     let app = app.restart_with(nomic_settings(fake.base_url(), false)).await;
     for _ in 0..2 {
-        app.state.workers.drain().await.unwrap();
+        app.drain().await;
     }
     let (_, waiting) = app.get(&job).await;
     assert_eq!(waiting["status"], "running", "{waiting}");
@@ -366,7 +366,7 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
 #[tokio::test]
 async fn a_world_whose_model_left_the_configuration_is_told_so_on_reingest_and_retrieval() {
     let (fake, app, path, _) = nomic_world_with_a_source().await;
-    app.state.workers.drain().await.unwrap();
+    app.drain().await;
 
     let app = app.restart_with(nomic_settings(fake.base_url(), false)).await;
     let (status, body) = app

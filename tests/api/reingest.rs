@@ -54,7 +54,7 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
         "the sources are chunked after the answer"
     );
     assert!(job["started_at"].is_null(), "not started while queued: {job}");
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "running", "{job}");
     assert!(job["started_at"].as_str() >= job["created_at"].as_str(), "{job}");
@@ -71,7 +71,7 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
         .await;
     assert_eq!(answer["effective_top_k"], 6);
 
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "completed", "{job}");
     let after = world(&s).await;
@@ -121,7 +121,7 @@ async fn a_source_added_during_a_reingest_is_part_of_the_new_run() {
     let late = s
         .add("late.txt", "Glass towers shine in the desert of the far south.")
         .await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "completed", "{job}");
     let (_, late_job) = s.app.get(&format!("/v1/jobs/{}", id(&late["job"]))).await;
@@ -186,7 +186,7 @@ async fn bad_reingest_requests_are_refused_and_write_nothing() {
         .filter(|j| j["kind"] == "reingest")
         .count();
     assert_eq!(reingests, 1, "the refused one made no job: {jobs}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     assert_eq!(
         world(&s).await["chunking"]["max_tokens"],
         40,
@@ -200,17 +200,16 @@ async fn a_cancelled_reingest_leaves_the_world_as_it_was() {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let before = world(&s).await;
     let (_, job) = reingest(&s, serde_json::from_str(NEW_PROFILE).unwrap()).await;
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     let new_collection = "chunks_google_gemini-embedding-001_256";
     // Cancel while the provider is still answering: the late answer must leave nothing behind.
     s.fake.set_latency(std::time::Duration::from_millis(400));
-    let workers = s.app.state.workers.clone();
-    let in_flight = tokio::spawn(async move { workers.run_once("w").await });
+    let in_flight = s.app.spawn_work_step("w");
     tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     let (status, cancelled) = s.app.post(&format!("/v1/jobs/{}/cancel", id(&job)), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
     assert_eq!(cancelled["status"], "cancelled");
-    let step = in_flight.await.unwrap().unwrap();
+    let step = in_flight.await.unwrap();
     assert!(step.claimed > 0, "the worker was mid-flight");
     assert_eq!(step.embedded, 0, "a late answer after cancel advances nothing");
     let mut after = world(&s).await;
@@ -236,7 +235,7 @@ async fn an_ingest_job_taken_over_by_a_reingest_ends_its_event_stream_with_its_s
     assert_eq!(status, StatusCode::OK);
     let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, taken_over) = s.app.get(&format!("/v1/jobs/{ingest}")).await;
     assert_eq!(
         taken_over["status"], "completed",
@@ -285,14 +284,14 @@ async fn a_reingest_paused_while_its_sources_are_chunked_completes_after_resume(
     // Wherever the chunking is when the pause lands, it stops there.
     let (status, paused) = s.app.post(&format!("{path}/pause"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{paused}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, still) = s.app.get(&path).await;
     assert_eq!(still["status"], "paused", "{still}");
     assert_eq!(world(&s).await["chunking"]["max_tokens"], 16, "nothing switched");
 
     let (status, resumed) = s.app.post(&format!("{path}/resume"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{resumed}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, done) = s.app.get(&path).await;
     assert_eq!(done["status"], "completed", "{done}");
     let after = world(&s).await;
@@ -316,7 +315,7 @@ async fn a_reingest_cancelled_before_its_sources_are_chunked_builds_nothing() {
     let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     let (status, cancelled) = s.app.post(&format!("/v1/jobs/{}/cancel", id(&job)), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let mut after = world(&s).await;
     after["updated_at"] = before["updated_at"].clone();
     assert_eq!(after, before);
@@ -356,7 +355,7 @@ async fn of_reingests_requested_at_once_one_starts_and_the_rest_are_refused() {
         .filter(|j| j["kind"] == "reingest")
         .collect();
     assert_eq!(reingests.len(), 1, "{jobs}");
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(started[0]))).await;
     assert_eq!(job["status"], "completed", "{job}");
 }
@@ -368,11 +367,11 @@ async fn a_reingest_with_failed_chunks_fails_and_keeps_the_old_run() {
     let before = world(&s).await;
     // One big chunk, refused for good.
     let (_, job) = reingest(&s, json!({"chunking": {"max_tokens": 512, "overlap_tokens": 0}})).await;
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["counts"]["total"], 1);
     s.fake.fail_next(Failure::Status(400));
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "failed", "{job}");
     assert_eq!(job["errors"][0]["code"], "provider_error");
@@ -417,7 +416,7 @@ async fn a_reingest_whose_chunking_meets_a_locked_database_starts_again_and_comp
     sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
     holder.close().await.unwrap();
 
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, done) = s.app.get(&path).await;
     assert_eq!(done["status"], "completed", "{done}");
     let after = world(&s).await;
@@ -431,7 +430,7 @@ async fn deleting_sources_during_a_reingest_leaves_it_to_switch_and_never_stuck(
     s.ingest(&BOOKS[..2]).await;
     let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     let path = format!("/v1/jobs/{}", id(&job));
     let (_, sources) = s.app.get(&format!("/v1/worlds/{}/sources", s.world_id())).await;
     let ids: Vec<String> = sources["sources"].as_array().unwrap().iter().map(id).collect();
@@ -488,7 +487,7 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let new = quarry::domain::ChunkingProfile {
         max_tokens: 100,
         overlap_tokens: 0,
@@ -501,7 +500,7 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     // The upload is split with the profile the world had when the request read it (1,500
     // tokens), while the re-ingest embeds its run and switches the world to 100-token chunks.
     let text: String = (0..50_000)
@@ -522,14 +521,14 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
         })
     };
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (status, accepted) = upload.await.unwrap();
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
     eprintln!(
         "upload run {} reingest run {}",
         accepted["job"]["run_id"], job["run_id"]
     );
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "completed", "{job}");
     // Whichever side of the switch the upload landed on, its chunks in the world's run are cut
@@ -546,7 +545,7 @@ async fn a_query_that_spans_the_switch_is_answered_from_the_new_run_not_empty() 
     s.ingest(&[("isles.txt", ISLES)]).await;
     let (status, job) = reingest(&s, json!({"chunking": {"max_tokens": 40, "overlap_tokens": 0}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     // The query reads the world (old run) and waits 1.5 s for its embedding; meanwhile the
     // re-ingest embeds its run, switches the world and removes the old run's points and rows.
     s.fake.set_latency(std::time::Duration::from_millis(1500));
@@ -568,7 +567,7 @@ async fn a_query_that_spans_the_switch_is_answered_from_the_new_run_not_empty() 
     };
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     s.fake.set_latency(std::time::Duration::ZERO);
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (_, job) = s.app.get(&format!("/v1/jobs/{}", id(&job))).await;
     assert_eq!(job["status"], "completed", "{job}");
     let (status, answer) = query.await.unwrap();

@@ -8,7 +8,6 @@ use quarry::domain::{RunId, SourceId, WorldId, point_id};
 use quarry::vector::{Point, PointPayload};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 use crate::helpers::assert_error;
 use crate::retrieval::{ISLES, Setup, id, sentence, setup, texts};
@@ -60,12 +59,7 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     vectors.delete_points(&collection, &[lost]).await.unwrap();
     // 2. A chunk whose text changed under its point.
     let changed = "The river cities of the south trade glass and silk.";
-    let hash = hex::encode(sha2::Sha256::digest(changed.as_bytes()));
-    s.sql(
-        "UPDATE chunks SET chunk_text = ?, text_sha256 = ? WHERE chunk_text = ?",
-        &[changed, &hash, &sentence(2)],
-    )
-    .await;
+    s.rewrite_chunk(&sentence(2), changed).await;
     // 3. A point of this world that no chunk backs (an old run's leftover).
     let (old_run, source) = (RunId::new(), SourceId::new());
     let orphan = point_id(world_id(&s), old_run, source, 0);
@@ -98,16 +92,10 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     assert_eq!(s.point_count().await, 4, "the stale and the orphan point are gone");
     assert_eq!(s.stats().await["pending"], 2);
 
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let job = wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
     assert_eq!(job["counts"]["embedded"], 2);
-    let sent: Vec<String> = s
-        .fake
-        .stats()
-        .embed_calls
-        .iter()
-        .flat_map(|c| c.texts.clone())
-        .collect();
+    let sent = s.fake.stats().sent_texts();
     assert_eq!(sent.len(), 2, "only the two damaged slots were embedded: {sent:?}");
     assert!(sent.contains(&changed.to_owned()) && sent.contains(&sentence(1)));
     assert_eq!(s.point_count().await, 6);
@@ -142,7 +130,7 @@ async fn forget_what_was_embedded(s: &Setup) {
 async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     s.fake.reset_stats();
     forget_what_was_embedded(&s).await;
     assert_eq!(s.stats().await["embedded"], 0);
@@ -160,7 +148,7 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
 async fn startup_repair_finishes_what_a_crash_left_behind() {
     let s = setup().await;
     let accepted = s.add("isles.txt", ISLES).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     forget_what_was_embedded(&s).await;
     s.fake.reset_stats();
 
@@ -239,7 +227,7 @@ async fn restart_without_collection(s: Setup, collection: &str, startup_repair: 
 async fn drain_until_completed(s: &Setup, job: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        s.app.state.workers.drain().await.unwrap();
+        s.app.drain().await;
         let (_, body) = s.app.get(&format!("/v1/jobs/{job}")).await;
         if body["status"] == "completed" {
             return body;
@@ -257,7 +245,7 @@ async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_s
     let s = restart_without_collection(s, &collection, true).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        s.app.state.workers.drain().await.unwrap();
+        s.app.drain().await;
         if s.point_count().await == 6 {
             break;
         }
@@ -308,7 +296,7 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    s.app.state.engine.prepared().await;
+    s.app.wait_prepared().await;
     let job = id(&job);
     let runs = s.app.state.store.world_runs(world_id(&s)).await.unwrap();
     let building = runs

@@ -314,7 +314,7 @@ async fn chunk_states_follow_the_embedding_with_structured_errors() {
     let s = setup().await;
     let source = id(&s.add("short.txt", "One short text.").await["source"]);
     s.fake.fail_next(Failure::Status(500));
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let chunk = &chunk_list(&s.chunks(&source).await)[0];
     assert_eq!(chunk["state"], "pending", "{chunk}");
     assert_eq!(chunk["attempts"], 1);
@@ -328,14 +328,14 @@ async fn chunk_states_follow_the_embedding_with_structured_errors() {
     // The retry waits for its backoff; then it fails again: max_attempts = 2.
     tokio::time::sleep(Duration::from_millis(2100)).await;
     s.fake.fail_next(Failure::Status(500));
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let chunk = &chunk_list(&s.chunks(&source).await)[0];
     assert_eq!(chunk["state"], "failed", "{chunk}");
     assert_eq!(chunk["attempts"], 2);
     assert_eq!(chunk["last_error"]["code"], "provider_error");
 
     let source = id(&s.add("fine.txt", "Another short text.").await["source"]);
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let chunk = &chunk_list(&s.chunks(&source).await)[0];
     assert_eq!(
         (&chunk["state"], &chunk["attempts"], &chunk["last_error"]),
@@ -412,7 +412,7 @@ async fn missing_worlds_and_sources_are_404_and_bad_ids_400() {
 async fn delete_end_to_end(s: &Setup) {
     let doomed = s.add("book.md", BOOK).await;
     let kept = s.add("other.md", OTHER_BOOK).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let (doomed_id, kept_id) = (id(&doomed["source"]), id(&kept["source"]));
     let doomed_chunks = doomed["source"]["chunks"].as_u64().unwrap();
     let kept_chunks = kept["source"]["chunks"].as_u64().unwrap();
@@ -510,7 +510,7 @@ async fn deleting_a_source_mid_ingest_cancels_its_job() {
     assert!(ended["finished_at"].is_string());
     assert_eq!(ended["counts"]["total"], 0, "{ended}");
     assert_eq!(ended["counts"]["pending"], 0, "{ended}");
-    assert_eq!(s.app.state.workers.drain().await.unwrap(), 0);
+    assert_eq!(s.app.drain().await, 0);
     assert_eq!(s.fake.stats().requests, 0, "nothing was sent to the provider");
     assert_eq!(
         s.stats().await,
@@ -533,14 +533,13 @@ async fn deleting_a_source_mid_ingest_cancels_its_job() {
 async fn a_late_upsert_from_a_worker_in_flight_is_never_served() {
     let s = setup().await;
     let kept = s.add("other.md", OTHER_BOOK).await;
-    s.app.state.workers.drain().await.unwrap();
+    s.app.drain().await;
     let text = "Queen Maren rules the northern isles.";
     let doomed = id(&s.add("queen.txt", text).await["source"]);
 
     // A worker has claimed the chunk and waits for the provider when the source is deleted.
     s.fake.set_latency(Duration::from_millis(1500));
-    let workers = s.app.state.workers.clone();
-    let drain = tokio::spawn(async move { workers.drain().await });
+    let drain = s.app.spawn_drain();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while s.fake.stats().embed_requests() == 0 {
         assert!(
@@ -551,7 +550,7 @@ async fn a_late_upsert_from_a_worker_in_flight_is_never_served() {
     }
     let (status, _) = s.app.delete(&format!("{}/{doomed}", s.sources())).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert_eq!(drain.await.unwrap().unwrap(), 0, "nothing was marked embedded");
+    assert_eq!(drain.await.unwrap(), 0, "nothing was marked embedded");
     s.fake.set_latency(Duration::ZERO);
 
     // The worker's point landed after the delete; finding its slot gone, the worker removed
