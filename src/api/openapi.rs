@@ -51,7 +51,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         health::readyz,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
-    modifiers(&BearerAuth, &CommonErrors, &Described),
+    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes),
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
@@ -173,6 +173,71 @@ fn default_description(status: &str) -> &'static str {
     }
 }
 
+/// Documents the error codes from their one table ([`error::ErrorCode`]): the document's
+/// description gets the table (code, status, `Retry-After`, meaning), and each error response
+/// the meaning of every code its description names.
+struct ErrorCodes;
+
+impl Modify for ErrorCodes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use std::fmt::Write as _;
+        use utoipa::openapi::RefOr;
+
+        use error::{ErrorCode, RetryAfter};
+        let mut table =
+            String::from("\n\n## Error codes\n\n| code | status | Retry-After | meaning |\n|---|---|---|---|\n");
+        for code in ErrorCode::ALL {
+            let retry = match code.retry_after() {
+                RetryAfter::No => "no".to_owned(),
+                RetryAfter::Given => "yes".to_owned(),
+                RetryAfter::Seconds(secs) => format!("{secs} s"),
+            };
+            let _ = writeln!(
+                table,
+                "| `{}` | {} | {retry} | {} |",
+                code.as_str(),
+                code.status().as_u16(),
+                code.description()
+            );
+        }
+        let description = openapi.info.description.get_or_insert_with(String::new);
+        description.push_str(table.trim_end());
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                for (status, response) in operation.responses.responses.iter_mut() {
+                    let RefOr::T(response) = response else { continue };
+                    if !status.starts_with(['4', '5']) {
+                        continue;
+                    }
+                    let named: Vec<ErrorCode> = ErrorCode::ALL
+                        .iter()
+                        .copied()
+                        .filter(|code| names(&response.description, code.as_str()))
+                        .collect();
+                    if named.is_empty() {
+                        continue;
+                    }
+                    response.description.push('\n');
+                    for code in named {
+                        let _ = write!(response.description, "\n- `{}`: {}", code.as_str(), code.description());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether `text` names `code` as a word of its own (`not_found` is not named by
+/// `world_not_found`).
+fn names(text: &str, code: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(code).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + code.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
 /// The document as served and committed (pretty JSON with a trailing newline).
 pub fn document() -> String {
     let mut json = ApiDoc::openapi()
@@ -185,4 +250,22 @@ pub fn document() -> String {
 /// `/openapi.json` and `/docs`.
 pub fn router() -> Router {
     Router::from(SwaggerUi::new("/docs").url("/openapi.json", ApiDoc::openapi()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_code_is_documented() {
+        let document = document();
+        for code in error::ErrorCode::ALL {
+            assert!(
+                document.contains(&format!("`{}`", code.as_str())),
+                "{code:?} undocumented"
+            );
+        }
+        assert!(names("world_not_found or not_found", "not_found"));
+        assert!(!names("world_not_found", "not_found"));
+    }
 }
