@@ -1,0 +1,431 @@
+//! Retrieval: a query in, verified chunk text out.
+//!
+//! The order of work is fixed (`docs/DESIGN.md`, "Retrieval flow"): settings are validated before
+//! anything is looked up (at the edge, by `api::retrieve`) → the world is loaded (with its active run's
+//! embedded chunks counted up to `top_k` in the same store round trip) → a blank query is refused
+//! → `top_k = 0` answers at once → no embedded chunks: an empty answer with a warning, no provider
+//! call; otherwise `top_k` is clamped to that count → the stripped query is embedded in query mode
+//! with the world's locked profile, through the key scheduler's priority lane (counted exactly
+//! first, and refused over the model's limit, unless it is too short to be over it: see
+//! [`fits_uncounted`]) → the profile's collection is searched, filtered by world and active run,
+//! with `min_score` applied inside the query → every hit is verified against the store → results
+//! are sorted and the context is built from chunk text only, within a token budget (hits first,
+//! then their neighbours: see `fit_context`; the results are never cut).
+//!
+//! Verification trusts the vector store for candidates and scores only. A hit whose slot has
+//! no chunk any more is an orphan point: it is skipped (warning `chunk_missing`) and deleted
+//! (repair `orphan_point_deleted`; quarry's manifest entries live and die with their chunks,
+//! so there is no entry left to mark). A hit whose chunk text hash differs from the point's
+//! (or whose payload does not parse) is stale: it is skipped (warning `stale_point`), the
+//! point is deleted and the slot's entry goes back to pending under the world's `repair` job
+//! (repair `stale_point_deleted`), so the workers embed the current text again. Repairs never
+//! touch chunk text, and failures of the repair itself never fail the query.
+//!
+//! **Head starts.** The service remembers, per world, what the store said at the previous
+//! retrieval (the world row and whether it had embedded chunks). When it has such a hint and the
+//! request would pass the checks on it, the query is embedded and searched with the remembered
+//! world *while* the store is read again, instead of after: the store read leaves the critical
+//! path (it was about a tenth of a request's time against the 100k-chunk benchmark world). The
+//! store's answer still decides everything: the work done ahead is used only if the fresh row
+//! names the same profile, collection, active run and hybrid flag and still has embedded chunks;
+//! otherwise it is discarded and the request runs the ordinary way on the fresh row, and every
+//! check (404, blank query, hybrid, `top_k = 0`, no embedded chunks, the clamp) runs on the
+//! fresh row either way. Answers are therefore the same as without head starts; what can
+//! differ is one provider call: the first query after a world lost all its embedded chunks, was
+//! deleted, or switched to a new run (a re-ingest) makes one that is thrown away.
+//! Nothing is cached across processes, so processes sharing a PostgreSQL store need no
+//! invalidation. `/metrics` counts head starts used and discarded
+//! (`quarry_retrieval_head_starts_total`).
+//!
+//! Hybrid mode fuses a dense and a BM25 prefetch by reciprocal rank fusion inside the vector
+//! store. There `min_score` thresholds the dense candidates (cosine) while BM25 candidates
+//! are not thresholded, and the returned `score` is the fused rank score, not a cosine.
+//!
+//! The files: this one holds the types, the service and the order of work; `search.rs` embeds
+//! the query and searches; `verify.rs` checks hits against the store and repairs what it finds;
+//! `context.rs` assembles the context within its token budget.
+
+mod context;
+
+use context::fit_context;
+mod search;
+mod verify;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
+use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
+use crate::jobs::JobEngine;
+use crate::providers::Providers;
+use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
+use crate::providers::{CountFailure, EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
+use crate::store::Store;
+use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
+
+/// `top_k` when the request does not say.
+pub const DEFAULT_TOP_K: u64 = 8;
+/// The largest `top_k` accepted: more is a bulk export, not a retrieval.
+pub const MAX_TOP_K: u64 = 1000;
+/// The most neighbours stitched on each side of a hit.
+pub const MAX_NEIGHBORS: u32 = 3;
+/// Candidates each hybrid prefetch contributes at least.
+const MIN_PREFETCH: usize = 20;
+/// Query embedding attempts when keys fail one after another (each on a fresh key).
+const EMBED_ATTEMPTS: usize = 3;
+/// Longest query taken, in UTF-8 bytes: no model here takes more than 8,192 tokens, which is
+/// about 35 kB of English. A longer one is refused (422 `input_too_large`) before it is
+/// tokenized, so a huge query costs no CPU on the runtime and no provider quota.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+
+/// How hits are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Dense,
+    Hybrid,
+}
+
+/// Validated retrieval settings (parsed from the request at the edge, `api::retrieve`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub top_k: u64,
+    pub min_score: f32,
+    pub mode: Mode,
+    pub neighbors: u32,
+    /// The context's token budget; `None`: the service's default (`retrieval.max_context_tokens`).
+    pub max_context_tokens: Option<u32>,
+}
+
+/// One verified hit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub chunk: ChunkView,
+    pub score: f32,
+}
+
+/// A warning about the answer (`no_embedded_chunks`, `chunk_missing`, `stale_point`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// A repair made while verifying (`stale_point_deleted`, `orphan_point_deleted`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repair {
+    pub point_id: Uuid,
+    pub kind: &'static str,
+}
+
+/// Milliseconds spent per phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timing {
+    pub embed_ms: f64,
+    pub search_ms: f64,
+    pub verify_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Retrieval {
+    pub results: Vec<Hit>,
+    /// Chunk texts for a model's context: the hits (with neighbours when asked) and nothing else.
+    pub context: Vec<String>,
+    pub requested_top_k: u64,
+    pub effective_top_k: u64,
+    pub warnings: Vec<Warning>,
+    pub repairs: Vec<Repair>,
+    pub timing: Timing,
+}
+
+impl Retrieval {
+    /// The context chunks joined by a blank line.
+    pub fn context_text(&self) -> String {
+        self.context.join("\n\n")
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// The most worlds [`RetrievalService`] remembers for head starts; past it the memory starts over.
+const MAX_HINTS: usize = 4096;
+
+/// What the previous retrieval of a world read from the store: enough to embed and search
+/// while the store is asked again.
+#[derive(Clone)]
+struct Hint {
+    world: World,
+    embedded: u64,
+}
+
+/// How often retrievals started ahead of the store, and how that ended.
+#[derive(Debug, Default)]
+struct HeadStarts {
+    /// The store confirmed the remembered world: the work done ahead was the answer.
+    used: AtomicU64,
+    /// The world had changed (or gone, or lost its embedded chunks): the work was thrown away.
+    discarded: AtomicU64,
+}
+
+/// Counts of retrievals that started ahead of the store (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeadStartCounts {
+    pub used: u64,
+    pub discarded: u64,
+}
+
+pub struct RetrievalService {
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    registry: Arc<ModelRegistry>,
+    scheduler: KeyScheduler,
+    providers: Providers,
+    engine: JobEngine,
+    /// The last store answer per world, for head starts.
+    hints: Mutex<HashMap<WorldId, Hint>>,
+    head_starts: HeadStarts,
+    limits: RetrievalLimits,
+}
+
+/// Bounds a retrieval works within.
+#[derive(Clone, Copy, Debug)]
+pub struct RetrievalLimits {
+    /// The context's token budget when a request names none (`retrieval.max_context_tokens`).
+    pub max_context_tokens: u32,
+    /// Longest the query's embedding may take, key waits and retries included; past it the
+    /// answer is 502 `provider_error`. See [`RetrievalLimits::for_request_timeout`].
+    pub query_budget: Duration,
+}
+
+impl RetrievalLimits {
+    /// Limits that leave room, inside a request timeout of `request_timeout`, to answer a
+    /// query whose embedding is too slow with a clear 502 instead of the server's generic 408:
+    /// the embedding gets the timeout less a quarter of it, or less 2 s when that is smaller.
+    pub fn for_request_timeout(max_context_tokens: u32, request_timeout: Duration) -> Self {
+        let margin = (request_timeout / 4).min(Duration::from_secs(2));
+        Self {
+            max_context_tokens,
+            query_budget: request_timeout.saturating_sub(margin),
+        }
+    }
+}
+
+/// Embedding and search done for one world, with their times.
+struct Found {
+    hits: Vec<ScoredPoint>,
+    embed_ms: f64,
+    search_ms: f64,
+}
+
+/// Whether two readings of a world would embed and search the same way.
+fn same_target(a: &World, b: &World) -> bool {
+    a.embedding == b.embedding && a.collection == b.collection && a.active_run == b.active_run && a.hybrid == b.hybrid
+}
+
+impl RetrievalService {
+    pub fn new(
+        store: Arc<dyn Store>,
+        vectors: Arc<dyn VectorRepo>,
+        registry: Arc<ModelRegistry>,
+        scheduler: KeyScheduler,
+        providers: Providers,
+        engine: JobEngine,
+        limits: RetrievalLimits,
+    ) -> Self {
+        Self {
+            store,
+            vectors,
+            registry,
+            scheduler,
+            providers,
+            engine,
+            hints: Mutex::new(HashMap::new()),
+            head_starts: HeadStarts::default(),
+            limits,
+        }
+    }
+
+    /// How many retrievals started ahead of the store so far, used and discarded.
+    pub fn head_starts(&self) -> HeadStartCounts {
+        HeadStartCounts {
+            used: self.head_starts.used.load(Ordering::Relaxed),
+            discarded: self.head_starts.discarded.load(Ordering::Relaxed),
+        }
+    }
+
+    fn hints(&self) -> MutexGuard<'_, HashMap<WorldId, Hint>> {
+        // A map of plain values: a panic elsewhere cannot leave it half-written.
+        self.hints.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Remembers what the store said about `world_id` (`None`: it does not exist).
+    fn remember(&self, world_id: WorldId, found: Option<&(World, u64)>) {
+        let mut hints = self.hints();
+        match found {
+            Some((world, embedded)) => {
+                if hints.len() >= MAX_HINTS && !hints.contains_key(&world_id) {
+                    hints.clear();
+                }
+                hints.insert(
+                    world_id,
+                    Hint {
+                        world: world.clone(),
+                        embedded: *embedded,
+                    },
+                );
+            }
+            None => {
+                hints.remove(&world_id);
+            }
+        }
+    }
+
+    /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
+    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
+        let started = Instant::now();
+        let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
+        // A re-ingest may have switched the world to its new run while this query ran on the
+        // old one, whose points and rows go right after the switch: the search or its
+        // verification then comes up short. Then the query runs once more, on the run the world
+        // serves now, so that an answer comes from one run or the other, never from a run
+        // half gone. (An answer short for other reasons, `min_score` say, costs one read.)
+        let Some(run) = used else { return Ok(answer) };
+        if (answer.results.len() as u64) >= answer.effective_top_k {
+            return Ok(answer);
+        }
+        match self.store.world_for_retrieval(world_id, 1).await? {
+            Some((now, _)) if now.active_run != run => {
+                tracing::debug!(world = %world_id, "the world switched runs during a retrieval; asking again");
+                Ok(self.retrieve_once(world_id, query, settings, started).await?.0)
+            }
+            _ => Ok(answer),
+        }
+    }
+
+    /// One retrieval on the world as read now; also the run searched, when one was.
+    async fn retrieve_once(
+        &self,
+        world_id: WorldId,
+        query: &str,
+        settings: Settings,
+        started: Instant,
+    ) -> ServiceResult<(Retrieval, Option<RunId>)> {
+        let stripped = query.trim();
+        // A head start only where the checks below would pass on the remembered world.
+        let hint = self
+            .hints()
+            .get(&world_id)
+            .filter(|h| {
+                !stripped.is_empty()
+                    && settings.top_k > 0
+                    && h.embedded > 0
+                    && (settings.mode == Mode::Dense || h.world.hybrid)
+            })
+            .cloned();
+        // The world and its embedded chunks (up to `top_k`, and at least one so that the hint
+        // knows whether there are any) come in one store round trip; the count is only looked
+        // at after the checks below. With a hint, the query is embedded and searched
+        // (unclamped: the count may have grown) meanwhile.
+        let count_to = settings.top_k.max(1);
+        let (read, ahead) = match hint {
+            Some(hint) => {
+                let (read, found) = tokio::join!(
+                    self.store.world_for_retrieval(world_id, count_to),
+                    self.embed_and_search(&hint.world, stripped, settings.top_k, settings)
+                );
+                (read, Some((hint.world, found)))
+            }
+            None => (self.store.world_for_retrieval(world_id, count_to).await, None),
+        };
+        let read = read?;
+        self.remember(world_id, read.as_ref());
+        // What was done ahead stands only if the store confirms the world it was done for;
+        // every check below then still runs on the confirmed world.
+        let ahead = ahead.and_then(|(guess, found)| {
+            let confirmed = read
+                .as_ref()
+                .is_some_and(|(world, embedded)| *embedded > 0 && same_target(&guess, world));
+            let counter = match confirmed {
+                true => &self.head_starts.used,
+                false => &self.head_starts.discarded,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            confirmed.then_some(found)
+        });
+        let (world, embedded) = read.ok_or(ServiceError::NotFound(Missing::World))?;
+        let query = stripped;
+        if query.is_empty() {
+            return Err(ServiceError::invalid(
+                Invalid::EmptyQuery,
+                "query",
+                "query must contain non-whitespace text",
+            ));
+        }
+        if settings.mode == Mode::Hybrid && !world.hybrid {
+            return Err(ServiceError::invalid(
+                Invalid::RetrievalSettings,
+                "mode",
+                "mode `hybrid` needs a world created with `hybrid: true`; this world stores dense vectors only",
+            ));
+        }
+        let mut answer = Retrieval {
+            requested_top_k: settings.top_k,
+            ..Retrieval::default()
+        };
+        if settings.top_k == 0 {
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok((answer, None));
+        }
+        if embedded == 0 {
+            answer.warnings.push(Warning {
+                code: "no_embedded_chunks",
+                message: "the world has no embedded chunks yet; nothing was searched".into(),
+            });
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok((answer, None));
+        }
+        let limit = settings.top_k.min(embedded);
+        answer.effective_top_k = limit;
+
+        let found = match ahead {
+            Some(found) => found?,
+            None => self.embed_and_search(&world, query, limit, settings).await?,
+        };
+        answer.timing.embed_ms = found.embed_ms;
+        answer.timing.search_ms = found.search_ms;
+        let hits = found.hits;
+
+        let phase = Instant::now();
+        self.verify(&world, hits, &mut answer).await?;
+        answer.results.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.chunk.chunk.book_number.cmp(&b.chunk.chunk.book_number))
+                .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
+        });
+        answer.results.truncate(limit as usize);
+        let budget = settings.max_context_tokens.unwrap_or(self.limits.max_context_tokens);
+        let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
+        let (context, left_out) = fit_context(passages, budget);
+        if left_out > 0 {
+            answer.warnings.push(Warning {
+                code: "context_truncated",
+                message: format!(
+                    "{left_out} chunk(s) were left out of the context to keep it within {budget} tokens \
+                     (max_context_tokens); the results are complete"
+                ),
+            });
+        }
+        answer.context = context;
+        answer.timing.verify_ms = ms(phase.elapsed());
+        answer.timing.total_ms = ms(started.elapsed());
+        Ok((answer, Some(world.active_run)))
+    }
+}

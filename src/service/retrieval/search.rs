@@ -1,0 +1,207 @@
+//! Embedding the query (through the key scheduler's query lane) and searching the vector store.
+
+use super::*;
+
+impl RetrievalService {
+    /// Embeds the query and searches the world for `limit` hits.
+    pub(super) async fn embed_and_search(
+        &self,
+        world: &World,
+        query: &str,
+        limit: u64,
+        settings: Settings,
+    ) -> ServiceResult<Found> {
+        let phase = Instant::now();
+        let budget = self.limits.query_budget;
+        let vector = tokio::time::timeout(budget, self.embed_query(world, query))
+            .await
+            .map_err(|_| ServiceError::Provider {
+                message: format!(
+                    "the query was not embedded within {:.1} s (the part of server.request_timeout_s \
+                     left for it): the provider is slow or unreachable, or every key is busy",
+                    budget.as_secs_f64()
+                ),
+            })??;
+        let embed_ms = ms(phase.elapsed());
+        let phase = Instant::now();
+        let hits = self.search(world, query, vector, limit as usize, settings).await?;
+        Ok(Found {
+            hits,
+            embed_ms,
+            search_ms: ms(phase.elapsed()),
+        })
+    }
+
+    /// Embeds the query with the world's profile in query mode, on the scheduler's priority
+    /// lane. A key that fails (rate limit, rejection, fault) is reported to the scheduler and
+    /// the next usable key is tried, a few times at most.
+    async fn embed_query(&self, world: &World, query: &str) -> ServiceResult<Vec<f32>> {
+        let profile = &world.embedding;
+        let provider = self
+            .providers
+            .get(profile.provider)
+            .ok_or_else(|| ServiceError::Provider {
+                message: format!("no {} adapter is configured in this process", profile.provider),
+            })?;
+        let spec = self
+            .registry
+            .find(profile.provider, &profile.model)
+            .ok_or_else(|| ServiceError::Provider {
+                message: format!(
+                    "the world's model `{}` is no longer configured for {}",
+                    profile.model, profile.provider
+                ),
+            })?;
+        let limits = provider.limits(spec);
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(ServiceError::Unprocessable {
+                kind: Unprocessable::InputTooLarge,
+                message: format!(
+                    "the query is {} bytes long; queries of at most {MAX_QUERY_BYTES} bytes are taken",
+                    query.len()
+                ),
+            });
+        }
+        let texts = vec![query.to_owned()];
+        // For the scheduler's token budgets only, and never above what the model takes (a
+        // query over it is refused below and must not leave the key's budget in debt).
+        let estimate = u32::try_from(query.len().div_ceil(4))
+            .unwrap_or(u32::MAX)
+            .clamp(1, limits.max_input_tokens.max(1));
+        let mut last = None;
+        for _ in 0..EMBED_ATTEMPTS {
+            let lease = self
+                .scheduler
+                .acquire(profile.provider, Lane::Query, estimate)
+                .await
+                .map_err(|err| match err {
+                    AcquireError::RateLimited { retry_after } => ServiceError::RateLimited { retry_after },
+                    AcquireError::NoEligibleKey(provider) => ServiceError::conflict(
+                        Conflict::NoEligibleProviderKey,
+                        format!("no enabled {provider} key is available to embed the query"),
+                    ),
+                })?;
+            let lease = if fits_uncounted(query, limits.max_input_tokens) {
+                lease
+            } else {
+                let (lease, tokens) = match lease.count_tokens(provider.as_ref(), &profile.model, &texts).await {
+                    Ok((lease, counts)) => (lease, counts[0]),
+                    Err(CountFailure::WrongLength) => {
+                        return Err(ServiceError::Unprocessable {
+                            kind: Unprocessable::TokenCountFailed,
+                            message: "the provider returned the wrong number of token counts".into(),
+                        });
+                    }
+                    Err(CountFailure::Provider(err)) => {
+                        last = Some(query_error(err)?);
+                        continue;
+                    }
+                };
+                if tokens > limits.max_input_tokens {
+                    lease.finish(Outcome::Unused).await;
+                    return Err(ServiceError::Unprocessable {
+                        kind: Unprocessable::InputTooLarge,
+                        message: format!(
+                            "the query has {tokens} tokens, over the model's limit of {}",
+                            limits.max_input_tokens
+                        ),
+                    });
+                }
+                lease
+            };
+            let request = EmbedRequest {
+                model: &profile.model,
+                dimensions: profile.dimensions,
+                mode: EmbedMode::Query,
+                texts: &texts,
+                token_counts: None,
+            };
+            match lease.embed(provider.as_ref(), request).await {
+                Ok(mut vectors) if vectors.len() == 1 && vectors[0].len() == profile.dimensions as usize => {
+                    return Ok(vectors.remove(0));
+                }
+                Ok(_) => {
+                    return Err(ServiceError::Provider {
+                        message: "the provider returned a query vector of the wrong shape".into(),
+                    });
+                }
+                Err(err) => last = Some(query_error(err)?),
+            }
+        }
+        Err(last.unwrap_or(ServiceError::Provider {
+            message: "the query could not be embedded".into(),
+        }))
+    }
+
+    async fn search(
+        &self,
+        world: &World,
+        query: &str,
+        vector: Vec<f32>,
+        limit: usize,
+        settings: Settings,
+    ) -> ServiceResult<Vec<ScoredPoint>> {
+        let filter = PointFilter::world(world.id).run(world.active_run);
+        // Always sent, 0.0 included: with cosine a hit can score below zero, and the default
+        // `min_score` of 0.0 keeps such hits out. Qdrant keeps scores strictly above its
+        // threshold; `min_score` keeps a score equal to it, so the threshold is the float just
+        // below.
+        let threshold = Some(settings.min_score.next_down());
+        let hits = match settings.mode {
+            Mode::Dense => {
+                self.vectors
+                    .search(
+                        &world.collection,
+                        DenseSearch {
+                            vector,
+                            filter,
+                            limit,
+                            score_threshold: threshold,
+                        },
+                    )
+                    .await?
+            }
+            Mode::Hybrid => {
+                self.vectors
+                    .hybrid_search(
+                        &world.collection,
+                        HybridSearch {
+                            dense: vector,
+                            sparse: crate::sparse::query(query),
+                            filter,
+                            limit,
+                            prefetch_limit: (limit * 2).max(MIN_PREFETCH),
+                            dense_score_threshold: threshold,
+                        },
+                    )
+                    .await?
+            }
+        };
+        Ok(hits)
+    }
+}
+
+/// What a failed query embedding means for the caller: `Ok` carries an error worth trying
+/// another key for (the caller keeps the last one), `Err` one to return at once.
+fn query_error(err: ProviderError) -> ServiceResult<ServiceError> {
+    match err {
+        ProviderError::RateLimited { retry_after, .. } => Ok(ServiceError::RateLimited {
+            retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
+        }),
+        ProviderError::KeyRejected { message } | ProviderError::QuotaExhausted { message } => {
+            Ok(ServiceError::Provider { message })
+        }
+        ProviderError::Transient { message } => Ok(ServiceError::Provider { message }),
+        ProviderError::InputTooLarge { tokens, limit } => Err(ServiceError::Unprocessable {
+            kind: Unprocessable::InputTooLarge,
+            message: format!("the query has {tokens} tokens, over the model's limit of {limit}"),
+        }),
+        ProviderError::TokenCountFailed { message } => Err(ServiceError::Unprocessable {
+            kind: Unprocessable::TokenCountFailed,
+            message: format!("the query's tokens could not be counted exactly, so it was not sent: {message}"),
+        }),
+        ProviderError::Permanent { message }
+        | ProviderError::Malformed { message }
+        | ProviderError::Unavailable { message } => Err(ServiceError::Provider { message }),
+    }
+}
