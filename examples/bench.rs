@@ -926,6 +926,7 @@ async fn measure(
                 let request = DenseSearch {
                     vector: vectors[i % vectors.len()].clone(),
                     filter,
+                    sources: None,
                     limit: 8,
                     score_threshold: Some(0.0f32.next_down()),
                 };
@@ -1029,6 +1030,7 @@ async fn measure(
                 DenseSearch {
                     vector: vector.clone(),
                     filter: PointFilter::world(world.id).run(world.active_run),
+                    sources: None,
                     limit: 8,
                     score_threshold: Some(0.0f32.next_down()),
                 },

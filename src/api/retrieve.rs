@@ -17,9 +17,14 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath};
 use crate::config::MAX_CONTEXT_TOKENS;
+use crate::domain::SourceId;
 use crate::domain::WorldId;
-use crate::service::retrieval::{DEFAULT_TOP_K, MAX_NEIGHBORS, MAX_TOP_K, Mode, Retrieval, Settings};
+use crate::service::retrieval::{
+    DEFAULT_TOP_K, FusionChoice, MAX_NEIGHBORS, MAX_TOP_K, Mode, QualityLevel, Retrieval, SearchUsed, Settings,
+    SourceFilter,
+};
 use crate::state::AppState;
+use crate::vector::Fusion;
 
 /// Largest `/retrieve` body: room for the longest query taken
 /// ([`crate::service::retrieval::MAX_QUERY_BYTES`]) escaped, and the settings. Bigger is 413
@@ -49,7 +54,10 @@ pub struct RawFields {
     min_score: Option<Value>,
     mode: Option<Value>,
     neighbors: Option<Value>,
+    expand: Option<Value>,
     max_context_tokens: Option<Value>,
+    filter: Option<Value>,
+    fusion: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for RawRequest {
@@ -94,10 +102,21 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         Some(Value::String(s)) if s == "hybrid" => Mode::Hybrid,
         Some(_) => return Err(bad("mode", "mode must be `dense` or `hybrid`")),
     };
-    let neighbors = match &body.neighbors {
+    let mut neighbors = match &body.neighbors {
         None => 0,
         Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
     };
+    match &body.expand {
+        None => {}
+        // The hits' neighbours: `neighbors` of them on each side (1 when not given).
+        Some(Value::String(s)) if s == "neighbors" => neighbors = neighbors.max(1),
+        Some(Value::String(s)) if s == "none" => {
+            if body.neighbors.is_some() && neighbors > 0 {
+                return Err(bad("expand", "expand `none` contradicts neighbors > 0"));
+            }
+        }
+        Some(_) => return Err(bad("expand", "expand must be `none` or `neighbors`")),
+    }
     let max_context_tokens = match &body.max_context_tokens {
         None => None,
         Some(v) => match bounded_integer("max_context_tokens", v, u64::from(MAX_CONTEXT_TOKENS))? {
@@ -105,13 +124,150 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
             n => Some(n as u32),
         },
     };
+    let filter = match &body.filter {
+        None => None,
+        Some(value) => Some(parse_filter(value)?),
+    };
+    let fusion = match &body.fusion {
+        None => FusionChoice::Auto,
+        Some(value) => {
+            if mode != Mode::Hybrid {
+                return Err(bad("fusion", "fusion applies to mode `hybrid` only"));
+            }
+            parse_fusion(value)?
+        }
+    };
     Ok(Settings {
         top_k,
         min_score,
         mode,
         neighbors,
         max_context_tokens,
+        filter,
+        fusion,
     })
+}
+
+/// Largest fusion weight taken.
+const MAX_FUSION_WEIGHT: f64 = 100.0;
+
+/// `{"method": "auto"|"rrf"|"dbsf", "dense_weight": w, "sparse_weight": w}`: weights (0 to
+/// 100, not both 0, default 1) go with `rrf` only.
+fn parse_fusion(value: &Value) -> Result<FusionChoice, ApiError> {
+    let Value::Object(map) = value else {
+        return Err(bad("fusion", "fusion must be an object"));
+    };
+    let mut method = None;
+    let mut weights = [None, None];
+    for (key, value) in map {
+        let field = format!("fusion.{key}");
+        if value.is_null() {
+            continue;
+        }
+        match key.as_str() {
+            "method" => match value.as_str() {
+                Some(m @ ("auto" | "rrf" | "dbsf")) => method = Some(m),
+                _ => return Err(bad(&field, "fusion.method must be `auto`, `rrf` or `dbsf`")),
+            },
+            "dense_weight" | "sparse_weight" => {
+                let weight = value
+                    .as_f64()
+                    .filter(|w| (0.0..=MAX_FUSION_WEIGHT).contains(w))
+                    .ok_or_else(|| {
+                        bad(
+                            &field,
+                            format!("{field} must be a number from 0 to {MAX_FUSION_WEIGHT}"),
+                        )
+                    })?;
+                weights[usize::from(key == "sparse_weight")] = Some(weight as f32);
+            }
+            _ => {
+                return Err(bad(
+                    &field,
+                    format!("unknown fusion key `{key}` (use method, dense_weight or sparse_weight)"),
+                ));
+            }
+        }
+    }
+    let weighted = weights.iter().any(Option::is_some);
+    match method.unwrap_or(if weighted { "rrf" } else { "auto" }) {
+        "rrf" => {
+            let [dense_weight, sparse_weight] = weights.map(|w| w.unwrap_or(1.0));
+            if dense_weight == 0.0 && sparse_weight == 0.0 {
+                return Err(bad("fusion.dense_weight", "fusion weights must not both be 0"));
+            }
+            Ok(FusionChoice::Given(Fusion::Rrf {
+                dense_weight,
+                sparse_weight,
+            }))
+        }
+        method if weighted => Err(bad(
+            "fusion.method",
+            format!("weights go with fusion.method `rrf`, not `{method}`"),
+        )),
+        "dbsf" => Ok(FusionChoice::Given(Fusion::Dbsf)),
+        _ => Ok(FusionChoice::Auto),
+    }
+}
+
+/// Most entries in one list of a filter.
+const MAX_FILTER_ENTRIES: usize = 1000;
+
+/// `{"source_ids": [uuid…], "book_numbers": [n…], "filenames": [name…]}`: each list optional,
+/// non-empty when given, at most 1000 entries; any other key is refused.
+fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
+    let Value::Object(map) = value else {
+        return Err(bad("filter", "filter must be an object"));
+    };
+    let mut filter = SourceFilter::default();
+    for (key, value) in map {
+        let field = format!("filter.{key}");
+        if value.is_null() {
+            continue;
+        }
+        let Value::Array(items) = value else {
+            return Err(bad(&field, format!("{field} must be an array")));
+        };
+        if items.is_empty() || items.len() > MAX_FILTER_ENTRIES {
+            return Err(bad(
+                &field,
+                format!("{field} must hold 1 to {MAX_FILTER_ENTRIES} entries"),
+            ));
+        }
+        match key.as_str() {
+            "source_ids" => {
+                let ids = items
+                    .iter()
+                    .map(|v| v.as_str().and_then(|s| s.parse::<Uuid>().ok()).map(SourceId))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad(&field, format!("{field} must hold source ids (UUIDs)")))?;
+                filter.source_ids = Some(ids);
+            }
+            "book_numbers" => {
+                let numbers = items
+                    .iter()
+                    .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| *n >= 1))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad(&field, format!("{field} must hold book numbers (integers ≥ 1)")))?;
+                filter.book_numbers = Some(numbers);
+            }
+            "filenames" => {
+                let names = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad(&field, format!("{field} must hold file names (strings)")))?;
+                filter.filenames = Some(names);
+            }
+            _ => {
+                return Err(bad(
+                    &field,
+                    format!("unknown filter key `{key}` (use source_ids, book_numbers or filenames)"),
+                ));
+            }
+        }
+    }
+    Ok(filter)
 }
 
 fn bad(field: &str, message: impl Into<String>) -> ApiError {
@@ -148,17 +304,64 @@ pub struct RetrieveRequest {
     /// it thresholds the dense candidates only.
     #[schema(example = 0.35, minimum = 0.0, maximum = 1.0)]
     pub min_score: Option<f64>,
-    /// `dense` (default) or `hybrid` (dense + BM25 fused by reciprocal rank; hybrid worlds only).
+    /// `dense` (default) or `hybrid` (dense + BM25, fused as `fusion` says; hybrid worlds only).
     #[schema(example = "dense")]
     pub mode: Option<String>,
+    /// How `hybrid` fuses its dense and BM25 rankings (mode `hybrid` only; default `auto`).
+    pub fusion: Option<RetrieveFusion>,
     /// Chunks of the same source stitched into the context on each side of a hit (0–3, default 0).
     #[schema(example = 0, minimum = 0, maximum = 3)]
     pub neighbors: Option<u32>,
+    /// How hits are widened in the context: `neighbors` (the hits' neighbours, `neighbors` of
+    /// them on each side, 1 when `neighbors` is not given) or `none` (the default unless
+    /// `neighbors` > 0).
+    #[schema(example = "neighbors")]
+    pub expand: Option<String>,
     /// The context's token budget (1 to 1048576; default `retrieval.max_context_tokens`,
-    /// 32768). Hits are kept first, in rank order, then their neighbours; what does not fit is
-    /// left out with the warning `context_truncated`. `results` are never cut.
+    /// 32768). The best hits are expanded first: in rank order, each hit and then its
+    /// neighbours (nearest first), before the next hit; what does not fit is left out with the
+    /// warning `context_truncated`. A best hit larger than the whole budget is cut at a sentence
+    /// boundary (warning `context_cut`). `results` are never cut.
     #[schema(example = 8000, minimum = 1, maximum = 1048576)]
     pub max_context_tokens: Option<u32>,
+    /// Only search these sources. Each list given must match (any entry of it); an empty match
+    /// answers no results with the warning `filter_matched_nothing`.
+    pub filter: Option<RetrieveFilter>,
+}
+
+/// How a hybrid retrieval fuses the dense and the BM25 ranking.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub struct RetrieveFusion {
+    /// `auto` (the default): by the query — a query carrying literal terms (identifiers,
+    /// codes, acronyms, quoted strings) is fused by reciprocal rank with equal weights, a
+    /// question in plain words is ranked by the dense search alone (BM25 only adds noise
+    /// there). `rrf`: weighted reciprocal rank fusion. `dbsf`: Qdrant's distribution-based
+    /// score fusion. Weights alone mean `rrf`.
+    #[schema(example = "rrf")]
+    pub method: Option<String>,
+    /// The dense ranking's weight in `rrf` (0 to 100, default 1; not both 0). Qdrant's weighted
+    /// RRF (k 60): a list's positions count as divided by its weight, so weight 3 makes its
+    /// third hit score like an unweighted first; 0 leaves the list out.
+    #[schema(example = 1.0, minimum = 0.0, maximum = 100.0)]
+    pub dense_weight: Option<f64>,
+    /// The BM25 ranking's weight in `rrf` (0 to 100, default 1; not both 0), as `dense_weight`.
+    #[schema(example = 1.0, minimum = 0.0, maximum = 100.0)]
+    pub sparse_weight: Option<f64>,
+}
+
+/// Which sources a retrieval searches.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub struct RetrieveFilter {
+    /// Source ids (1 to 1000).
+    pub source_ids: Option<Vec<Uuid>>,
+    /// Book numbers (1 to 1000).
+    pub book_numbers: Option<Vec<u32>>,
+    /// Exact file names as stored (1 to 1000).
+    pub filenames: Option<Vec<String>>,
 }
 
 /// One verified hit. Text comes from the store, never from the vector store.
@@ -176,20 +379,55 @@ pub struct RetrievalResult {
     pub char_end: u64,
     pub chunk_text: String,
     pub overlap_text: String,
+    /// Other hits with exactly the same text, folded into this one (their chunk ids).
+    pub duplicates: Vec<Uuid>,
 }
 
 /// Chunk text for a model's context: no scores, filenames or overlap text.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalContext {
-    /// The selected chunk texts, hits in rank order, each widened by its neighbours in reading order.
+    /// The selected chunk texts, in passage order (passages by their best hit's rank), reading
+    /// order within a passage.
     pub chunks: Vec<String>,
-    /// `chunks` joined by a blank line.
+    /// The passages, each marked `[n] ` (its citation number) and apart by a blank line; the
+    /// chunks of a passage are apart by a blank line too.
     pub text: String,
+    /// One per entry of `chunks`, in the same order: where it comes from.
+    pub citations: Vec<RetrievalCitation>,
+}
+
+/// Where one context chunk comes from, for citing it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalCitation {
+    /// The passage's number in `context.text` (`[n]`).
+    pub n: u32,
+    /// Index in `results` of the hit this chunk is, or of its passage's best hit (a neighbour).
+    pub result_index: usize,
+    pub chunk_id: Uuid,
+    pub source_id: Uuid,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    /// The cited span of the source's stored text, in chars (a chunk cut to fit the budget
+    /// ends where the cut does).
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+/// How far to trust the answer, for the caller to tell its model.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalQuality {
+    /// `high` (dense: best score ≥ 0.5, or ≥ 0.3 and ahead of the second by ≥ 0.1), `low`
+    /// (hits, none convincing), `none` (no hits) or `unrated` (a fused search: fused scores are not similarities).
+    pub level: String,
+    pub best_score: Option<f32>,
+    /// Best score less the second best.
+    pub score_gap: Option<f32>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalWarning {
-    /// `no_embedded_chunks`, `chunk_missing`, `stale_point` or `context_truncated`.
+    /// `no_embedded_chunks`, `filter_matched_nothing`, `chunk_missing`, `stale_point`,
+    /// `context_truncated` or `context_cut`.
     pub code: String,
     pub message: String,
 }
@@ -200,6 +438,37 @@ pub struct RetrievalRepair {
     /// `stale_point_deleted` (the slot is queued for embedding again) or `orphan_point_deleted`
     /// (the point's chunk no longer exists).
     pub kind: String,
+}
+
+/// A fusion as run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalFusion {
+    /// `rrf` or `dbsf`.
+    pub method: String,
+    /// `rrf` only.
+    pub dense_weight: Option<f32>,
+    /// `rrf` only.
+    pub sparse_weight: Option<f32>,
+}
+
+impl From<Fusion> for RetrievalFusion {
+    fn from(fusion: Fusion) -> Self {
+        match fusion {
+            Fusion::Rrf {
+                dense_weight,
+                sparse_weight,
+            } => RetrievalFusion {
+                method: "rrf".into(),
+                dense_weight: Some(dense_weight),
+                sparse_weight: Some(sparse_weight),
+            },
+            Fusion::Dbsf => RetrievalFusion {
+                method: "dbsf".into(),
+                dense_weight: None,
+                sparse_weight: None,
+            },
+        }
+    }
 }
 
 /// Milliseconds per phase.
@@ -216,6 +485,12 @@ pub struct RetrieveResponse {
     /// Sorted by score descending, then book_number, then chunk_number.
     pub results: Vec<RetrievalResult>,
     pub context: RetrievalContext,
+    pub quality: RetrievalQuality,
+    /// The search that ran: `dense` or `hybrid`; `null` when none did (top_k 0, nothing
+    /// embedded, a filter matching nothing).
+    pub mode_used: Option<String>,
+    /// The fusion a `hybrid` search used (`null` otherwise).
+    pub fusion_used: Option<RetrievalFusion>,
     pub requested_top_k: u64,
     /// `top_k` clamped to the number of embedded chunks.
     pub effective_top_k: u64,
@@ -226,7 +501,6 @@ pub struct RetrieveResponse {
 
 impl From<Retrieval> for RetrieveResponse {
     fn from(r: Retrieval) -> Self {
-        let text = r.context_text();
         RetrieveResponse {
             results: r
                 .results
@@ -245,12 +519,49 @@ impl From<Retrieval> for RetrieveResponse {
                         char_end: c.char_end,
                         chunk_text: c.chunk_text,
                         overlap_text: c.overlap_text,
+                        duplicates: hit.duplicates.into_iter().map(|id| id.0).collect(),
                     }
                 })
                 .collect(),
             context: RetrievalContext {
                 chunks: r.context,
-                text,
+                text: r.context_text,
+                citations: r
+                    .citations
+                    .into_iter()
+                    .map(|c| RetrievalCitation {
+                        n: c.n,
+                        result_index: c.result_index,
+                        chunk_id: c.chunk_id.0,
+                        source_id: c.source_id.0,
+                        book_number: c.book_number,
+                        chunk_number: c.chunk_number,
+                        char_start: c.char_start,
+                        char_end: c.char_end,
+                    })
+                    .collect(),
+            },
+            quality: RetrievalQuality {
+                level: match r.quality.level {
+                    QualityLevel::High => "high",
+                    QualityLevel::Low => "low",
+                    QualityLevel::None => "none",
+                    QualityLevel::Unrated => "unrated",
+                }
+                .to_owned(),
+                best_score: r.quality.best_score,
+                score_gap: r.quality.score_gap,
+            },
+            mode_used: r.search_used.map(|used| {
+                match used {
+                    SearchUsed::Dense => "dense",
+                    SearchUsed::Hybrid(_) => "hybrid",
+                }
+                .to_owned()
+            }),
+            fusion_used: match r.search_used {
+                Some(SearchUsed::Hybrid(fusion)) => Some(fusion.into()),
+                _ => None,
             },
             requested_top_k: r.requested_top_k,
             effective_top_k: r.effective_top_k,
@@ -318,6 +629,6 @@ pub async fn retrieve(
         }
     };
     let settings = parse_settings(&body)?;
-    let answer = state.retrieval.retrieve(world_id, query, settings).await?;
+    let answer = state.retrieval.retrieve(world_id, query, &settings).await?;
     Ok(axum::Json(answer.into()))
 }

@@ -287,6 +287,8 @@ pub async fn source_text(
 /// A chunk of a source with the state of its embedding.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ChunkDto {
+    /// The chunk's id, as retrieval results, duplicates and citations name it.
+    pub id: Uuid,
     /// 0-based reading order within the source.
     pub chunk_number: u32,
     /// Offsets in chars (Unicode scalar values) of the stored text, end exclusive.
@@ -325,6 +327,7 @@ pub struct ChunkList {
 impl From<ChunkState> for ChunkDto {
     fn from(c: ChunkState) -> Self {
         ChunkDto {
+            id: c.chunk.id.0,
             chunk_number: c.chunk.chunk_number,
             char_start: c.chunk.char_start,
             char_end: c.chunk.char_end,

@@ -47,8 +47,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::{
-    Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
+    AnyVariants, Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, IdfCorpusParams, IdfParams, JsonPath,
     Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema, PayloadIndexInfo,
     PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted, PrefetchBuilder,
@@ -60,7 +61,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::domain::WorldId;
+use crate::domain::{SourceId, WorldId};
 
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
@@ -535,6 +536,17 @@ fn world_filter(world: WorldId) -> Result<Filter> {
     to_filter(PointFilter::world(world))
 }
 
+/// `filter`, narrowed to points of `sources` (any of them) when given.
+fn search_filter(filter: PointFilter, sources: Option<&[SourceId]>) -> Result<Filter> {
+    let mut built = to_filter(filter)?;
+    if let Some(sources) = sources {
+        let any = AnyVariants::Strings(sources.iter().map(|s| s.to_string()).collect());
+        let condition = Condition::Field(FieldCondition::new_match(json_path(SOURCE_ID)?, Match::new_any(any)));
+        built.must.get_or_insert_with(Vec::new).push(condition);
+    }
+    Ok(built)
+}
+
 fn to_filter(filter: PointFilter) -> Result<Filter> {
     let mut must = vec![keyword_match(WORLD_ID, filter.world.to_string())?];
     if let Some(run) = filter.run {
@@ -692,7 +704,7 @@ impl VectorRepo for EdgeRepo {
         };
         let mut request = QueryRequestBuilder::new(search.limit)
             .query(nearest(VectorInternal::Dense(search.vector), DENSE))
-            .filter(to_filter(search.filter)?)
+            .filter(search_filter(search.filter, search.sources.as_deref())?)
             .with_payload(with_payload());
         if let Some(threshold) = search.score_threshold {
             request = request.score_threshold(threshold);
@@ -711,7 +723,7 @@ impl VectorRepo for EdgeRepo {
         };
         // Each prefetch must be able to fill the final page on its own.
         let prefetch_limit = search.prefetch_limit.max(search.limit);
-        let filter = to_filter(search.filter)?;
+        let filter = search_filter(search.filter, search.sources.as_deref())?;
         let mut dense = PrefetchBuilder::new(prefetch_limit)
             .query(nearest(VectorInternal::Dense(search.dense), DENSE))
             .filter(filter.clone());
@@ -733,9 +745,15 @@ impl VectorRepo for EdgeRepo {
         let request = QueryRequestBuilder::new(search.limit)
             .add_prefetch(dense)
             .add_prefetch(sparse)
-            .query(ScoringQuery::Fusion(Fusion::Rrf {
-                k: RRF_K,
-                weights: None,
+            .query(ScoringQuery::Fusion(match search.fusion {
+                super::Fusion::Rrf {
+                    dense_weight,
+                    sparse_weight,
+                } => Fusion::Rrf {
+                    k: RRF_K,
+                    weights: Some(vec![OrderedFloat(dense_weight), OrderedFloat(sparse_weight)]),
+                },
+                super::Fusion::Dbsf => Fusion::Dbsf,
             }))
             .filter(filter)
             .with_payload(with_payload())
@@ -1216,6 +1234,7 @@ mod tests {
                 DenseSearch {
                     vector: vec![1.0, 3.0, 0.5, 0.25],
                     filter,
+                    sources: None,
                     limit: 100,
                     score_threshold: None,
                 },

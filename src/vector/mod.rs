@@ -143,23 +143,48 @@ impl PointFilter {
 pub struct DenseSearch {
     pub vector: Vec<f32>,
     pub filter: PointFilter,
+    /// Only points of these sources (any of them), when given: a retrieval's filter.
+    pub sources: Option<Vec<SourceId>>,
     pub limit: usize,
     /// Applied inside the query: only hits scoring above it come back.
     pub score_threshold: Option<f32>,
 }
 
-/// A hybrid search: dense and sparse prefetches fused by reciprocal rank fusion.
+/// How a hybrid search fuses its dense and sparse candidates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fusion {
+    /// Weighted reciprocal rank fusion, Qdrant's formula with k = 60: a candidate at 0-based
+    /// position `p` of a list of weight `w` scores `1 / ((p + 1) / w + k - 1)`, summed over the
+    /// lists it is in. A weight divides its list's positions; weight 0 leaves the list out.
+    Rrf { dense_weight: f32, sparse_weight: f32 },
+    /// Distribution-based score fusion: each list's scores normalised by their spread, summed.
+    Dbsf,
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion::Rrf {
+            dense_weight: 1.0,
+            sparse_weight: 1.0,
+        }
+    }
+}
+
+/// A hybrid search: dense and sparse prefetches fused by `fusion`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HybridSearch {
     pub dense: Vec<f32>,
     pub sparse: SparseVector,
     pub filter: PointFilter,
+    /// Only points of these sources (any of them), when given: a retrieval's filter.
+    pub sources: Option<Vec<SourceId>>,
     pub limit: usize,
     /// How many candidates each prefetch contributes to the fusion.
     pub prefetch_limit: usize,
     /// Applied inside the dense prefetch: only dense candidates scoring above it take part in
     /// the fusion (BM25 candidates are not thresholded; fused scores are ranks, not cosines).
     pub dense_score_threshold: Option<f32>,
+    pub fusion: Fusion,
 }
 
 /// One page of a scroll.

@@ -29,6 +29,8 @@ use qdrant_client::qdrant::{
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
 
+use crate::domain::SourceId;
+
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
     SPARSE, ScoredPoint, ScrollPage, VectorRepo,
@@ -243,6 +245,16 @@ fn or_empty<T>(result: Result<T>, empty: T) -> Result<T> {
     }
 }
 
+/// `filter`, narrowed to points of `sources` (any of them) when given.
+fn search_filter(filter: PointFilter, sources: Option<&[SourceId]>) -> Filter {
+    let mut built = to_filter(filter);
+    if let Some(sources) = sources {
+        let ids: Vec<String> = sources.iter().map(ToString::to_string).collect();
+        built.must.push(Condition::matches(SOURCE_ID, ids));
+    }
+    built
+}
+
 fn to_filter(filter: PointFilter) -> Filter {
     let mut must = vec![Condition::matches(WORLD_ID, filter.world.to_string())];
     if let Some(run) = filter.run {
@@ -399,7 +411,7 @@ impl VectorRepo for ServerRepo {
         let mut query = QueryPointsBuilder::new(self.name(collection))
             .query(Query::new_nearest(search.vector))
             .using(DENSE)
-            .filter(to_filter(search.filter))
+            .filter(search_filter(search.filter, search.sources.as_deref()))
             .limit(clamp_u64(search.limit))
             .with_payload(true);
         if let Some(threshold) = search.score_threshold {
@@ -420,7 +432,7 @@ impl VectorRepo for ServerRepo {
         }
         // Each prefetch must be able to fill the final page on its own.
         let prefetch_limit = clamp_u64(search.prefetch_limit.max(search.limit));
-        let filter = to_filter(search.filter);
+        let filter = search_filter(search.filter, search.sources.as_deref());
         let mut dense = PrefetchQueryBuilder::default()
             .query(Query::new_nearest(search.dense))
             .using(DENSE)
@@ -445,7 +457,13 @@ impl VectorRepo for ServerRepo {
         let query = QueryPointsBuilder::new(self.name(collection))
             .add_prefetch(dense)
             .add_prefetch(sparse)
-            .query(Query::new_rrf(RrfBuilder::with_k(RRF_K)))
+            .query(match search.fusion {
+                super::Fusion::Rrf {
+                    dense_weight,
+                    sparse_weight,
+                } => Query::new_rrf(RrfBuilder::with_k(RRF_K).weights(vec![dense_weight, sparse_weight])),
+                super::Fusion::Dbsf => Query::new_fusion(qdrant_client::qdrant::Fusion::Dbsf),
+            })
             .filter(filter)
             .limit(clamp_u64(search.limit))
             .with_payload(true);

@@ -6,6 +6,8 @@
 
 mod context;
 mod failures;
+mod filters;
+mod fusion;
 mod head_starts;
 mod query_limits;
 mod ranking;

@@ -98,6 +98,7 @@ fn dense_search(vector: [f32; 4], filter: PointFilter, limit: usize, threshold: 
     DenseSearch {
         vector: vector.to_vec(),
         filter,
+        sources: None,
         limit,
         score_threshold: threshold,
     }

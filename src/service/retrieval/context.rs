@@ -17,6 +17,7 @@ impl RetrievalService {
             tokens: view.chunk.token_count,
             rank,
             number: view.chunk.chunk_number,
+            cite: Cite::of(view),
         };
         if neighbors == 0 {
             return Ok(results
@@ -91,21 +92,62 @@ pub(super) struct Piece {
     /// The hit's rank; `None` for a neighbour.
     rank: Option<usize>,
     number: u32,
+    /// Where the chunk stands, for its citation.
+    cite: Cite,
 }
 
-/// The context within `budget` tokens, and how many chunks were left out for want of room. Hits
-/// come first: each, in rank order, is kept if it fits. Then each passage with a kept hit gets
-/// its neighbours, nearest to a kept hit first, until one does not fit. A chunk whose text is
-/// already in the context (the same text in two sources, say) is not repeated, and does not
-/// count as left out, nor do the neighbours of a hit that was only a repeat. Kept chunks stay
-/// in passage order and, within a passage, in reading order. Counts are each chunk's
-/// `token_count`.
-pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
+/// What a context chunk's citation names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Cite {
+    chunk: ChunkId,
+    source: SourceId,
+    book_number: u32,
+    char_start: u64,
+    char_end: u64,
+}
+
+impl Cite {
+    fn of(view: &ChunkView) -> Self {
+        let c = &view.chunk;
+        Self {
+            chunk: c.id,
+            source: c.source_id,
+            book_number: c.book_number,
+            char_start: c.char_start,
+            char_end: c.char_end,
+        }
+    }
+}
+
+/// The context as fitted: its chunks (in passage order, reading order within a passage), the
+/// citation of each, the passages' texts, and how many chunks were left out for want of room.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Fitted {
+    pub chunks: Vec<String>,
+    pub citations: Vec<Citation>,
+    /// The context text: each passage marked `[n] `, passages apart by a blank line.
+    pub text: String,
+    pub left_out: usize,
+    /// The top passage was larger than the whole budget and was cut at a sentence boundary.
+    pub cut: bool,
+}
+
+/// The context within `budget` tokens. The best hits are expanded first: in rank order, each
+/// hit is kept if it fits, and then its passage's neighbours, nearest to a kept hit first, until
+/// one does not fit; then the next hit. So the best hit's neighbours come before lower hits
+/// (a lower hit that repeats what is there adds less than the text around the best one). When
+/// not even the best hit fits, its text is cut at the last sentence (or, failing that, word)
+/// boundary that fits, counted with `counter`, instead of leaving the context empty. A chunk
+/// whose text is already in the context (the same text in two sources, say) is not repeated and
+/// does not count as left out, nor do the neighbours of a hit that was only a repeat. Counts are
+/// each chunk's `token_count`.
+pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn TokenCounter) -> Fitted {
     let mut keep: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
-    let mut placed: HashSet<&str> = HashSet::new();
+    let mut placed: HashSet<String> = HashSet::new();
     // Repeats, and neighbours of hits that were only repeats: not left out for want of room.
     let mut repeated: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
     let mut room = u64::from(budget);
+    let mut cut: Option<(usize, usize, String)> = None;
     let mut hits: Vec<(usize, usize, usize)> = passages
         .iter()
         .enumerate()
@@ -117,9 +159,9 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String
         })
         .collect();
     hits.sort_unstable();
-    for (_, p, i) in hits {
+    for (n, &(_, p, i)) in hits.iter().enumerate() {
         let piece = &passages[p][i];
-        if placed.contains(piece.text.as_str()) {
+        if placed.contains(&piece.text) {
             repeated[p][i] = true;
             continue;
         }
@@ -127,40 +169,40 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String
         if tokens <= room {
             room -= tokens;
             keep[p][i] = true;
-            placed.insert(&piece.text);
-        }
-    }
-    for (p, passage) in passages.iter().enumerate() {
-        let kept: Vec<u32> = passage
-            .iter()
-            .zip(&keep[p])
-            .filter(|(_, k)| **k)
-            .map(|(piece, _)| piece.number)
-            .collect();
-        if kept.is_empty() {
-            let only_repeats = passage
-                .iter()
-                .zip(&repeated[p])
-                .all(|(piece, repeat)| piece.rank.is_none() || *repeat);
-            if only_repeats {
-                repeated[p].fill(true);
+            placed.insert(piece.text.clone());
+        } else if n == 0 && room > 0 {
+            // The best hit alone is over the budget: its beginning, up to a sentence boundary.
+            if let Some(prefix) = prefix_within(&piece.text, room as usize, counter) {
+                room = 0;
+                keep[p][i] = true;
+                placed.insert(piece.text.clone());
+                cut = Some((p, i, prefix));
             }
             continue;
+        } else {
+            continue;
         }
-        let mut neighbours: Vec<(u32, usize)> = passage
+        // Expand this hit's passage: its neighbours, nearest to a kept hit first.
+        let kept: Vec<u32> = passages[p]
+            .iter()
+            .zip(&keep[p])
+            .filter(|(piece, k)| **k && piece.rank.is_some())
+            .map(|(piece, _)| piece.number)
+            .collect();
+        let mut neighbours: Vec<(u32, usize)> = passages[p]
             .iter()
             .enumerate()
-            .filter(|(_, piece)| piece.rank.is_none())
-            .map(|(i, piece)| {
-                let distance = kept.iter().map(|n| n.abs_diff(piece.number)).min().unwrap_or(u32::MAX);
-                (distance, i)
+            .filter(|(j, piece)| piece.rank.is_none() && !keep[p][*j] && !repeated[p][*j])
+            .map(|(j, piece)| {
+                let distance = kept.iter().map(|k| k.abs_diff(piece.number)).min().unwrap_or(u32::MAX);
+                (distance, j)
             })
             .collect();
         neighbours.sort_unstable();
-        for (_, i) in neighbours {
-            let piece = &passage[i];
-            if placed.contains(piece.text.as_str()) {
-                repeated[p][i] = true;
+        for (_, j) in neighbours {
+            let piece = &passages[p][j];
+            if placed.contains(&piece.text) {
+                repeated[p][j] = true;
                 continue;
             }
             let tokens = u64::from(piece.tokens);
@@ -168,8 +210,19 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String
                 break;
             }
             room -= tokens;
-            keep[p][i] = true;
-            placed.insert(&piece.text);
+            keep[p][j] = true;
+            placed.insert(piece.text.clone());
+        }
+    }
+    // A passage whose hits were all repeats: its neighbours are not missed.
+    for (p, passage) in passages.iter().enumerate() {
+        let any_kept = keep[p].iter().any(|k| *k);
+        let only_repeats = passage
+            .iter()
+            .zip(&repeated[p])
+            .all(|(piece, repeat)| piece.rank.is_none() || *repeat);
+        if !any_kept && only_repeats {
+            repeated[p].fill(true);
         }
     }
     let left_out = keep
@@ -178,23 +231,88 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String
         .flat_map(|(keep, repeated)| keep.iter().zip(repeated))
         .filter(|(kept, repeat)| !**kept && !**repeat)
         .count();
-    let context: Vec<String> = passages
-        .into_iter()
-        .zip(keep)
-        .flat_map(|(passage, keep)| {
-            passage
-                .into_iter()
-                .zip(keep)
-                .filter(|(_, k)| *k)
-                .map(|(piece, _)| piece.text)
-        })
+    let mut fitted = Fitted {
+        left_out,
+        cut: cut.is_some(),
+        ..Fitted::default()
+    };
+    let mut texts = Vec::new();
+    for (p, (passage, keep)) in passages.into_iter().zip(keep).enumerate() {
+        // A neighbour cites the best hit of its passage.
+        let best = passage
+            .iter()
+            .zip(&keep)
+            .filter(|(piece, k)| **k && piece.rank.is_some())
+            .filter_map(|(piece, _)| piece.rank)
+            .min();
+        let mut parts = Vec::new();
+        for (i, (piece, k)) in passage.into_iter().zip(keep).enumerate() {
+            if !k {
+                continue;
+            }
+            let mut cite = piece.cite;
+            let text = match &cut {
+                Some((cp, ci, prefix)) if *cp == p && *ci == i => {
+                    cite.char_end = cite.char_start + prefix.chars().count() as u64;
+                    prefix.clone()
+                }
+                _ => piece.text,
+            };
+            fitted.citations.push(Citation {
+                n: texts.len() as u32 + 1,
+                result_index: piece.rank.or(best).unwrap_or_default(),
+                chunk_id: cite.chunk,
+                source_id: cite.source,
+                book_number: cite.book_number,
+                chunk_number: piece.number,
+                char_start: cite.char_start,
+                char_end: cite.char_end,
+            });
+            parts.push(text.clone());
+            fitted.chunks.push(text);
+        }
+        if !parts.is_empty() {
+            texts.push(format!("[{}] {}", texts.len() + 1, parts.join("\n\n")));
+        }
+    }
+    fitted.text = texts.join("\n\n");
+    fitted
+}
+
+/// The longest beginning of `text` within `room` tokens that ends at a sentence boundary, or
+/// failing that at a word boundary; `None` when not even one word fits.
+fn prefix_within(text: &str, room: usize, counter: &dyn TokenCounter) -> Option<String> {
+    use unicode_segmentation::UnicodeSegmentation as _;
+    let fits = |end: usize| counter.count(text[..end].trim_end()) <= room;
+    let best = |ends: Vec<usize>| -> Option<usize> {
+        // Counts grow with the prefix: the last end that fits, by bisection.
+        let (mut lo, mut hi) = (0usize, ends.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fits(ends[mid]) { lo = mid + 1 } else { hi = mid }
+        }
+        lo.checked_sub(1).map(|i| ends[i])
+    };
+    let sentences: Vec<usize> = text
+        .split_sentence_bound_indices()
+        .map(|(at, s)| at + s.len())
         .collect();
-    (context, left_out)
+    let end = best(sentences).or_else(|| {
+        let words: Vec<usize> = text
+            .split_word_bound_indices()
+            .filter(|(_, w)| !w.trim().is_empty())
+            .map(|(at, w)| at + w.len())
+            .collect();
+        best(words)
+    })?;
+    let prefix = text[..end].trim_end();
+    (!prefix.is_empty()).then(|| prefix.to_owned())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Piece, fit_context};
+    use super::{Cite, Fitted, Piece, fit_context};
+    use crate::chunking::Cl100k;
 
     fn hit(text: &str, number: u32, tokens: u32, rank: usize) -> Piece {
         Piece {
@@ -202,6 +320,7 @@ mod tests {
             tokens,
             rank: Some(rank),
             number,
+            cite: Cite::default(),
         }
     }
 
@@ -211,7 +330,13 @@ mod tests {
             tokens,
             rank: None,
             number,
+            cite: Cite::default(),
         }
+    }
+
+    fn fit(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
+        let Fitted { chunks, left_out, .. } = fit_context(passages, budget, &Cl100k);
+        (chunks, left_out)
     }
 
     /// Passage one: a hit (rank 0) between two neighbours; passage two: a lone hit (rank 1).
@@ -224,35 +349,55 @@ mod tests {
 
     #[test]
     fn everything_fits_in_passage_and_reading_order() {
-        let (context, left_out) = fit_context(two_passages(), 30);
-        assert_eq!(context, ["a3", "a4", "a5", "b9"]);
-        assert_eq!(left_out, 0);
+        let fitted = fit_context(two_passages(), 30, &Cl100k);
+        assert_eq!(fitted.chunks, ["a3", "a4", "a5", "b9"]);
+        assert_eq!(fitted.left_out, 0);
+        assert_eq!(fitted.text, "[1] a3\n\na4\n\na5\n\n[2] b9", "one number per passage");
+        let numbers: Vec<(u32, usize)> = fitted.citations.iter().map(|c| (c.n, c.result_index)).collect();
+        assert_eq!(
+            numbers,
+            [(1, 0), (1, 0), (1, 0), (2, 1)],
+            "neighbours cite their passage's hit"
+        );
     }
 
     #[test]
-    fn hits_take_the_budget_before_any_neighbour() {
-        let (context, left_out) = fit_context(two_passages(), 20);
+    fn the_best_hit_is_expanded_before_lower_hits() {
+        let (context, left_out) = fit(two_passages(), 20);
         assert_eq!(
             context,
-            ["a4", "b9"],
-            "the second hit outranks the first hit's neighbours"
-        );
-        assert_eq!(left_out, 2);
-        let (context, left_out) = fit_context(two_passages(), 25);
-        assert_eq!(
-            context,
-            ["a3", "a4", "b9"],
-            "then neighbours, nearest (then earliest) first"
+            ["a3", "a4", "a5"],
+            "the best hit's neighbours outrank the second hit"
         );
         assert_eq!(left_out, 1);
+        let (context, left_out) = fit(two_passages(), 15);
+        assert_eq!(context, ["a3", "a4"], "nearest (then earliest) neighbour first");
+        assert_eq!(left_out, 2);
+        let (context, _) = fit(two_passages(), 30);
+        assert_eq!(context, ["a3", "a4", "a5", "b9"], "then the next hit");
     }
 
     #[test]
-    fn a_hit_too_big_is_skipped_and_its_neighbours_with_it() {
-        let passages = vec![vec![near("a3", 3, 1), hit("a4", 4, 50, 0)], vec![hit("b9", 9, 10, 1)]];
-        let (context, left_out) = fit_context(passages, 20);
+    fn a_lower_hit_too_big_is_skipped_and_its_neighbours_with_it() {
+        let passages = vec![vec![hit("b9", 9, 10, 0)], vec![near("a3", 3, 1), hit("a4", 4, 50, 1)]];
+        let (context, left_out) = fit(passages, 20);
         assert_eq!(context, ["b9"]);
         assert_eq!(left_out, 2);
+    }
+
+    #[test]
+    fn a_best_hit_larger_than_the_budget_is_cut_at_a_sentence_boundary() {
+        let text = "The first sentence is short. The second one is a little longer than that. A third.";
+        let passages = vec![vec![hit(text, 4, 40, 0), near("n5", 5, 1)], vec![hit("b9", 9, 10, 1)]];
+        let fitted = fit_context(passages, 8, &Cl100k);
+        assert_eq!(fitted.chunks, ["The first sentence is short."]);
+        assert!(fitted.cut);
+        assert_eq!(fitted.text, "[1] The first sentence is short.");
+        assert_eq!(fitted.citations[0].char_end - fitted.citations[0].char_start, 28);
+        // Not even one sentence fits: words.
+        let passages = vec![vec![hit(text, 4, 40, 0)]];
+        let fitted = fit_context(passages, 3, &Cl100k);
+        assert_eq!(fitted.chunks, ["The first sentence"]);
     }
 
     #[test]
@@ -266,7 +411,7 @@ mod tests {
         ];
         // Nearest first: n2 and n4 (distance 1), then n1 and n5. n2 does not fit, and the
         // passage stops there rather than skipping to farther chunks.
-        let (context, left_out) = fit_context(vec![passage], 5);
+        let (context, left_out) = fit(vec![passage], 5);
         assert_eq!(context, ["h3"]);
         assert_eq!(left_out, 4);
     }
@@ -279,7 +424,7 @@ mod tests {
             vec![hit("same", 7, 3, 0), near("after", 8, 1)],
             vec![hit("other", 4, 2, 2)],
         ];
-        let (context, left_out) = fit_context(passages, 100);
+        let (context, left_out) = fit(passages, 100);
         assert_eq!(context, ["same", "after", "other"]);
         assert_eq!(left_out, 0);
         // Repeated neighbours too; a budget that leaves one out still says so.
@@ -287,7 +432,7 @@ mod tests {
             vec![hit("h1", 1, 1, 0), near("shared", 2, 1)],
             vec![near("shared", 5, 1), hit("h6", 6, 1, 1), near("n7", 7, 5)],
         ];
-        let (context, left_out) = fit_context(passages, 4);
+        let (context, left_out) = fit(passages, 4);
         assert_eq!(context, ["h1", "shared", "h6"]);
         assert_eq!(left_out, 1);
     }

@@ -59,13 +59,15 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
+use crate::chunking::TokenCounter;
 use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
 use crate::providers::{CountFailure, EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
-use crate::vector::{DenseSearch, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
+use crate::vector::{DenseSearch, Fusion, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
+pub use search::has_literal_terms;
 
 /// `top_k` when the request does not say.
 pub const DEFAULT_TOP_K: u64 = 8;
@@ -90,7 +92,7 @@ pub enum Mode {
 }
 
 /// Validated retrieval settings (parsed from the request at the edge, `api::retrieve`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub top_k: u64,
     pub min_score: f32,
@@ -98,6 +100,49 @@ pub struct Settings {
     pub neighbors: u32,
     /// The context's token budget; `None`: the service's default (`retrieval.max_context_tokens`).
     pub max_context_tokens: Option<u32>,
+    /// Only chunks of the sources this matches; `None`: the whole world.
+    pub filter: Option<SourceFilter>,
+    /// How a hybrid search fuses (ignored by dense searches).
+    pub fusion: FusionChoice,
+}
+
+/// The fusion a hybrid retrieval asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum FusionChoice {
+    /// By the query: reciprocal rank fusion with equal weights when it carries literal terms
+    /// (identifiers, codes, acronyms, quotes: [`has_literal_terms`]), the dense ranking alone
+    /// when it is plain words.
+    #[default]
+    Auto,
+    Given(Fusion),
+}
+
+/// The search a retrieval ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum SearchUsed {
+    #[default]
+    Dense,
+    Hybrid(Fusion),
+}
+
+/// Which sources a retrieval searches. Each given list must match (a source is kept when it is
+/// in every list given); within a list, any entry matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceFilter {
+    pub source_ids: Option<Vec<SourceId>>,
+    pub book_numbers: Option<Vec<u32>>,
+    pub filenames: Option<Vec<String>>,
+}
+
+impl SourceFilter {
+    pub fn matches(&self, source: &crate::domain::Source) -> bool {
+        self.source_ids.as_ref().is_none_or(|ids| ids.contains(&source.id))
+            && self
+                .book_numbers
+                .as_ref()
+                .is_none_or(|n| n.contains(&source.book_number))
+            && self.filenames.as_ref().is_none_or(|f| f.contains(&source.filename))
+    }
 }
 
 /// One verified hit.
@@ -105,6 +150,90 @@ pub struct Settings {
 pub struct Hit {
     pub chunk: ChunkView,
     pub score: f32,
+    /// Other hits with exactly the same text (same hash), folded into this one: their chunks.
+    pub duplicates: Vec<ChunkId>,
+}
+
+/// Where one chunk of the context comes from. `n` is the number of its passage in the context
+/// text (`[n]`); `result_index` the hit it is, or, for a neighbour, its passage's best hit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Citation {
+    pub n: u32,
+    pub result_index: usize,
+    pub chunk_id: ChunkId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    /// The cited text's span in the source's stored text, in chars (a chunk cut to fit the
+    /// budget ends where the cut does).
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+/// How much the answer is worth trusting, for the caller to tell its model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QualityLevel {
+    /// A dense best hit of cosine ≥ [`HIGH_SCORE`], or ≥ [`LOW_SCORE`] and clear of the next
+    /// hit by [`CLEAR_GAP`].
+    High,
+    /// Hits, but none of them convincing by the rule above.
+    Low,
+    /// No hits.
+    None,
+    /// Hybrid answers' scores are fused ranks, not similarities: not judged.
+    Unrated,
+}
+
+/// A best dense score at least this high makes an answer `high` quality.
+pub const HIGH_SCORE: f32 = 0.5;
+/// A best dense score at least this high, clear of the second by [`CLEAR_GAP`], does too.
+pub const LOW_SCORE: f32 = 0.3;
+pub const CLEAR_GAP: f32 = 0.1;
+
+/// The quality signal: the level, and the figures it was judged from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Quality {
+    pub level: QualityLevel,
+    pub best_score: Option<f32>,
+    /// Best score less the second best (`None` with fewer than two hits).
+    pub score_gap: Option<f32>,
+}
+
+impl Default for Quality {
+    fn default() -> Self {
+        Quality {
+            level: QualityLevel::None,
+            best_score: None,
+            score_gap: None,
+        }
+    }
+}
+
+impl Quality {
+    fn judge(results: &[Hit], used: SearchUsed) -> Quality {
+        let best_score = results.first().map(|h| h.score);
+        let score_gap = match results {
+            [first, second, ..] => Some(first.score - second.score),
+            _ => None,
+        };
+        let level = match (best_score, used) {
+            (None, _) => QualityLevel::None,
+            (Some(_), SearchUsed::Hybrid(_)) => QualityLevel::Unrated,
+            (Some(best), SearchUsed::Dense) => {
+                let clear = score_gap.is_none_or(|gap| gap >= CLEAR_GAP);
+                if best >= HIGH_SCORE || (best >= LOW_SCORE && clear) {
+                    QualityLevel::High
+                } else {
+                    QualityLevel::Low
+                }
+            }
+        };
+        Quality {
+            level,
+            best_score,
+            score_gap,
+        }
+    }
 }
 
 /// A warning about the answer (`no_embedded_chunks`, `chunk_missing`, `stale_point`).
@@ -136,18 +265,18 @@ pub struct Retrieval {
     pub results: Vec<Hit>,
     /// Chunk texts for a model's context: the hits (with neighbours when asked) and nothing else.
     pub context: Vec<String>,
+    /// The context as one text: each passage marked `[n] `, passages apart by a blank line.
+    pub context_text: String,
+    /// One per context chunk, in the same order.
+    pub citations: Vec<Citation>,
+    pub quality: Quality,
+    /// The search that ran (`None`: none did).
+    pub search_used: Option<SearchUsed>,
     pub requested_top_k: u64,
     pub effective_top_k: u64,
     pub warnings: Vec<Warning>,
     pub repairs: Vec<Repair>,
     pub timing: Timing,
-}
-
-impl Retrieval {
-    /// The context chunks joined by a blank line.
-    pub fn context_text(&self) -> String {
-        self.context.join("\n\n")
-    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -220,6 +349,7 @@ impl RetrievalLimits {
 /// Embedding and search done for one world, with their times.
 struct Found {
     hits: Vec<ScoredPoint>,
+    used: SearchUsed,
     embed_ms: f64,
     search_ms: f64,
 }
@@ -288,7 +418,7 @@ impl RetrievalService {
     }
 
     /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
-    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: Settings) -> ServiceResult<Retrieval> {
+    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Retrieval> {
         let started = Instant::now();
         let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
         // A re-ingest may have switched the world to its new run while this query ran on the
@@ -314,7 +444,7 @@ impl RetrievalService {
         &self,
         world_id: WorldId,
         query: &str,
-        settings: Settings,
+        settings: &Settings,
         started: Instant,
     ) -> ServiceResult<(Retrieval, Option<RunId>)> {
         let stripped = query.trim();
@@ -324,6 +454,7 @@ impl RetrievalService {
             .get(&world_id)
             .filter(|h| {
                 !stripped.is_empty()
+                    && settings.filter.is_none()
                     && settings.top_k > 0
                     && h.embedded > 0
                     && (settings.mode == Mode::Dense || h.world.hybrid)
@@ -338,7 +469,7 @@ impl RetrievalService {
             Some(hint) => {
                 let (read, found) = tokio::join!(
                     self.store.world_for_retrieval(world_id, count_to),
-                    self.embed_and_search(&hint.world, stripped, settings.top_k, settings)
+                    self.embed_and_search(&hint.world, stripped, settings.top_k, settings, None)
                 );
                 (read, Some((hint.world, found)))
             }
@@ -393,14 +524,36 @@ impl RetrievalService {
         }
         let limit = settings.top_k.min(embedded);
         answer.effective_top_k = limit;
+        // A filter is resolved to the sources it keeps, which the search is limited to.
+        let sources = match &settings.filter {
+            None => None,
+            Some(filter) => {
+                let sources: Vec<SourceId> = (self.store.list_sources(world.id).await?.iter())
+                    .filter(|s| filter.matches(s))
+                    .map(|s| s.id)
+                    .collect();
+                if sources.is_empty() {
+                    answer.warnings.push(Warning {
+                        code: "filter_matched_nothing",
+                        message: "no source of the world matches the filter; nothing was searched".into(),
+                    });
+                    answer.timing.total_ms = ms(started.elapsed());
+                    return Ok((answer, None));
+                }
+                Some(sources)
+            }
+        };
 
         let found = match ahead {
             Some(found) => found?,
-            None => self.embed_and_search(&world, query, limit, settings).await?,
+            None => {
+                self.embed_and_search(&world, query, limit, settings, sources.as_deref())
+                    .await?
+            }
         };
         answer.timing.embed_ms = found.embed_ms;
         answer.timing.search_ms = found.search_ms;
-        let hits = found.hits;
+        let (hits, used) = (found.hits, found.used);
 
         let phase = Instant::now();
         self.verify(&world, hits, &mut answer).await?;
@@ -410,22 +563,61 @@ impl RetrievalService {
                 .then(a.chunk.chunk.book_number.cmp(&b.chunk.chunk.book_number))
                 .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
         });
+        answer.results = dedup(std::mem::take(&mut answer.results));
         answer.results.truncate(limit as usize);
+        answer.quality = Quality::judge(&answer.results, used);
+        answer.search_used = Some(used);
         let budget = settings.max_context_tokens.unwrap_or(self.limits.max_context_tokens);
         let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
-        let (context, left_out) = fit_context(passages, budget);
-        if left_out > 0 {
+        let counter = self
+            .providers
+            .chunk_counter(world.embedding.provider)
+            .await
+            .map_err(|err| ServiceError::Provider {
+                message: format!("the world's tokenizer is not available: {err}"),
+            })?;
+        let fitted = fit_context(passages, budget, counter.as_ref());
+        if fitted.cut {
             answer.warnings.push(Warning {
-                code: "context_truncated",
+                code: "context_cut",
                 message: format!(
-                    "{left_out} chunk(s) were left out of the context to keep it within {budget} tokens \
-                     (max_context_tokens); the results are complete"
+                    "the best hit is larger than the context budget of {budget} tokens (max_context_tokens); \
+                     the context holds its beginning, up to a sentence boundary"
                 ),
             });
         }
-        answer.context = context;
+        if fitted.left_out > 0 {
+            answer.warnings.push(Warning {
+                code: "context_truncated",
+                message: format!(
+                    "{} chunk(s) were left out of the context to keep it within {budget} tokens \
+                     (max_context_tokens); the results are complete",
+                    fitted.left_out
+                ),
+            });
+        }
+        answer.context = fitted.chunks;
+        answer.context_text = fitted.text;
+        answer.citations = fitted.citations;
         answer.timing.verify_ms = ms(phase.elapsed());
         answer.timing.total_ms = ms(started.elapsed());
         Ok((answer, Some(world.active_run)))
     }
+}
+
+/// Folds hits with the same text (the same hash: the same sentence in two sources, say) into
+/// the best-scored one, which lists the others' chunks; `results` are sorted best first.
+fn dedup(results: Vec<Hit>) -> Vec<Hit> {
+    let mut kept: Vec<Hit> = Vec::with_capacity(results.len());
+    let mut by_hash: HashMap<String, usize> = HashMap::new();
+    for hit in results {
+        match by_hash.get(&hit.chunk.chunk.sha256) {
+            Some(&i) => kept[i].duplicates.push(hit.chunk.chunk.id),
+            None => {
+                by_hash.insert(hit.chunk.chunk.sha256.clone(), kept.len());
+                kept.push(hit);
+            }
+        }
+    }
+    kept
 }

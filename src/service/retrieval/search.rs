@@ -9,7 +9,8 @@ impl RetrievalService {
         world: &World,
         query: &str,
         limit: u64,
-        settings: Settings,
+        settings: &Settings,
+        sources: Option<&[SourceId]>,
     ) -> ServiceResult<Found> {
         let phase = Instant::now();
         let budget = self.limits.query_budget;
@@ -24,9 +25,12 @@ impl RetrievalService {
             })??;
         let embed_ms = ms(phase.elapsed());
         let phase = Instant::now();
-        let hits = self.search(world, query, vector, limit as usize, settings).await?;
+        let (hits, used) = self
+            .search(world, query, vector, limit as usize, settings, sources)
+            .await?;
         Ok(Found {
             hits,
+            used,
             embed_ms,
             search_ms: ms(phase.elapsed()),
         })
@@ -139,29 +143,40 @@ impl RetrievalService {
         query: &str,
         vector: Vec<f32>,
         limit: usize,
-        settings: Settings,
-    ) -> ServiceResult<Vec<ScoredPoint>> {
+        settings: &Settings,
+        sources: Option<&[SourceId]>,
+    ) -> ServiceResult<(Vec<ScoredPoint>, SearchUsed)> {
+        let sources = sources.map(<[SourceId]>::to_vec);
         let filter = PointFilter::world(world.id).run(world.active_run);
         // Always sent, 0.0 included: with cosine a hit can score below zero, and the default
         // `min_score` of 0.0 keeps such hits out. Qdrant keeps scores strictly above its
         // threshold; `min_score` keeps a score equal to it, so the threshold is the float just
         // below.
         let threshold = Some(settings.min_score.next_down());
-        let hits = match settings.mode {
-            Mode::Dense => {
+        let used = match (settings.mode, settings.fusion) {
+            (Mode::Dense, _) => SearchUsed::Dense,
+            (Mode::Hybrid, FusionChoice::Given(fusion)) => SearchUsed::Hybrid(fusion),
+            // Fusion that knows its query: BM25 pays for identifiers and rare literal terms; for
+            // a question in plain words it only adds noise, so the dense ranking stands alone.
+            (Mode::Hybrid, FusionChoice::Auto) if has_literal_terms(query) => SearchUsed::Hybrid(Fusion::default()),
+            (Mode::Hybrid, FusionChoice::Auto) => SearchUsed::Dense,
+        };
+        let hits = match used {
+            SearchUsed::Dense => {
                 self.vectors
                     .search(
                         &world.collection,
                         DenseSearch {
                             vector,
                             filter,
+                            sources,
                             limit,
                             score_threshold: threshold,
                         },
                     )
                     .await?
             }
-            Mode::Hybrid => {
+            SearchUsed::Hybrid(fusion) => {
                 self.vectors
                     .hybrid_search(
                         &world.collection,
@@ -169,16 +184,50 @@ impl RetrievalService {
                             dense: vector,
                             sparse: crate::sparse::query(query),
                             filter,
+                            sources,
                             limit,
                             prefetch_limit: (limit * 2).max(MIN_PREFETCH),
                             dense_score_threshold: threshold,
+                            fusion,
                         },
                     )
                     .await?
             }
         };
-        Ok(hits)
+        Ok((hits, used))
     }
+}
+
+/// Whether `query` carries literal terms a lexical match finds better than an embedding: an
+/// identifier (`snake_case`, `CamelCase`, `os.path`, `--flag`, `a/b`, `x::y`), a token mixing
+/// letters and digits (`v2`, `rfc7231`, `0x1f`), an acronym (`HTTP`) or a quoted string.
+pub fn has_literal_terms(query: &str) -> bool {
+    if query.contains('`') || query.matches('"').count() >= 2 {
+        return true;
+    }
+    query.split_whitespace().any(|raw| {
+        let token = raw.trim_matches(|c: char| "'\"()[]{},;:?!".contains(c));
+        let token = token.trim_end_matches('.');
+        if token.chars().count() < 2 {
+            return false;
+        }
+        let letters = token.chars().filter(|c| c.is_alphabetic()).count();
+        let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
+        let inner = |c: char| {
+            token
+                .char_indices()
+                .any(|(i, x)| x == c && i > 0 && i + c.len_utf8() < token.len())
+        };
+        let camel = token.chars().skip(1).any(char::is_uppercase) && token.chars().any(char::is_lowercase);
+        let acronym = letters >= 2 && token.chars().all(|c| c.is_uppercase() || c.is_ascii_digit());
+        (letters > 0 && digits > 0)
+            || token.starts_with('-')
+            || ["_", "::", "/", "\\", "=", "#", "@", "$", "<", ">"].iter().any(|m| token.contains(m))
+            // `os.path`, `v1.2`; not an abbreviation such as `e.g` or `U.S`.
+            || (inner('.') && token.split('.').any(|part| part.chars().count() > 1))
+            || camel
+            || acronym
+    })
 }
 
 /// What a failed query embedding means for the caller: `Ok` carries an error worth trying
@@ -203,5 +252,46 @@ fn query_error(err: ProviderError) -> ServiceResult<ServiceError> {
         ProviderError::Permanent { message }
         | ProviderError::Malformed { message }
         | ProviderError::Unavailable { message } => Err(ServiceError::Provider { message }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_literal_terms;
+
+    #[test]
+    fn questions_in_plain_words_carry_no_literal_terms() {
+        for query in [
+            "who rules the northern isles?",
+            "How do I install the package on a new machine?",
+            "What's the difference between a list and a tuple?",
+            "Is it safe to delete old logs, e.g. after a week?",
+            "a",
+            "",
+            "Où se trouve la tour de sel ?",
+        ] {
+            assert!(!has_literal_terms(query), "{query}");
+        }
+    }
+
+    #[test]
+    fn identifiers_codes_acronyms_and_quotes_are_literal_terms() {
+        for query in [
+            "what does max_tokens do",
+            "QdrantClient timeout",
+            "os.path.join on windows",
+            "the --no-cache flag",
+            "std::fs::read",
+            "error E0063",
+            "ZX81",
+            "rfc7231 caching",
+            "HTTP keep-alive",
+            "what is `top_k`",
+            "the phrase \"salt tower\"",
+            "a/b testing in src/main.rs",
+            "@decorator usage",
+        ] {
+            assert!(has_literal_terms(query), "{query}");
+        }
     }
 }

@@ -37,6 +37,7 @@ impl RetrievalService {
                 answer.results.push(Hit {
                     chunk,
                     score: hit.score,
+                    duplicates: Vec::new(),
                 });
             } else {
                 stale.push((hit.id, chunk.chunk.id));

@@ -49,7 +49,27 @@ async fn context_holds_chunk_text_only() {
         "context = the selected chunk texts, in rank order"
     );
     let text = answer["context"]["text"].as_str().unwrap();
-    assert_eq!(text, texts(&answer).join("\n\n"));
+    let marked: Vec<String> = (texts(&answer).iter().enumerate())
+        .map(|(i, t)| format!("[{}] {t}", i + 1))
+        .collect();
+    assert_eq!(text, marked.join("\n\n"), "each hit its own numbered passage");
+    // One citation per context chunk, pointing at its hit and its span in the source.
+    let citations = answer["context"]["citations"].as_array().unwrap();
+    assert_eq!(citations.len(), 2, "{answer}");
+    for (i, (citation, result)) in citations.iter().zip(results).enumerate() {
+        assert_eq!(citation["n"], i + 1);
+        assert_eq!(citation["result_index"], i);
+        for field in [
+            "chunk_id",
+            "source_id",
+            "book_number",
+            "chunk_number",
+            "char_start",
+            "char_end",
+        ] {
+            assert_eq!(citation[field], result[field], "{field}: {answer}");
+        }
+    }
     assert!(!text.contains("isles-secret-name"), "no filenames in the context");
     assert!(!text.contains("score"), "no scores in the context");
     let overlap = results[0]["overlap_text"].as_str().unwrap();
@@ -93,7 +113,30 @@ async fn neighbors_stitch_chunks_of_the_same_source_in_reading_order() {
     assert_eq!(context(&answer), [sentence(1), sentence(2), sentence(3), sentence(4)]);
     assert_eq!(
         answer["context"]["text"],
-        [sentence(1), sentence(2), sentence(3), sentence(4)].join("\n\n")
+        format!(
+            "[1] {}",
+            [sentence(1), sentence(2), sentence(3), sentence(4)].join("\n\n")
+        ),
+        "one passage, one number"
+    );
+    // Every chunk of the passage cites it; neighbours cite the passage's best hit.
+    let citations = answer["context"]["citations"].as_array().unwrap();
+    let cited: Vec<(u64, u64, u64)> = citations
+        .iter()
+        .map(|c| {
+            (
+                c["n"].as_u64().unwrap(),
+                c["chunk_number"].as_u64().unwrap(),
+                c["result_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let best = hits[0];
+    let rank_of = |n: u64| if n == hits[1] { 1 } else { 0 };
+    assert_eq!(
+        cited,
+        [(1, 1, 0), (1, 2, rank_of(2)), (1, 3, rank_of(3)), (1, 4, 0)],
+        "best hit {best}: {answer}"
     );
 }
 
@@ -130,14 +173,26 @@ async fn the_context_keeps_within_its_token_budget_and_the_results_stay_whole() 
         "{answer}"
     );
 
-    // Room for the hit only, then for nothing at all: the results never change.
+    // Room for the hit only, then for less than the hit: its beginning, cut at a boundary,
+    // rather than an empty context; the results never change.
     let answer = s.ok(ask(tokens[2])).await;
     assert_eq!(context(&answer), [sentence(2)]);
     let answer = s.ok(ask(tokens[2] - 1)).await;
-    assert_eq!(context(&answer), Vec::<String>::new());
-    assert_eq!(answer["context"]["text"], "");
+    let cut = context(&answer);
+    assert_eq!(cut.len(), 1, "{answer}");
+    assert!(
+        !cut[0].is_empty() && sentence(2).starts_with(&cut[0]) && cut[0] != sentence(2),
+        "{answer}"
+    );
+    assert_eq!(answer["context"]["text"], format!("[1] {}", cut[0]));
+    let citation = &answer["context"]["citations"][0];
+    assert_eq!(
+        citation["char_end"].as_u64().unwrap() - citation["char_start"].as_u64().unwrap(),
+        cut[0].chars().count() as u64,
+        "the citation spans the cut text: {answer}"
+    );
     assert_eq!(texts(&answer), [sentence(2)], "results are not cut: {answer}");
-    assert_eq!(warning_codes(&answer), ["context_truncated"]);
+    assert_eq!(warning_codes(&answer), ["context_cut", "context_truncated"]);
 }
 
 #[tokio::test]
@@ -146,8 +201,10 @@ async fn the_configured_context_budget_applies_when_the_request_names_none() {
     s.ingest(&[("isles.txt", ISLES)]).await;
     let answer = s.ok(json!({"query": "who rules the northern isles", "top_k": 3})).await;
     assert_eq!(texts(&answer).len(), 3);
-    assert_eq!(context(&answer), Vec::<String>::new());
-    assert_eq!(warning_codes(&answer), ["context_truncated"]);
+    let cut = context(&answer);
+    assert_eq!(cut.len(), 1, "the best hit's first word: {answer}");
+    assert!(texts(&answer)[0].starts_with(&cut[0]), "{answer}");
+    assert_eq!(warning_codes(&answer), ["context_cut", "context_truncated"]);
     let answer = s
         .ok(json!({"query": "who rules the northern isles", "top_k": 3, "max_context_tokens": 1000}))
         .await;

@@ -130,7 +130,11 @@ async fn top_k_zero_returns_the_empty_shape_without_any_call() {
         .ok(json!({"query": "who rules the northern isles?", "top_k": 0}))
         .await;
     assert_eq!(answer["results"], json!([]));
-    assert_eq!(answer["context"], json!({"chunks": [], "text": ""}));
+    assert_eq!(answer["context"], json!({"chunks": [], "text": "", "citations": []}));
+    assert_eq!(
+        answer["quality"],
+        json!({"level": "none", "best_score": null, "score_gap": null})
+    );
     assert_eq!(answer["requested_top_k"], 0);
     assert_eq!(answer["effective_top_k"], 0);
     assert_eq!(answer["warnings"], json!([]));

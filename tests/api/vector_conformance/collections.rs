@@ -131,9 +131,11 @@ async fn a_missing_collection_reads_empty_and_refuses_searches_and_upserts(repo:
             values: vec![1.0],
         },
         filter: PointFilter::world(world),
+        sources: None,
         limit: 5,
         prefetch_limit: 5,
         dense_score_threshold: None,
+        fusion: quarry::vector::Fusion::default(),
     };
     let err = repo.hybrid_search(name, hybrid).await.unwrap_err();
     assert!(matches!(&err, Error::MissingCollection(n) if n == name), "{err:?}");

@@ -29,9 +29,11 @@ async fn edge_huge_limits_return_everything_without_exhausting_memory() {
             values: vec![1.0],
         },
         filter,
+        sources: None,
         limit: usize::MAX,
         prefetch_limit: usize::MAX,
         dense_score_threshold: None,
+        fusion: quarry::vector::Fusion::default(),
     };
     assert_eq!(repo.hybrid_search("hybrid", hybrid).await.unwrap().len(), 5);
     let page = repo.scroll("hybrid", filter, None, usize::MAX).await.unwrap();
@@ -107,9 +109,11 @@ async fn edge_data_survives_a_restart() {
                     values: vec![1.0],
                 },
                 filter: PointFilter::world(a.world),
+                sources: None,
                 limit: 2,
                 prefetch_limit: 10,
                 dense_score_threshold: None,
+                fusion: quarry::vector::Fusion::default(),
             },
         )
         .await

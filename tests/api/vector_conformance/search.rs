@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 
-use quarry::domain::{RunId, WorldId};
-use quarry::vector::{HybridSearch, Point, PointFilter, SparseVector, VectorRepo};
+use quarry::domain::{RunId, SourceId, WorldId};
+use quarry::vector::{Fusion, HybridSearch, Point, PointFilter, SparseVector, VectorRepo};
 use uuid::Uuid;
 
 use super::{Slot, assert_close, dense_search, spec};
@@ -136,9 +136,11 @@ async fn hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low(repo: &dyn V
                     values: vec![1.0],
                 },
                 filter: PointFilter::world(a.world).run(a.run),
+                sources: None,
                 limit: 3,
                 prefetch_limit: 20,
                 dense_score_threshold: None,
+                fusion: quarry::vector::Fusion::default(),
             },
         )
         .await
@@ -158,6 +160,64 @@ async fn hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low(repo: &dyn V
         "world a only"
     );
     assert_eq!(hits[1].id, a.id(0), "then the dense ranking");
+}
+
+async fn hybrid_search_fuses_with_the_weights_and_method_given(repo: &dyn VectorRepo) {
+    repo.ensure_collection(&spec("weighted", true)).await.unwrap();
+    let a = Slot::new();
+    const RARE: u32 = 4_000_000_003;
+    let q = [1.0, 0.0, 0.0, 0.0];
+    let mut points: Vec<Point> = (0..8)
+        .map(|i| a.sparse_point(i, [1.0, 0.05 * i as f32, 0.0, 0.0], &[(11, 1.0)]))
+        .collect();
+    // Last in the dense order, first (and alone) in the sparse one.
+    let target = a.sparse_point(8, [0.0, 0.0, 0.0, 1.0], &[(RARE, 1.2)]);
+    points.push(target.clone());
+    repo.upsert("weighted", points).await.unwrap();
+    let search = |fusion: Fusion| HybridSearch {
+        dense: q.to_vec(),
+        sparse: SparseVector {
+            indices: vec![RARE],
+            values: vec![1.0],
+        },
+        filter: PointFilter::world(a.world).run(a.run),
+        sources: None,
+        limit: 3,
+        prefetch_limit: 20,
+        dense_score_threshold: None,
+        fusion,
+    };
+    let rrf = |dense_weight, sparse_weight| Fusion::Rrf {
+        dense_weight,
+        sparse_weight,
+    };
+    let first = |hits: &[quarry::vector::ScoredPoint]| hits[0].id;
+
+    let equal = repo.hybrid_search("weighted", search(rrf(1.0, 1.0))).await.unwrap();
+    assert_eq!(
+        first(&equal),
+        target.id,
+        "equal weights: the sparse winner leads: {equal:?}"
+    );
+    // A weight divides its list's positions (Qdrant's weighted RRF, k = 60): the dense
+    // winner at weight 3 scores 1 / (1/3 + 59), up from 1 / 60.
+    let dense_heavy = repo.hybrid_search("weighted", search(rrf(3.0, 1.0))).await.unwrap();
+    let score_of = |hits: &[quarry::vector::ScoredPoint], id: Uuid| hits.iter().find(|h| h.id == id).unwrap().score;
+    assert_close(score_of(&equal, a.id(0)), 1.0 / 60.0, "weight 1");
+    assert_close(score_of(&dense_heavy, a.id(0)), 1.0 / (1.0 / 3.0 + 59.0), "weight 3");
+    let dense_only = repo.hybrid_search("weighted", search(rrf(1.0, 0.0))).await.unwrap();
+    let order: Vec<Uuid> = dense_only.iter().map(|h| h.id).collect();
+    assert_eq!(order, [a.id(0), a.id(1), a.id(2)], "the dense order alone");
+    let sparse_only = repo.hybrid_search("weighted", search(rrf(0.0, 1.0))).await.unwrap();
+    assert_eq!(first(&sparse_only), target.id, "{sparse_only:?}");
+
+    let dbsf = repo.hybrid_search("weighted", search(Fusion::Dbsf)).await.unwrap();
+    assert_eq!(dbsf.len(), 3, "{dbsf:?}");
+    assert!(dbsf.windows(2).all(|w| w[0].score >= w[1].score), "{dbsf:?}");
+    assert!(
+        dbsf.iter()
+            .all(|h| h.payload.as_ref().is_some_and(|p| p.world_id == a.world))
+    );
 }
 
 async fn hybrid_search_weighs_terms_by_their_rarity_in_the_world(repo: &dyn VectorRepo) {
@@ -188,9 +248,11 @@ async fn hybrid_search_weighs_terms_by_their_rarity_in_the_world(repo: &dyn Vect
                     values: vec![1.0, 1.0],
                 },
                 filter: PointFilter::world(a.world),
+                sources: None,
                 limit: 2,
                 prefetch_limit: 10,
                 dense_score_threshold: None,
+                fusion: quarry::vector::Fusion::default(),
             },
         )
         .await
@@ -298,11 +360,56 @@ async fn scroll_pages_through_a_world_in_id_order_without_duplicates(repo: &dyn 
     assert!(page.points.is_empty() && page.next.is_none());
 }
 
+async fn searches_keep_to_the_sources_they_are_given(repo: &dyn VectorRepo) {
+    repo.ensure_collection(&spec("chunks", true)).await.unwrap();
+    let a = Slot::new();
+    let b = a.with_source(SourceId::new());
+    let c = a.with_source(SourceId::new());
+    let q = [1.0, 0.0, 0.0, 0.0];
+    let points = vec![
+        a.sparse_point(0, [1.0, 0.0, 0.0, 0.0], &[(7, 1.0)]),
+        b.sparse_point(0, [1.0, 0.1, 0.0, 0.0], &[(7, 1.0)]),
+        c.sparse_point(0, [1.0, 0.2, 0.0, 0.0], &[(7, 1.0)]),
+    ];
+    repo.upsert("chunks", points).await.unwrap();
+    let filter = PointFilter::world(a.world).run(a.run);
+    let ids = |hits: Vec<quarry::vector::ScoredPoint>| -> HashSet<Uuid> { hits.iter().map(|h| h.id).collect() };
+
+    let mut dense = dense_search(q, filter, 10, None);
+    assert_eq!(ids(repo.search("chunks", dense.clone()).await.unwrap()).len(), 3);
+    dense.sources = Some(vec![b.source, c.source]);
+    let found = ids(repo.search("chunks", dense.clone()).await.unwrap());
+    assert_eq!(found, HashSet::from([b.id(0), c.id(0)]), "any of the sources given");
+    dense.sources = Some(vec![SourceId::new()]);
+    assert!(
+        repo.search("chunks", dense).await.unwrap().is_empty(),
+        "none of the world's"
+    );
+
+    let hybrid = HybridSearch {
+        dense: q.to_vec(),
+        sparse: SparseVector {
+            indices: vec![7],
+            values: vec![1.0],
+        },
+        filter,
+        sources: Some(vec![a.source]),
+        limit: 10,
+        prefetch_limit: 20,
+        dense_score_threshold: None,
+        fusion: quarry::vector::Fusion::default(),
+    };
+    let found = ids(repo.hybrid_search("chunks", hybrid).await.unwrap());
+    assert_eq!(found, HashSet::from([a.id(0)]), "both prefetches keep to the sources");
+}
+
 conformance_tests!(
     search_stays_in_its_world_ranks_best_first_and_applies_the_threshold,
     hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low,
+    hybrid_search_fuses_with_the_weights_and_method_given,
     hybrid_search_weighs_terms_by_their_rarity_in_the_world,
     retrieve_skips_missing_ids_and_keeps_the_requested_order,
     dense_vectors_come_back_unit_length_for_reuse,
     scroll_pages_through_a_world_in_id_order_without_duplicates,
+    searches_keep_to_the_sources_they_are_given,
 );
