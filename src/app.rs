@@ -147,7 +147,8 @@ impl App {
             RetrievalLimits::for_request_timeout(
                 settings.retrieval.max_context_tokens,
                 Duration::from_secs(settings.server.request_timeout_s),
-            ),
+            )
+            .with_full_context_threshold(settings.retrieval.full_context_threshold),
         ));
         let state = AppState {
             store: store.clone(),

@@ -49,12 +49,18 @@ pub struct RetrievalSettings {
     /// Results are never cut; see the retrieval module.
     #[serde(deserialize_with = "whole::deserialize")]
     pub max_context_tokens: u32,
+    /// `mode: auto` hands the whole corpus (the world, or the sources a filter keeps) to the
+    /// model, with no search, when its tokens are at most this and the context budget
+    /// (0 to 2^20; 0 never does).
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub full_context_threshold: u32,
 }
 
 impl Default for RetrievalSettings {
     fn default() -> Self {
         Self {
             max_context_tokens: 32_768,
+            full_context_threshold: 30_000,
         }
     }
 }
@@ -512,6 +518,11 @@ impl Settings {
                 "retrieval.max_context_tokens must be between 1 and {MAX_CONTEXT_TOKENS}"
             ));
         }
+        if self.retrieval.full_context_threshold > MAX_CONTEXT_TOKENS {
+            return fail(format!(
+                "retrieval.full_context_threshold must be between 0 and {MAX_CONTEXT_TOKENS}"
+            ));
+        }
         if let Some(key) = &self.security.master_key {
             self.master_key_bytes(key)?;
         }
@@ -956,6 +967,13 @@ mod tests {
                 .to_string();
             assert!(err.contains("retrieval.max_context_tokens"), "{bad}: {err}");
         }
+        assert_eq!(s.retrieval.full_context_threshold, 30_000);
+        let s = Settings::load_from(None, env(&[("QUARRY__RETRIEVAL__FULL_CONTEXT_THRESHOLD", "0")])).unwrap();
+        assert_eq!(s.retrieval.full_context_threshold, 0);
+        let err = Settings::load_from(None, env(&[("QUARRY__RETRIEVAL__FULL_CONTEXT_THRESHOLD", "1048577")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("retrieval.full_context_threshold"), "{err}");
     }
 
     #[test]

@@ -100,7 +100,9 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         None => Mode::Dense,
         Some(Value::String(s)) if s == "dense" => Mode::Dense,
         Some(Value::String(s)) if s == "hybrid" => Mode::Hybrid,
-        Some(_) => return Err(bad("mode", "mode must be `dense` or `hybrid`")),
+        Some(Value::String(s)) if s == "auto" => Mode::Auto,
+        Some(Value::String(s)) if s == "full" => Mode::Full,
+        Some(_) => return Err(bad("mode", "mode must be `dense`, `hybrid`, `auto` or `full`")),
     };
     let mut neighbors = match &body.neighbors {
         None => 0,
@@ -131,8 +133,8 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
     let fusion = match &body.fusion {
         None => FusionChoice::Auto,
         Some(value) => {
-            if mode != Mode::Hybrid {
-                return Err(bad("fusion", "fusion applies to mode `hybrid` only"));
+            if !matches!(mode, Mode::Hybrid | Mode::Auto) {
+                return Err(bad("fusion", "fusion applies to modes `hybrid` and `auto` only"));
             }
             parse_fusion(value)?
         }
@@ -304,10 +306,15 @@ pub struct RetrieveRequest {
     /// it thresholds the dense candidates only.
     #[schema(example = 0.35, minimum = 0.0, maximum = 1.0)]
     pub min_score: Option<f64>,
-    /// `dense` (default) or `hybrid` (dense + BM25, fused as `fusion` says; hybrid worlds only).
+    /// `dense` (default); `hybrid` (dense + BM25, fused as `fusion` says; hybrid worlds
+    /// only); `full` (no search: the whole corpus — the world, or the sources `filter` keeps —
+    /// in reading order as the context, cut to the budget; no provider call); `auto` (`full`
+    /// when the corpus has at most `retrieval.full_context_threshold` tokens, 30,000 by
+    /// default, and fits the budget; else `hybrid` on a hybrid world, `dense` otherwise).
     #[schema(example = "dense")]
     pub mode: Option<String>,
-    /// How `hybrid` fuses its dense and BM25 rankings (mode `hybrid` only; default `auto`).
+    /// How a hybrid search fuses its dense and BM25 rankings (modes `hybrid` and `auto`;
+    /// default `auto`).
     pub fusion: Option<RetrieveFusion>,
     /// Chunks of the same source stitched into the context on each side of a hit (0–3, default 0).
     #[schema(example = 0, minimum = 0, maximum = 3)]
@@ -401,8 +408,9 @@ pub struct RetrievalContext {
 pub struct RetrievalCitation {
     /// The passage's number in `context.text` (`[n]`).
     pub n: u32,
-    /// Index in `results` of the hit this chunk is, or of its passage's best hit (a neighbour).
-    pub result_index: usize,
+    /// Index in `results` of the hit this chunk is, or of its passage's best hit (a
+    /// neighbour); `null` in a full-context answer, which has no results.
+    pub result_index: Option<usize>,
     pub chunk_id: Uuid,
     pub source_id: Uuid,
     pub book_number: u32,
@@ -438,6 +446,16 @@ pub struct RetrievalRepair {
     /// `stale_point_deleted` (the slot is queued for embedding again) or `orphan_point_deleted`
     /// (the point's chunk no longer exists).
     pub kind: String,
+}
+
+/// The size of a corpus.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalCorpus {
+    pub sources: u64,
+    /// Chunks, whatever their embedding state.
+    pub chunks: u64,
+    /// The chunks' token counts summed.
+    pub tokens: u64,
 }
 
 /// A fusion as run.
@@ -486,9 +504,12 @@ pub struct RetrieveResponse {
     pub results: Vec<RetrievalResult>,
     pub context: RetrievalContext,
     pub quality: RetrievalQuality,
-    /// The search that ran: `dense` or `hybrid`; `null` when none did (top_k 0, nothing
-    /// embedded, a filter matching nothing).
+    /// What ran: `dense`, `hybrid` or `full` (the whole corpus as the context); `null` when
+    /// nothing did (top_k 0, nothing embedded, a filter matching nothing).
     pub mode_used: Option<String>,
+    /// The corpus a `full`/`auto` request looked at (the world's served run, or the sources
+    /// the filter keeps); `null` in the other modes.
+    pub corpus: Option<RetrievalCorpus>,
     /// The fusion a `hybrid` search used (`null` otherwise).
     pub fusion_used: Option<RetrievalFusion>,
     pub requested_top_k: u64,
@@ -556,8 +577,14 @@ impl From<Retrieval> for RetrieveResponse {
                 match used {
                     SearchUsed::Dense => "dense",
                     SearchUsed::Hybrid(_) => "hybrid",
+                    SearchUsed::FullContext => "full",
                 }
                 .to_owned()
+            }),
+            corpus: r.corpus.map(|c| RetrievalCorpus {
+                sources: c.sources,
+                chunks: c.chunks,
+                tokens: c.tokens,
             }),
             fusion_used: match r.search_used {
                 Some(SearchUsed::Hybrid(fusion)) => Some(fusion.into()),

@@ -16,7 +16,7 @@ pub use job::{
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
     Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewSource, Source, SourceCounts, SourceDeletion,
-    SourceFormat, media_essence,
+    SourceFormat, SourceSize, media_essence,
 };
 pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{

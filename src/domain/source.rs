@@ -82,6 +82,14 @@ pub struct ChunkView {
     pub point_id: uuid::Uuid,
 }
 
+/// How much text one source holds in one run: its chunks and their tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceSize {
+    pub source_id: SourceId,
+    pub chunks: u64,
+    pub tokens: u64,
+}
+
 /// The last failed attempt of a chunk's embedding, as recorded on its manifest entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryError {

@@ -63,7 +63,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
     ManifestEntry, NewChunk, NewKey, NewSource, NewWorld, ProviderKind, RunId, RunInfo, Source, SourceCounts,
-    SourceDeletion, SourceId, StoredKey, WorkItem, World, WorldId, WorldStats,
+    SourceDeletion, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -285,6 +285,9 @@ pub trait RetrievalStore: Send + Sync {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkView>>;
+    /// Every source with chunks in `run` of `world`: how many, and their tokens (each chunk's
+    /// `token_count`), whatever their embedding state. One aggregate over the run's chunks.
+    async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>>;
     /// Marks embedded or failed entries of `run` pending again (no attempts spent, embedded
     /// hash cleared, `warning` recorded) under a job that has not ended, so that they are worked
     /// on and counted before it can end:

@@ -11,7 +11,7 @@ use super::rows::{ChunkViewRow, WorldCountRow, in_list, narrow, wide};
 use super::runs::lock_run;
 use super::worlds::{lock_world, world_columns};
 use super::{Result, RetrievalStore, ReuseStore};
-use crate::domain::{ChunkId, ChunkView, JobId, JobKind, JobStatus, RunId, SourceId, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, JobId, JobKind, JobStatus, RunId, SourceId, SourceSize, World, WorldId};
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
 macro_rules! select_chunk_view {
@@ -115,6 +115,26 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         found.sort_by_key(|v| (v.chunk.source_id.0, v.chunk.chunk_number));
         found.dedup_by_key(|v| v.chunk.id);
         Ok(found)
+    }
+
+    async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>> {
+        let rows: Vec<(Uuid, i64, i64)> = sqlx::query_as(
+            "SELECT source_id, COUNT(*), CAST(COALESCE(SUM(token_count), 0) AS BIGINT) FROM chunks \
+             WHERE world_id = $1 AND run_id = $2 GROUP BY source_id",
+        )
+        .bind(world.0)
+        .bind(run.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(source, chunks, tokens)| {
+                Ok(SourceSize {
+                    source_id: SourceId(source),
+                    chunks: narrow("chunks", chunks)?,
+                    tokens: narrow("chunks", tokens)?,
+                })
+            })
+            .collect()
     }
 
     async fn requeue_entries(

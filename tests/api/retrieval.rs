@@ -7,6 +7,7 @@
 mod context;
 mod failures;
 mod filters;
+mod full_context;
 mod fusion;
 mod head_starts;
 mod query_limits;

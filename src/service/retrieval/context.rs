@@ -84,6 +84,93 @@ impl RetrievalService {
     }
 }
 
+impl RetrievalService {
+    /// Answers with the whole corpus (the sources `sizes` names) as the context, in reading
+    /// order (book, then chunk number), one passage per source, within `budget` tokens; no
+    /// query embedding, no search, no results. An empty corpus is the usual empty answer.
+    pub(super) async fn full_context(
+        &self,
+        world: &World,
+        sizes: &[SourceSize],
+        budget: u32,
+        answer: &mut Retrieval,
+    ) -> ServiceResult<()> {
+        answer.search_used = Some(SearchUsed::FullContext);
+        if sizes.iter().all(|s| s.chunks == 0) {
+            answer.warnings.push(Warning {
+                code: "no_embedded_chunks",
+                message: "the world has no chunks yet; the context is empty".into(),
+            });
+            return Ok(());
+        }
+        answer.quality.level = QualityLevel::Unrated;
+        let phase = Instant::now();
+        let windows: Vec<(SourceId, u32, u32)> = sizes.iter().map(|s| (s.source_id, 0, u32::MAX)).collect();
+        let mut chunks = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
+        chunks.sort_unstable_by_key(|v| (v.chunk.book_number, v.chunk.chunk_number));
+        let fitted = fit_reading_order(chunks, budget);
+        if fitted.left_out > 0 {
+            answer.warnings.push(Warning {
+                code: "context_truncated",
+                message: format!(
+                    "the corpus is larger than the context budget of {budget} tokens (max_context_tokens): \
+                     {} chunk(s) at its end were left out",
+                    fitted.left_out
+                ),
+            });
+        }
+        answer.context = fitted.chunks;
+        answer.context_text = fitted.text;
+        answer.citations = fitted.citations;
+        answer.timing.verify_ms = ms(phase.elapsed());
+        Ok(())
+    }
+}
+
+/// `chunks` (in reading order) from the start, while they fit `budget`: one passage per
+/// source, each chunk cited. The first chunk that does not fit ends the context.
+fn fit_reading_order(chunks: Vec<ChunkView>, budget: u32) -> Fitted {
+    let mut fitted = Fitted::default();
+    let mut room = u64::from(budget);
+    let mut passages: Vec<Vec<String>> = Vec::new();
+    let mut current: Option<SourceId> = None;
+    let total = chunks.len();
+    for view in chunks {
+        let tokens = u64::from(view.chunk.token_count);
+        if tokens > room {
+            break;
+        }
+        room -= tokens;
+        let c = view.chunk;
+        if current != Some(c.source_id) {
+            current = Some(c.source_id);
+            passages.push(Vec::new());
+        }
+        fitted.citations.push(Citation {
+            n: passages.len() as u32,
+            result_index: None,
+            chunk_id: c.id,
+            source_id: c.source_id,
+            book_number: c.book_number,
+            chunk_number: c.chunk_number,
+            char_start: c.char_start,
+            char_end: c.char_end,
+        });
+        if let Some(passage) = passages.last_mut() {
+            passage.push(c.chunk_text.clone());
+        }
+        fitted.chunks.push(c.chunk_text);
+    }
+    fitted.left_out = total - fitted.chunks.len();
+    fitted.text = passages
+        .iter()
+        .enumerate()
+        .map(|(i, parts)| format!("[{}] {}", i + 1, parts.join("\n\n")))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    fitted
+}
+
 /// One chunk of a context passage.
 #[derive(Debug)]
 pub(super) struct Piece {
@@ -260,7 +347,7 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
             };
             fitted.citations.push(Citation {
                 n: texts.len() as u32 + 1,
-                result_index: piece.rank.or(best).unwrap_or_default(),
+                result_index: piece.rank.or(best),
                 chunk_id: cite.chunk,
                 source_id: cite.source,
                 book_number: cite.book_number,
@@ -353,10 +440,10 @@ mod tests {
         assert_eq!(fitted.chunks, ["a3", "a4", "a5", "b9"]);
         assert_eq!(fitted.left_out, 0);
         assert_eq!(fitted.text, "[1] a3\n\na4\n\na5\n\n[2] b9", "one number per passage");
-        let numbers: Vec<(u32, usize)> = fitted.citations.iter().map(|c| (c.n, c.result_index)).collect();
+        let numbers: Vec<(u32, Option<usize>)> = fitted.citations.iter().map(|c| (c.n, c.result_index)).collect();
         assert_eq!(
             numbers,
-            [(1, 0), (1, 0), (1, 0), (2, 1)],
+            [(1, Some(0)), (1, Some(0)), (1, Some(0)), (2, Some(1))],
             "neighbours cite their passage's hit"
         );
     }

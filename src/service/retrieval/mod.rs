@@ -60,7 +60,7 @@ use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::TokenCounter;
-use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, RunId, SourceId, SourceSize, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
@@ -89,6 +89,13 @@ pub const MAX_QUERY_BYTES: usize = 64 * 1024;
 pub enum Mode {
     Dense,
     Hybrid,
+    /// The whole corpus as the context when it fits `retrieval.full_context_threshold` (and
+    /// the budget), else the world's search (hybrid with fusion by the query on a hybrid
+    /// world, dense otherwise).
+    Auto,
+    /// The whole corpus as the context, in reading order, whatever its size (cut to the
+    /// budget); no query embedding, no search.
+    Full,
 }
 
 /// Validated retrieval settings (parsed from the request at the edge, `api::retrieve`).
@@ -123,6 +130,18 @@ pub enum SearchUsed {
     #[default]
     Dense,
     Hybrid(Fusion),
+    /// No search: the whole corpus is the context.
+    FullContext,
+}
+
+/// The corpus a full-context decision looked at: the world's active run, or the sources a
+/// filter keeps. Chunks count whatever their embedding state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CorpusStats {
+    pub sources: u64,
+    pub chunks: u64,
+    /// The chunks' `token_count`s summed.
+    pub tokens: u64,
 }
 
 /// Which sources a retrieval searches. Each given list must match (a source is kept when it is
@@ -159,7 +178,8 @@ pub struct Hit {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Citation {
     pub n: u32,
-    pub result_index: usize,
+    /// `None` in full-context answers, which have no results.
+    pub result_index: Option<usize>,
     pub chunk_id: ChunkId,
     pub source_id: SourceId,
     pub book_number: u32,
@@ -180,7 +200,7 @@ pub enum QualityLevel {
     Low,
     /// No hits.
     None,
-    /// Hybrid answers' scores are fused ranks, not similarities: not judged.
+    /// Fused scores are not similarities, and a full-context answer has no hits: not judged.
     Unrated,
 }
 
@@ -218,7 +238,7 @@ impl Quality {
         };
         let level = match (best_score, used) {
             (None, _) => QualityLevel::None,
-            (Some(_), SearchUsed::Hybrid(_)) => QualityLevel::Unrated,
+            (Some(_), SearchUsed::Hybrid(_) | SearchUsed::FullContext) => QualityLevel::Unrated,
             (Some(best), SearchUsed::Dense) => {
                 let clear = score_gap.is_none_or(|gap| gap >= CLEAR_GAP);
                 if best >= HIGH_SCORE || (best >= LOW_SCORE && clear) {
@@ -272,6 +292,8 @@ pub struct Retrieval {
     pub quality: Quality,
     /// The search that ran (`None`: none did).
     pub search_used: Option<SearchUsed>,
+    /// The corpus's size, in `auto` and `full` modes.
+    pub corpus: Option<CorpusStats>,
     pub requested_top_k: u64,
     pub effective_top_k: u64,
     pub warnings: Vec<Warning>,
@@ -331,6 +353,8 @@ pub struct RetrievalLimits {
     /// Longest the query's embedding may take, key waits and retries included; past it the
     /// answer is 502 `provider_error`. See [`RetrievalLimits::for_request_timeout`].
     pub query_budget: Duration,
+    /// `mode: auto` answers with the whole corpus at most this many tokens (and the budget).
+    pub full_context_threshold: u32,
 }
 
 impl RetrievalLimits {
@@ -342,6 +366,15 @@ impl RetrievalLimits {
         Self {
             max_context_tokens,
             query_budget: request_timeout.saturating_sub(margin),
+            full_context_threshold: 30_000,
+        }
+    }
+
+    #[must_use]
+    pub fn with_full_context_threshold(self, full_context_threshold: u32) -> Self {
+        Self {
+            full_context_threshold,
+            ..self
         }
     }
 }
@@ -457,7 +490,7 @@ impl RetrievalService {
                     && settings.filter.is_none()
                     && settings.top_k > 0
                     && h.embedded > 0
-                    && (settings.mode == Mode::Dense || h.world.hybrid)
+                    && (settings.mode == Mode::Dense || (settings.mode == Mode::Hybrid && h.world.hybrid))
             })
             .cloned();
         // The world and its embedded chunks (up to `top_k`, and at least one so that the hint
@@ -469,7 +502,7 @@ impl RetrievalService {
             Some(hint) => {
                 let (read, found) = tokio::join!(
                     self.store.world_for_retrieval(world_id, count_to),
-                    self.embed_and_search(&hint.world, stripped, settings.top_k, settings, None)
+                    self.embed_and_search(&hint.world, stripped, settings.top_k, settings.mode, settings, None)
                 );
                 (read, Some((hint.world, found)))
             }
@@ -510,20 +543,6 @@ impl RetrievalService {
             requested_top_k: settings.top_k,
             ..Retrieval::default()
         };
-        if settings.top_k == 0 {
-            answer.timing.total_ms = ms(started.elapsed());
-            return Ok((answer, None));
-        }
-        if embedded == 0 {
-            answer.warnings.push(Warning {
-                code: "no_embedded_chunks",
-                message: "the world has no embedded chunks yet; nothing was searched".into(),
-            });
-            answer.timing.total_ms = ms(started.elapsed());
-            return Ok((answer, None));
-        }
-        let limit = settings.top_k.min(embedded);
-        answer.effective_top_k = limit;
         // A filter is resolved to the sources it keeps, which the search is limited to.
         let sources = match &settings.filter {
             None => None,
@@ -543,11 +562,49 @@ impl RetrievalService {
                 Some(sources)
             }
         };
+        let budget = settings.max_context_tokens.unwrap_or(self.limits.max_context_tokens);
+        let mode = match settings.mode {
+            Mode::Dense | Mode::Hybrid => settings.mode,
+            Mode::Auto | Mode::Full => {
+                let sizes = self.store.source_sizes(world.id, world.active_run).await?;
+                let kept: Vec<SourceSize> = sizes
+                    .into_iter()
+                    .filter(|size| sources.as_ref().is_none_or(|s| s.contains(&size.source_id)))
+                    .collect();
+                let corpus = CorpusStats {
+                    sources: kept.len() as u64,
+                    chunks: kept.iter().map(|s| s.chunks).sum(),
+                    tokens: kept.iter().map(|s| s.tokens).sum(),
+                };
+                answer.corpus = Some(corpus);
+                let threshold = self.limits.full_context_threshold.min(budget);
+                if settings.mode == Mode::Full || corpus.tokens <= u64::from(threshold) {
+                    self.full_context(&world, &kept, budget, &mut answer).await?;
+                    answer.timing.total_ms = ms(started.elapsed());
+                    return Ok((answer, Some(world.active_run)));
+                }
+                if world.hybrid { Mode::Hybrid } else { Mode::Dense }
+            }
+        };
+        if settings.top_k == 0 {
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok((answer, None));
+        }
+        if embedded == 0 {
+            answer.warnings.push(Warning {
+                code: "no_embedded_chunks",
+                message: "the world has no embedded chunks yet; nothing was searched".into(),
+            });
+            answer.timing.total_ms = ms(started.elapsed());
+            return Ok((answer, None));
+        }
+        let limit = settings.top_k.min(embedded);
+        answer.effective_top_k = limit;
 
         let found = match ahead {
             Some(found) => found?,
             None => {
-                self.embed_and_search(&world, query, limit, settings, sources.as_deref())
+                self.embed_and_search(&world, query, limit, mode, settings, sources.as_deref())
                     .await?
             }
         };
@@ -567,7 +624,6 @@ impl RetrievalService {
         answer.results.truncate(limit as usize);
         answer.quality = Quality::judge(&answer.results, used);
         answer.search_used = Some(used);
-        let budget = settings.max_context_tokens.unwrap_or(self.limits.max_context_tokens);
         let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
         let counter = self
             .providers

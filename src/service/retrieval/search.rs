@@ -9,6 +9,7 @@ impl RetrievalService {
         world: &World,
         query: &str,
         limit: u64,
+        mode: Mode,
         settings: &Settings,
         sources: Option<&[SourceId]>,
     ) -> ServiceResult<Found> {
@@ -25,9 +26,21 @@ impl RetrievalService {
             })??;
         let embed_ms = ms(phase.elapsed());
         let phase = Instant::now();
-        let (hits, used) = self
-            .search(world, query, vector, limit as usize, settings, sources)
-            .await?;
+        let used = match (mode, settings.fusion) {
+            (Mode::Dense | Mode::Auto | Mode::Full, _) => SearchUsed::Dense,
+            (Mode::Hybrid, FusionChoice::Given(fusion)) => SearchUsed::Hybrid(fusion),
+            // Fusion that knows its query: BM25 pays for identifiers and rare literal terms; for
+            // a question in plain words it only adds noise, so the dense ranking stands alone.
+            (Mode::Hybrid, FusionChoice::Auto) if has_literal_terms(query) => SearchUsed::Hybrid(Fusion::default()),
+            (Mode::Hybrid, FusionChoice::Auto) => SearchUsed::Dense,
+        };
+        let plan = SearchPlan {
+            used,
+            limit: limit as usize,
+            min_score: settings.min_score,
+            sources: sources.map(<[SourceId]>::to_vec),
+        };
+        let hits = self.search(world, query, vector, plan).await?;
         Ok(Found {
             hits,
             used,
@@ -142,27 +155,22 @@ impl RetrievalService {
         world: &World,
         query: &str,
         vector: Vec<f32>,
-        limit: usize,
-        settings: &Settings,
-        sources: Option<&[SourceId]>,
-    ) -> ServiceResult<(Vec<ScoredPoint>, SearchUsed)> {
-        let sources = sources.map(<[SourceId]>::to_vec);
+        plan: SearchPlan,
+    ) -> ServiceResult<Vec<ScoredPoint>> {
+        let SearchPlan {
+            used,
+            limit,
+            min_score,
+            sources,
+        } = plan;
         let filter = PointFilter::world(world.id).run(world.active_run);
         // Always sent, 0.0 included: with cosine a hit can score below zero, and the default
         // `min_score` of 0.0 keeps such hits out. Qdrant keeps scores strictly above its
         // threshold; `min_score` keeps a score equal to it, so the threshold is the float just
         // below.
-        let threshold = Some(settings.min_score.next_down());
-        let used = match (settings.mode, settings.fusion) {
-            (Mode::Dense, _) => SearchUsed::Dense,
-            (Mode::Hybrid, FusionChoice::Given(fusion)) => SearchUsed::Hybrid(fusion),
-            // Fusion that knows its query: BM25 pays for identifiers and rare literal terms; for
-            // a question in plain words it only adds noise, so the dense ranking stands alone.
-            (Mode::Hybrid, FusionChoice::Auto) if has_literal_terms(query) => SearchUsed::Hybrid(Fusion::default()),
-            (Mode::Hybrid, FusionChoice::Auto) => SearchUsed::Dense,
-        };
+        let threshold = Some(min_score.next_down());
         let hits = match used {
-            SearchUsed::Dense => {
+            SearchUsed::Dense | SearchUsed::FullContext => {
                 self.vectors
                     .search(
                         &world.collection,
@@ -194,8 +202,16 @@ impl RetrievalService {
                     .await?
             }
         };
-        Ok((hits, used))
+        Ok(hits)
     }
+}
+
+/// What one search runs: the search, how many hits, the lowest score, the sources kept.
+struct SearchPlan {
+    used: SearchUsed,
+    limit: usize,
+    min_score: f32,
+    sources: Option<Vec<SourceId>>,
 }
 
 /// Whether `query` carries literal terms a lexical match finds better than an embedding: an

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{SubsecRound, Utc};
-use quarry::domain::{JobKind, JobStatus, SourceId, WorldId};
+use quarry::domain::{JobKind, JobStatus, RunId, SourceId, WorldId};
 use quarry::store::Store;
 
 use super::{add_source, claim, complete, new_world};
@@ -242,6 +242,27 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let window = store.chunk_windows(world.id, run, &many).await.unwrap();
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
     assert_eq!(numbers, [0, 1, 2, 3]);
+    // A whole source, as full-context retrieval reads it.
+    let whole = store
+        .chunk_windows(world.id, run, &[(source.id, 0, u32::MAX)])
+        .await
+        .unwrap();
+    assert_eq!(whole.len(), 4);
+    // Its size: chunks and tokens, whatever their embedding state; nothing for other worlds
+    // or runs.
+    let sizes = store.source_sizes(world.id, run).await.unwrap();
+    let tokens: u64 = whole.iter().map(|v| u64::from(v.chunk.token_count)).sum();
+    assert_eq!(
+        sizes,
+        [quarry::domain::SourceSize {
+            source_id: source.id,
+            chunks: 4,
+            tokens
+        }]
+    );
+    assert!(tokens > 0);
+    assert!(store.source_sizes(other.id, run).await.unwrap().is_empty());
+    assert!(store.source_sizes(world.id, RunId::new()).await.unwrap().is_empty());
 
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);
