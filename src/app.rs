@@ -121,6 +121,7 @@ impl App {
             registry.clone(),
             scheduler.clone(),
             engine.clone(),
+            settings.retrieval.max_context_tokens,
         ));
         let sources = Arc::new(SourceService::new(
             store.clone(),
@@ -190,6 +191,20 @@ impl App {
         // Background work starts once the port is ours: a process that cannot bind (the port
         // taken) fails without having touched a job, a key or a vector.
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));
+        {
+            // Parents for sources chunked before they existed (small-to-large retrieval).
+            let (store, cancel) = (store.clone(), cancel.clone());
+            tracker.spawn(async move {
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    result = crate::jobs::parents::backfill(store.as_ref()) => {
+                        if let Err(err) = result {
+                            tracing::warn!(error = %crate::telemetry::error_chain(&err), "the parents pass failed");
+                        }
+                    }
+                }
+            });
+        }
         let run_workers = settings.embedding.workers > 0;
         let start_workers = {
             let (tracker, cancel) = (tracker.clone(), cancel.clone());

@@ -56,6 +56,7 @@ pub async fn reingest_world(
     let chunking = req.chunking.unwrap_or(ChunkingRequest {
         max_tokens: None,
         overlap_tokens: None,
+        parent_max_tokens: None,
     });
     let job = state
         .worlds
@@ -68,6 +69,7 @@ pub async fn reingest_world(
                     .transpose()?,
                 max_tokens: chunking.max_tokens,
                 overlap_tokens: chunking.overlap_tokens,
+                parent_max_tokens: chunking.parent_max_tokens,
             },
         )
         .await?;

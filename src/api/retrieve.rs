@@ -20,7 +20,7 @@ use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::SourceId;
 use crate::domain::WorldId;
 use crate::service::retrieval::{
-    DEFAULT_TOP_K, FusionChoice, MAX_NEIGHBORS, MAX_TOP_K, Mode, QualityLevel, Retrieval, SearchUsed, Settings,
+    DEFAULT_TOP_K, Expand, FusionChoice, MAX_NEIGHBORS, MAX_TOP_K, Mode, QualityLevel, Retrieval, SearchUsed, Settings,
     SourceFilter,
 };
 use crate::state::AppState;
@@ -104,21 +104,23 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         Some(Value::String(s)) if s == "full" => Mode::Full,
         Some(_) => return Err(bad("mode", "mode must be `dense`, `hybrid`, `auto` or `full`")),
     };
-    let mut neighbors = match &body.neighbors {
+    let neighbors = match &body.neighbors {
         None => 0,
         Some(v) => bounded_integer("neighbors", v, u64::from(MAX_NEIGHBORS))? as u32,
     };
-    match &body.expand {
-        None => {}
+    let expand = match &body.expand {
+        None if neighbors > 0 => Expand::Neighbors(neighbors),
+        None => Expand::None,
         // The hits' neighbours: `neighbors` of them on each side (1 when not given).
-        Some(Value::String(s)) if s == "neighbors" => neighbors = neighbors.max(1),
-        Some(Value::String(s)) if s == "none" => {
-            if body.neighbors.is_some() && neighbors > 0 {
-                return Err(bad("expand", "expand `none` contradicts neighbors > 0"));
+        Some(Value::String(s)) if s == "neighbors" => Expand::Neighbors(neighbors.max(1)),
+        Some(Value::String(s)) if s == "none" || s == "parent" => {
+            if neighbors > 0 {
+                return Err(bad("expand", format!("expand `{s}` contradicts neighbors > 0")));
             }
+            if s == "parent" { Expand::Parent } else { Expand::None }
         }
-        Some(_) => return Err(bad("expand", "expand must be `none` or `neighbors`")),
-    }
+        Some(_) => return Err(bad("expand", "expand must be `none`, `neighbors` or `parent`")),
+    };
     let max_context_tokens = match &body.max_context_tokens {
         None => None,
         Some(v) => match bounded_integer("max_context_tokens", v, u64::from(MAX_CONTEXT_TOKENS))? {
@@ -143,7 +145,7 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         top_k,
         min_score,
         mode,
-        neighbors,
+        expand,
         max_context_tokens,
         filter,
         fusion,
@@ -320,9 +322,12 @@ pub struct RetrieveRequest {
     #[schema(example = 0, minimum = 0, maximum = 3)]
     pub neighbors: Option<u32>,
     /// How hits are widened in the context: `neighbors` (the hits' neighbours, `neighbors` of
-    /// them on each side, 1 when `neighbors` is not given) or `none` (the default unless
-    /// `neighbors` > 0).
-    #[schema(example = "neighbors")]
+    /// them on each side, 1 when `neighbors` is not given), `parent` (small-to-large: each
+    /// hit's parent — the run of consecutive chunks, cut at headings and paragraphs up to the
+    /// world's `chunking.parent_max_tokens`, that it belongs to — once per parent, listed in
+    /// `parents`; a parent larger than the room left is cut around its matched chunks) or
+    /// `none` (the default unless `neighbors` > 0).
+    #[schema(example = "parent")]
     pub expand: Option<String>,
     /// The context's token budget (1 to 1048576; default `retrieval.max_context_tokens`,
     /// 32768). The best hits are expanded first: in rank order, each hit and then its
@@ -435,7 +440,7 @@ pub struct RetrievalQuality {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalWarning {
     /// `no_embedded_chunks`, `filter_matched_nothing`, `chunk_missing`, `stale_point`,
-    /// `context_truncated` or `context_cut`.
+    /// `context_truncated`, `context_cut` or `parents_missing`.
     pub code: String,
     pub message: String,
 }
@@ -446,6 +451,30 @@ pub struct RetrievalRepair {
     /// `stale_point_deleted` (the slot is queued for embedding again) or `orphan_point_deleted`
     /// (the point's chunk no longer exists).
     pub kind: String,
+}
+
+/// A parent holding hits (`expand: parent`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalParent {
+    pub source_id: Uuid,
+    pub book_number: u32,
+    /// 0-based order of the parent in its source.
+    pub parent_number: u32,
+    /// Its chunks, `first_chunk..=last_chunk` by chunk number.
+    pub first_chunk: u32,
+    pub last_chunk: u32,
+    /// Its span of the source's stored text, in chars (its first chunk's start to its last
+    /// chunk's end).
+    pub char_start: u64,
+    pub char_end: u64,
+    /// Its chunks' token counts summed.
+    pub token_count: u64,
+    /// The best score of its hits.
+    pub score: f32,
+    /// Its hits, best first: their indexes in `results` (whose entries carry each matched
+    /// chunk's exact offsets) and chunk ids.
+    pub result_indexes: Vec<usize>,
+    pub children: Vec<Uuid>,
 }
 
 /// The size of a corpus.
@@ -507,6 +536,8 @@ pub struct RetrieveResponse {
     /// What ran: `dense`, `hybrid` or `full` (the whole corpus as the context); `null` when
     /// nothing did (top_k 0, nothing embedded, a filter matching nothing).
     pub mode_used: Option<String>,
+    /// With `expand: parent`: each parent holding hits, once, best first (empty otherwise).
+    pub parents: Vec<RetrievalParent>,
     /// The corpus a `full`/`auto` request looked at (the world's served run, or the sources
     /// the filter keeps); `null` in the other modes.
     pub corpus: Option<RetrievalCorpus>,
@@ -581,6 +612,23 @@ impl From<Retrieval> for RetrieveResponse {
                 }
                 .to_owned()
             }),
+            parents: r
+                .parents
+                .into_iter()
+                .map(|m| RetrievalParent {
+                    source_id: m.parent.source_id.0,
+                    book_number: m.book_number,
+                    parent_number: m.parent.parent.parent_number,
+                    first_chunk: m.parent.parent.first_chunk,
+                    last_chunk: m.parent.parent.last_chunk,
+                    char_start: m.parent.parent.char_start,
+                    char_end: m.parent.parent.char_end,
+                    token_count: m.parent.parent.token_count,
+                    score: m.score,
+                    result_indexes: m.result_indexes,
+                    children: m.children.into_iter().map(|c| c.0).collect(),
+                })
+                .collect(),
             corpus: r.corpus.map(|c| RetrievalCorpus {
                 sources: c.sources,
                 chunks: c.chunks,

@@ -51,6 +51,11 @@ pub struct ChunkingRequest {
     /// Tokens of context carried from the previous chunk (default 64, at most half of max_tokens).
     #[schema(example = 64)]
     pub overlap_tokens: Option<i64>,
+    /// Largest parent (a run of consecutive chunks that `expand: parent` retrieves), in the
+    /// same tokens: max_tokens up to 1048576. Default four times max_tokens, at most
+    /// `retrieval.max_context_tokens`. Parents are not embedded.
+    #[schema(example = 2048)]
+    pub parent_max_tokens: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -90,6 +95,7 @@ pub struct EmbeddingProfileDto {
 pub struct ChunkingProfileDto {
     pub max_tokens: u32,
     pub overlap_tokens: u32,
+    pub parent_max_tokens: u32,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -135,6 +141,7 @@ impl From<WorldView> for WorldDto {
             chunking: ChunkingProfileDto {
                 max_tokens: world.chunking.max_tokens,
                 overlap_tokens: world.chunking.overlap_tokens,
+                parent_max_tokens: world.chunking.parent_max_tokens,
             },
             hybrid: world.hybrid,
             collection: world.collection,
@@ -168,6 +175,7 @@ pub async fn create_world(
     let chunking = req.chunking.unwrap_or(ChunkingRequest {
         max_tokens: None,
         overlap_tokens: None,
+        parent_max_tokens: None,
     });
     let view = state
         .worlds
@@ -176,6 +184,7 @@ pub async fn create_world(
             embedding: parse_profile(req.embedding.provider, req.embedding.model, req.embedding.dimensions)?,
             max_tokens: chunking.max_tokens,
             overlap_tokens: chunking.overlap_tokens,
+            parent_max_tokens: chunking.parent_max_tokens,
             hybrid: req.hybrid,
         })
         .await?;

@@ -45,10 +45,12 @@
 //!   the API never stores a profile below [`ChunkingProfile::MIN_MAX_TOKENS`] anyway.
 
 pub mod html;
+mod parents;
 mod segment;
 mod split;
 mod tokens;
 
+pub use parents::{ChunkSpan, parents, parents_of};
 pub use split::{split, split_with};
 pub use tokens::{Cl100k, TokenCounter};
 

@@ -445,6 +445,7 @@ mod tests {
         ChunkingProfile {
             max_tokens,
             overlap_tokens,
+            parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
         }
     }
 

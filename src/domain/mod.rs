@@ -15,8 +15,8 @@ pub use job::{
 };
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
-    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewSource, Source, SourceCounts, SourceDeletion,
-    SourceFormat, SourceSize, media_essence,
+    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent, Source, SourceCounts,
+    SourceDeletion, SourceFormat, SourceSize, media_essence,
 };
 pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{

@@ -82,6 +82,34 @@ pub struct ChunkView {
     pub point_id: uuid::Uuid,
 }
 
+/// A parent as computed: consecutive chunks `first_chunk..=last_chunk` of one source in one
+/// run, spanning `char_start..char_end` of the stored text (the first chunk's start to the
+/// last one's end); `token_count` is the chunks' counts summed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewParent {
+    pub parent_number: u32,
+    pub first_chunk: u32,
+    pub last_chunk: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u64,
+}
+
+/// A stored parent, with the source it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parent {
+    pub source_id: SourceId,
+    pub parent: NewParent,
+}
+
+impl Parent {
+    /// Whether chunk `number` of `source` belongs to this parent.
+    #[must_use]
+    pub fn holds(&self, source: SourceId, number: u32) -> bool {
+        self.source_id == source && (self.parent.first_chunk..=self.parent.last_chunk).contains(&number)
+    }
+}
+
 /// How much text one source holds in one run: its chunks and their tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SourceSize {

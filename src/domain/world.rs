@@ -92,11 +92,20 @@ impl EmbeddingProfile {
 pub struct ChunkingProfile {
     pub max_tokens: u32,
     pub overlap_tokens: u32,
+    /// The most tokens a parent (a run of consecutive chunks, for small-to-large retrieval)
+    /// holds; at least `max_tokens`. Parents are not embedded: this does not touch vectors.
+    pub parent_max_tokens: u32,
 }
 
 impl ChunkingProfile {
     /// Smallest chunk size accepted: below this, chunks stop carrying a sentence.
     pub const MIN_MAX_TOKENS: u32 = 16;
+
+    /// `parent_max_tokens` when none is given: four chunks' worth.
+    #[must_use]
+    pub fn default_parent_max_tokens(max_tokens: u32) -> u32 {
+        max_tokens.saturating_mul(4)
+    }
 }
 
 /// A world as stored.

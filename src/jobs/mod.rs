@@ -28,6 +28,7 @@
 //!
 //! The state machines (job, run, manifest entry) are drawn in `docs/DESIGN.md`.
 
+pub mod parents;
 pub mod reingest;
 
 use std::collections::{HashMap, HashSet};

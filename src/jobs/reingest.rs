@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::{JobEngine, lock};
 use crate::chunking::{Cl100k, TokenCounter};
-use crate::domain::{ChunkingProfile, JobId, JobKind, JobStatus, NewChunk, RunId, SourceId, WorldId, now};
+use crate::domain::{ChunkingProfile, JobId, JobKind, JobStatus, NewChunk, NewParent, RunId, SourceId, WorldId, now};
 use crate::store::SourceChunks;
 
 /// First pause before a preparation that met an unavailable store starts again; each further
@@ -158,16 +158,20 @@ impl JobEngine {
         let Some(text) = store.source_text(world, source).await? else {
             return Ok(0);
         };
-        let chunks = split_off_runtime(text, chunking, counter.clone()).await?;
-        let source = SourceChunks {
+        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone()).await?;
+        let chunks = SourceChunks {
             source,
             book_number,
             chunks,
         };
-        match store.add_run_chunks(world, run, job, source, now()).await {
-            Err(crate::store::Error::Duplicate(_)) => Ok(0),
-            other => other,
+        let added = match store.add_run_chunks(world, run, job, chunks, now()).await {
+            Err(crate::store::Error::Duplicate(_)) => return Ok(0),
+            other => other?,
+        };
+        if added > 0 {
+            store.add_parents(world, run, source, &parents).await?;
         }
+        Ok(added)
     }
 
     /// The tokenizer a run's chunks are cut with: its own profile's (a re-ingest may change the
@@ -191,8 +195,12 @@ async fn split_off_runtime(
     text: String,
     chunking: ChunkingProfile,
     counter: Arc<dyn TokenCounter>,
-) -> crate::store::Result<Vec<NewChunk>> {
-    tokio::task::spawn_blocking(move || crate::chunking::split_with(&text, chunking, counter.as_ref()))
-        .await
-        .map_err(|e| crate::store::Error::Internal(format!("chunking a source failed: {e}")))
+) -> crate::store::Result<(Vec<NewChunk>, Vec<NewParent>)> {
+    tokio::task::spawn_blocking(move || {
+        let chunks = crate::chunking::split_with(&text, chunking, counter.as_ref());
+        let parents = crate::chunking::parents_of(&text, &chunks, chunking.parent_max_tokens);
+        (chunks, parents)
+    })
+    .await
+    .map_err(|e| crate::store::Error::Internal(format!("chunking a source failed: {e}")))
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
-    ChunkPage, Job, JobId, NewChunk, NewSource, Source, SourceCounts, SourceFormat, SourceId, World, WorldId,
-    media_essence, now,
+    ChunkPage, Job, JobId, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceFormat, SourceId, World,
+    WorldId, media_essence, now,
 };
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
@@ -102,9 +102,9 @@ impl SourceService {
         // The text is moved, not copied, between the splitter and the write (an upload may be
         // 16 MiB), and taken back for another cut.
         let mut attempt = 1;
-        let (source, job) = loop {
-            let chunks;
-            (text, chunks) = self.split(&world, text).await?;
+        let (source, job, parents) = loop {
+            let (chunks, parents);
+            (text, chunks, parents) = self.split(&world, text).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -124,17 +124,32 @@ impl SourceService {
                         .await?
                         .ok_or(ServiceError::NotFound(Missing::World))?;
                 }
-                other => break other?,
+                other => {
+                    let (source, job) = other?;
+                    break (source, job, parents);
+                }
             }
         };
         self.engine.wake();
+        // Parents go beside the chunks; should this write fail, retrieval builds them from the
+        // stored chunks when it first needs them.
+        if let Err(err) = self
+            .store
+            .add_parents(world_id, world.active_run, source.id, &parents)
+            .await
+        {
+            tracing::warn!(
+                source = %source.id, error = %crate::telemetry::error_chain(&err),
+                "storing a source's parents failed; they will be built when retrieval needs them"
+            );
+        }
         let counts = self.store.source_counts(world_id, source.id).await?;
         Ok((SourceView { source, counts }, job))
     }
 
     /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
-    /// checking that the provider has a usable key. Returns the text with its chunks.
-    async fn split(&self, world: &World, text: String) -> ServiceResult<(String, Vec<NewChunk>)> {
+    /// checking that the provider has a usable key. Returns the text with its chunks and their parents.
+    async fn split(&self, world: &World, text: String) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
         // Chunks nobody could embed would wait forever: refused before anything is written.
         super::require_key(&self.scheduler, world.embedding.provider).await?;
         // Counted in the model's own tokens where quarry has its tokenizer.
@@ -147,9 +162,10 @@ impl SourceService {
             })?;
         // Splitting a large upload takes seconds of CPU: keep it off the async workers.
         let profile = world.chunking;
-        let (text, chunks) = tokio::task::spawn_blocking(move || {
+        let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
             let chunks = chunking::split_with(&text, profile, counter.as_ref());
-            (text, chunks)
+            let parents = chunking::parents_of(&text, &chunks, profile.parent_max_tokens);
+            (text, chunks, parents)
         })
         .await
         .map_err(|e| ServiceError::internal(format!("chunking failed: {e}")))?;
@@ -160,7 +176,7 @@ impl SourceService {
                 "the source has no text",
             ));
         }
-        Ok((text, chunks))
+        Ok((text, chunks, parents))
     }
 
     pub async fn get(&self, world_id: WorldId, id: SourceId) -> ServiceResult<SourceView> {

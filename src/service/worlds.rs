@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
+use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::{
     ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, NewWorld, ProviderKind, RunId, World, WorldId, WorldName,
     WorldStats, now,
@@ -36,6 +37,7 @@ pub struct CreateWorld {
     pub embedding: ProfileRequest,
     pub max_tokens: Option<i64>,
     pub overlap_tokens: Option<i64>,
+    pub parent_max_tokens: Option<i64>,
     pub hybrid: bool,
 }
 
@@ -52,6 +54,9 @@ pub struct WorldService {
     registry: Arc<ModelRegistry>,
     scheduler: KeyScheduler,
     engine: JobEngine,
+    /// The context budget by default (`retrieval.max_context_tokens`): the default
+    /// `parent_max_tokens` never exceeds it.
+    max_context_tokens: u32,
 }
 
 /// A re-ingest request: what is absent keeps the world's current profile.
@@ -60,6 +65,8 @@ pub struct Reingest {
     pub embedding: Option<ProfileRequest>,
     pub max_tokens: Option<i64>,
     pub overlap_tokens: Option<i64>,
+    /// Absent: the world's own when neither `max_tokens` changes, else the default.
+    pub parent_max_tokens: Option<i64>,
 }
 
 impl WorldService {
@@ -69,6 +76,7 @@ impl WorldService {
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
         engine: JobEngine,
+        max_context_tokens: u32,
     ) -> Self {
         Self {
             store,
@@ -76,6 +84,7 @@ impl WorldService {
             registry,
             scheduler,
             engine,
+            max_context_tokens,
         }
     }
 
@@ -105,10 +114,18 @@ impl WorldService {
                 (profile, spec)
             }
         };
+        let max_tokens = req.max_tokens.unwrap_or(i64::from(world.chunking.max_tokens));
+        let parent_max_tokens = req.parent_max_tokens.or_else(|| {
+            (max_tokens == i64::from(world.chunking.max_tokens)).then_some(i64::from(world.chunking.parent_max_tokens))
+        });
         let chunking = chunking_profile(
             spec,
-            Some(req.max_tokens.unwrap_or(i64::from(world.chunking.max_tokens))),
-            Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
+            ChunkingRequest {
+                max_tokens: Some(max_tokens),
+                overlap_tokens: Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
+                parent_max_tokens,
+            },
+            self.max_context_tokens,
         )?;
         super::require_key(&self.scheduler, embedding.provider).await?;
         let busy = || {
@@ -152,7 +169,15 @@ impl WorldService {
     pub async fn create(&self, req: CreateWorld) -> ServiceResult<WorldView> {
         let name = req.name;
         let (embedding, spec) = self.embedding_profile(&req.embedding)?;
-        let chunking = chunking_profile(spec, req.max_tokens, req.overlap_tokens)?;
+        let chunking = chunking_profile(
+            spec,
+            ChunkingRequest {
+                max_tokens: req.max_tokens,
+                overlap_tokens: req.overlap_tokens,
+                parent_max_tokens: req.parent_max_tokens,
+            },
+            self.max_context_tokens,
+        )?;
         super::require_key(&self.scheduler, embedding.provider).await?;
 
         let collection = CollectionSpec::for_profile(&embedding);
@@ -283,7 +308,12 @@ impl WorldService {
 /// check at dispatch rejects what does not fit), and an overlap of at most a quarter. The local
 /// model's chunks are counted in its own WordPiece tokens, without the two it adds, so they may
 /// be up to its limit less two ([`ModelSpec::max_chunk_tokens`]).
-fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i64>) -> ServiceResult<ChunkingProfile> {
+fn chunking_profile(spec: &ModelSpec, req: ChunkingRequest, max_context_tokens: u32) -> ServiceResult<ChunkingProfile> {
+    let ChunkingRequest {
+        max_tokens,
+        overlap_tokens: overlap,
+        parent_max_tokens,
+    } = req;
     let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::ChunkingProfile, field, msg);
     let limit = spec.max_chunk_tokens();
     let max_tokens = match max_tokens {
@@ -315,29 +345,83 @@ fn chunking_profile(spec: &ModelSpec, max_tokens: Option<i64>, overlap: Option<i
             )
         })?,
     };
+    let parent_max_tokens = match parent_max_tokens {
+        // Four chunks, within the default context budget (and never below one chunk).
+        None => ChunkingProfile::default_parent_max_tokens(max_tokens)
+            .min(max_context_tokens)
+            .max(max_tokens),
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|n| (max_tokens..=MAX_CONTEXT_TOKENS).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "chunking.parent_max_tokens",
+                    format!(
+                        "parent_max_tokens must be between max_tokens ({max_tokens}) and {MAX_CONTEXT_TOKENS}, not {n}"
+                    ),
+                )
+            })?,
+    };
     Ok(ChunkingProfile {
         max_tokens,
         overlap_tokens,
+        parent_max_tokens,
     })
+}
+
+/// The chunking fields of a request, not yet checked.
+struct ChunkingRequest {
+    max_tokens: Option<i64>,
+    overlap_tokens: Option<i64>,
+    parent_max_tokens: Option<i64>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn profile(
+        spec: &ModelSpec,
+        max: Option<i64>,
+        overlap: Option<i64>,
+        parent: Option<i64>,
+    ) -> ServiceResult<ChunkingProfile> {
+        let req = ChunkingRequest {
+            max_tokens: max,
+            overlap_tokens: overlap,
+            parent_max_tokens: parent,
+        };
+        chunking_profile(spec, req, 32_768)
+    }
+
     #[test]
     fn chunking_defaults_fit_the_model() {
         let registry = ModelRegistry::builtin();
         let local = registry.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
-        let p = chunking_profile(local, None, None).unwrap();
-        assert_eq!((p.max_tokens, p.overlap_tokens), (192, 48));
+        let p = profile(local, None, None, None).unwrap();
+        assert_eq!((p.max_tokens, p.overlap_tokens, p.parent_max_tokens), (192, 48, 768));
         let google = registry.find(ProviderKind::Google, "gemini-embedding-001").unwrap();
-        let p = chunking_profile(google, None, None).unwrap();
-        assert_eq!((p.max_tokens, p.overlap_tokens), (512, 64));
-        assert!(chunking_profile(local, Some(257), None).is_err());
-        assert!(chunking_profile(google, Some(100), Some(51)).is_err());
-        assert!(chunking_profile(google, Some(100), Some(50)).is_ok());
-        assert!(chunking_profile(google, Some(-1), None).is_err());
-        assert!(chunking_profile(google, Some(15), None).is_err());
+        let p = profile(google, None, None, None).unwrap();
+        assert_eq!((p.max_tokens, p.overlap_tokens, p.parent_max_tokens), (512, 64, 2048));
+        assert!(profile(local, Some(257), None, None).is_err());
+        assert!(profile(google, Some(100), Some(51), None).is_err());
+        assert!(profile(google, Some(100), Some(50), None).is_ok());
+        assert!(profile(google, Some(-1), None, None).is_err());
+        assert!(profile(google, Some(15), None, None).is_err());
+        // Parents: at least one chunk, at most the largest budget; the default stays within
+        // the configured budget.
+        assert_eq!(
+            profile(google, Some(100), None, Some(100)).unwrap().parent_max_tokens,
+            100
+        );
+        assert!(profile(google, Some(100), None, Some(99)).is_err());
+        assert!(profile(google, Some(100), None, Some(1 << 21)).is_err());
+        let req = ChunkingRequest {
+            max_tokens: Some(6000),
+            overlap_tokens: None,
+            parent_max_tokens: None,
+        };
+        let openai = registry.find(ProviderKind::OpenAi, "text-embedding-3-small").unwrap();
+        assert_eq!(chunking_profile(openai, req, 8000).unwrap().parent_max_tokens, 8000);
     }
 }

@@ -45,6 +45,7 @@
 mod backend;
 mod jobs;
 mod keys;
+mod parents;
 pub mod postgres;
 mod retrieval;
 mod rows;
@@ -62,8 +63,8 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
-    ManifestEntry, NewChunk, NewKey, NewSource, NewWorld, ProviderKind, RunId, RunInfo, Source, SourceCounts,
-    SourceDeletion, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
+    ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind, RunId, RunInfo, Source,
+    SourceCounts, SourceDeletion, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -456,6 +457,22 @@ pub trait KeyStore: Send + Sync {
     async fn list_group_cooldowns(&self) -> Result<Vec<GroupCooldown>>;
 }
 
+/// Parents for small-to-large retrieval (see [`crate::chunking::parents`]).
+#[async_trait]
+pub trait ParentStore: Send + Sync {
+    /// Stores the parents of `source` in `run`, once: `false` (nothing written) when the
+    /// source already has parents there, the source or world is gone, or the run is neither
+    /// active nor being built.
+    async fn add_parents(&self, world: WorldId, run: RunId, source: SourceId, parents: &[NewParent]) -> Result<bool>;
+    /// The parents of `run` holding these chunks (source, chunk number), each once, ordered by
+    /// source and parent number; chunks without a parent (not built yet) find none. One round
+    /// trip per hundred chunks.
+    async fn parents_of_chunks(&self, run: RunId, chunks: &[(SourceId, u32)]) -> Result<Vec<Parent>>;
+    /// Sources with chunks but no parents in an active or building run, with that run's
+    /// `parent_max_tokens`: what the startup pass builds parents for.
+    async fn sources_without_parents(&self) -> Result<Vec<(WorldId, RunId, SourceId, u32)>>;
+}
+
 /// Everything the services need from the relational store.
 #[async_trait]
 pub trait Store:
@@ -468,6 +485,7 @@ pub trait Store:
     + ReuseStore
     + RepairStore
     + RunStore
+    + ParentStore
     + Send
     + Sync
     + 'static

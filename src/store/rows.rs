@@ -219,6 +219,7 @@ pub(super) struct WorldRow {
     dimensions: i64,
     max_tokens: i64,
     overlap_tokens: i64,
+    parent_max_tokens: i64,
     hybrid: bool,
     active_run_id: Uuid,
     collection: String,
@@ -241,6 +242,7 @@ impl TryFrom<WorldRow> for World {
             chunking: ChunkingProfile {
                 max_tokens: narrow("worlds", row.max_tokens)?,
                 overlap_tokens: narrow("worlds", row.overlap_tokens)?,
+                parent_max_tokens: narrow("worlds", row.parent_max_tokens)?,
             },
             hybrid: row.hybrid,
             active_run: RunId(row.active_run_id),

@@ -79,7 +79,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
-             status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9)",
+             status, created_at, parent_max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9, $10)",
         )
         .bind(run.id.0)
         .bind(run.world.0)
@@ -90,6 +90,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         .bind(wide(run.chunking.overlap_tokens))
         .bind(run.embedding.collection_name())
         .bind(now)
+        .bind(wide(run.chunking.parent_max_tokens))
         .execute(&mut *tx)
         .await?;
         NewJobRow {
@@ -229,6 +230,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         sqlx::query(
             "UPDATE worlds SET active_run_id = r.id, provider = r.provider, model = r.model, \
              dimensions = r.dimensions, max_tokens = r.max_tokens, overlap_tokens = r.overlap_tokens, \
+             parent_max_tokens = r.parent_max_tokens, \
              collection = r.collection, updated_at = $3 FROM runs r WHERE r.id = $2 AND worlds.id = $1",
         )
         .bind(world.0)
@@ -263,16 +265,18 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
     }
 
     async fn run_chunking(&self, job: JobId) -> Result<Option<ChunkingProfile>> {
-        let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT r.max_tokens, r.overlap_tokens FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = $1",
+        let row: Option<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT r.max_tokens, r.overlap_tokens, r.parent_max_tokens FROM jobs j JOIN runs r ON r.id = j.run_id \
+             WHERE j.id = $1",
         )
         .bind(job.0)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|(max, overlap)| {
+        row.map(|(max, overlap, parent_max)| {
             Ok(ChunkingProfile {
                 max_tokens: narrow("runs", max)?,
                 overlap_tokens: narrow("runs", overlap)?,
+                parent_max_tokens: narrow("runs", parent_max)?,
             })
         })
         .transpose()

@@ -407,6 +407,7 @@ mod tests {
             chunking: ChunkingProfile {
                 max_tokens: 192,
                 overlap_tokens: 48,
+                parent_max_tokens: 768,
             },
             hybrid: false,
             run: RunId::new(),

@@ -11,8 +11,8 @@ use crate::domain::{NewWorld, World, WorldId, WorldStats};
 /// Columns of a [`WorldRow`].
 macro_rules! world_columns {
     () => {
-        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, active_run_id, collection, \
-         created_at, updated_at"
+        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, parent_max_tokens, hybrid, active_run_id, \
+         collection, created_at, updated_at"
     };
 }
 pub(super) use world_columns;
@@ -26,8 +26,8 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, \
-             active_run_id, collection, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
+             active_run_id, collection, created_at, updated_at, parent_max_tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)",
         )
         .bind(w.id.0)
         .bind(&w.name)
@@ -40,11 +40,12 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         .bind(w.run.0)
         .bind(&collection)
         .bind(w.now)
+        .bind(wide(w.chunking.parent_max_tokens))
         .execute(&mut *tx)
         .await?;
         sqlx::query(
             "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
-             status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             status, created_at, parent_max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(w.run.0)
         .bind(w.id.0)
@@ -56,6 +57,7 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         .bind(&collection)
         .bind("active")
         .bind(w.now)
+        .bind(wide(w.chunking.parent_max_tokens))
         .execute(&mut *tx)
         .await?;
         let row: WorldRow = sqlx::query_as(SELECT_WORLD).bind(w.id.0).fetch_one(&mut *tx).await?;

@@ -18,6 +18,7 @@ fn profile(max_tokens: u32, overlap_tokens: u32) -> ChunkingProfile {
     ChunkingProfile {
         max_tokens,
         overlap_tokens,
+        parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
     }
 }
 

@@ -428,6 +428,7 @@ pub async fn spawn_app_with_unreachable_vectors(
             chunking: ChunkingProfile {
                 max_tokens: 64,
                 overlap_tokens: 0,
+                parent_max_tokens: 256,
             },
             hybrid: false,
             run: RunId::new(),

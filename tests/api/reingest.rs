@@ -60,6 +60,9 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
     assert!(job["started_at"].as_str() >= job["created_at"].as_str(), "{job}");
     let new_chunks = job["counts"]["total"].as_u64().unwrap();
     assert!((1..6).contains(&new_chunks), "bigger chunks, fewer of them: {job}");
+    // Each source's parents went into the new run with its chunks.
+    let without = s.app.state.store.sources_without_parents().await.unwrap();
+    assert!(without.is_empty(), "{without:?}");
 
     // Until the new run is embedded, nothing changes for readers.
     let before = world(&s).await;
@@ -76,7 +79,11 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
     assert_eq!(job["status"], "completed", "{job}");
     let after = world(&s).await;
     assert_eq!(after["embedding"]["dimensions"], 256);
-    assert_eq!(after["chunking"], json!({"max_tokens": 40, "overlap_tokens": 0}));
+    // A new chunk size brings the default parent size with it: four chunks.
+    assert_eq!(
+        after["chunking"],
+        json!({"max_tokens": 40, "overlap_tokens": 0, "parent_max_tokens": 160})
+    );
     let new_collection = after["collection"].as_str().unwrap().to_owned();
     assert_ne!(new_collection, old_collection);
     assert_eq!(after["stats"]["chunks"], new_chunks);
@@ -491,6 +498,7 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
     let new = quarry::domain::ChunkingProfile {
         max_tokens: 100,
         overlap_tokens: 0,
+        parent_max_tokens: 400,
     };
     let (status, job) = s
         .app

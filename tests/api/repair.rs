@@ -175,6 +175,7 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
         chunking: quarry::domain::ChunkingProfile {
             max_tokens: 40,
             overlap_tokens: 0,
+            parent_max_tokens: 160,
         },
     };
     let job = s

@@ -10,6 +10,7 @@ mod filters;
 mod full_context;
 mod fusion;
 mod head_starts;
+mod parents;
 mod query_limits;
 mod ranking;
 mod repairs;

@@ -55,6 +55,7 @@ fn new_world(name: &str) -> NewWorld {
         chunking: ChunkingProfile {
             max_tokens: 192,
             overlap_tokens: 48,
+            parent_max_tokens: 768,
         },
         hybrid: false,
         run: RunId::new(),

@@ -35,7 +35,10 @@ async fn create_returns_the_world_with_its_locked_profile() {
         json!({"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384, "distance": "cosine"})
     );
     // Local worlds default to chunks that fit the model's 256-token window.
-    assert_eq!(body["chunking"], json!({"max_tokens": 192, "overlap_tokens": 48}));
+    assert_eq!(
+        body["chunking"],
+        json!({"max_tokens": 192, "overlap_tokens": 48, "parent_max_tokens": 768})
+    );
     assert_eq!(body["hybrid"], true);
     assert_eq!(body["collection"], "chunks_local_all-minilm-l6-v2_384");
     assert_eq!(
@@ -87,7 +90,10 @@ async fn remote_profiles_need_an_eligible_key_and_a_failed_preflight_writes_noth
     let (status, body) = app.post("/v1/worlds", request).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["embedding"]["dimensions"], 768);
-    assert_eq!(body["chunking"], json!({"max_tokens": 512, "overlap_tokens": 64}));
+    assert_eq!(
+        body["chunking"],
+        json!({"max_tokens": 512, "overlap_tokens": 64, "parent_max_tokens": 2048})
+    );
     assert_eq!(body["collection"], "chunks_google_gemini-embedding-001_768");
 }
 
@@ -181,7 +187,10 @@ async fn invalid_profiles_are_rejected_naming_the_field() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["chunking"], json!({"max_tokens": 254, "overlap_tokens": 0}));
+    assert_eq!(
+        body["chunking"],
+        json!({"max_tokens": 254, "overlap_tokens": 0, "parent_max_tokens": 1016})
+    );
 }
 
 #[tokio::test]

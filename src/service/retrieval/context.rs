@@ -3,14 +3,112 @@
 use super::*;
 
 impl RetrievalService {
-    /// The context's passages in rank order: each hit alone, or with `neighbors` chunks of its
-    /// source on each side, windows that overlap or touch merged into one passage (placed at
-    /// its best hit) in reading order, no chunk twice.
-    pub(super) async fn passages(
+    /// The context's passages for `answer.results`, widened as `expand` says; with parents,
+    /// also `answer.parents` (and a warning for hits whose parents could not be found).
+    pub(super) async fn expand(
+        &self,
+        world: &World,
+        expand: Expand,
+        answer: &mut Retrieval,
+    ) -> ServiceResult<Vec<Vec<Piece>>> {
+        let results = &answer.results;
+        let windows: Vec<(SourceId, u32, u32)> = match expand {
+            Expand::None => return self.passages(world, results, None, false).await,
+            Expand::Neighbors(n) => results
+                .iter()
+                .map(|h| {
+                    let c = &h.chunk.chunk;
+                    (
+                        c.source_id,
+                        c.chunk_number.saturating_sub(n),
+                        c.chunk_number.saturating_add(n),
+                    )
+                })
+                .collect(),
+            Expand::Parent => {
+                let parents = self.parents_of(world, results).await?;
+                let mut windows = Vec::with_capacity(results.len());
+                let mut matched: Vec<MatchedParent> = Vec::new();
+                let mut orphans = 0;
+                for (index, hit) in results.iter().enumerate() {
+                    let c = &hit.chunk.chunk;
+                    match parents.iter().find(|p| p.holds(c.source_id, c.chunk_number)) {
+                        Some(parent) => {
+                            let p = parent.parent;
+                            windows.push((c.source_id, p.first_chunk, p.last_chunk));
+                            match matched.iter_mut().find(|m| m.parent == *parent) {
+                                Some(m) => {
+                                    m.result_indexes.push(index);
+                                    m.children.push(c.id);
+                                }
+                                None => matched.push(MatchedParent {
+                                    parent: *parent,
+                                    book_number: c.book_number,
+                                    score: hit.score,
+                                    result_indexes: vec![index],
+                                    children: vec![c.id],
+                                }),
+                            }
+                        }
+                        None => {
+                            orphans += 1;
+                            windows.push((c.source_id, c.chunk_number, c.chunk_number));
+                        }
+                    }
+                }
+                if orphans > 0 {
+                    answer.warnings.push(Warning {
+                        code: "parents_missing",
+                        message: format!("{orphans} hit(s) have no parent stored; they stand alone in the context"),
+                    });
+                }
+                answer.parents = matched;
+                windows
+            }
+        };
+        // Parents never overlap, and two parents side by side stay two passages.
+        let merge_touching = expand != Expand::Parent;
+        self.passages(world, &answer.results, Some(windows), merge_touching)
+            .await
+    }
+
+    /// The parents of `results`' chunks in the world's served run; sources found without any
+    /// (chunked before parents existed) get theirs built first, from the stored chunks.
+    async fn parents_of(&self, world: &World, results: &[Hit]) -> ServiceResult<Vec<Parent>> {
+        let chunks: Vec<(SourceId, u32)> = results
+            .iter()
+            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
+            .collect();
+        let mut parents = self.store.parents_of_chunks(world.active_run, &chunks).await?;
+        let mut missing: Vec<SourceId> = chunks
+            .iter()
+            .filter(|(s, n)| !parents.iter().any(|p| p.holds(*s, *n)))
+            .map(|(s, _)| *s)
+            .collect();
+        missing.sort_unstable_by_key(|s| s.0);
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(parents);
+        }
+        for source in missing {
+            let max = world.chunking.parent_max_tokens;
+            crate::jobs::parents::build_from_store(self.store.as_ref(), world.id, world.active_run, source, max)
+                .await?;
+        }
+        parents = self.store.parents_of_chunks(world.active_run, &chunks).await?;
+        Ok(parents)
+    }
+
+    /// The context's passages in rank order: each hit alone (no `windows`), or the chunks of
+    /// its window (one per hit, `(source, from, to)`), windows that overlap (or touch, with
+    /// `merge_touching`) merged into one passage (placed at its best hit) in reading order, no
+    /// chunk twice.
+    async fn passages(
         &self,
         world: &World,
         results: &[Hit],
-        neighbors: u32,
+        windows: Option<Vec<(SourceId, u32, u32)>>,
+        merge_touching: bool,
     ) -> ServiceResult<Vec<Vec<Piece>>> {
         let piece = |view: &ChunkView, rank: Option<usize>| Piece {
             text: view.chunk.chunk_text.clone(),
@@ -19,32 +117,27 @@ impl RetrievalService {
             number: view.chunk.chunk_number,
             cite: Cite::of(view),
         };
-        if neighbors == 0 {
+        let Some(hit_windows) = windows else {
             return Ok(results
                 .iter()
                 .enumerate()
                 .map(|(rank, h)| vec![piece(&h.chunk, Some(rank))])
                 .collect());
-        }
+        };
+        let slack = u32::from(merge_touching);
         let ranks: HashMap<ChunkId, usize> = results
             .iter()
             .enumerate()
             .map(|(rank, h)| (h.chunk.chunk.id, rank))
             .collect();
         let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
-        for hit in results {
-            let c = &hit.chunk.chunk;
-            let mut window = (
-                c.source_id,
-                c.chunk_number.saturating_sub(neighbors),
-                c.chunk_number.saturating_add(neighbors),
-            );
+        for mut window in hit_windows {
             // Absorb every earlier window this one overlaps or touches, keeping the earliest slot.
             let mut slot = None;
             let mut i = 0;
             while i < windows.len() {
                 let (source, lo, hi) = windows[i];
-                if source == window.0 && lo <= window.2.saturating_add(1) && window.1 <= hi.saturating_add(1) {
+                if source == window.0 && lo <= window.2.saturating_add(slack) && window.1 <= hi.saturating_add(slack) {
                     window.1 = window.1.min(lo);
                     window.2 = window.2.max(hi);
                     match slot {

@@ -60,7 +60,7 @@ use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::TokenCounter;
-use crate::domain::{ChunkId, ChunkView, RunId, SourceId, SourceSize, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, Parent, RunId, SourceId, SourceSize, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
@@ -104,13 +104,27 @@ pub struct Settings {
     pub top_k: u64,
     pub min_score: f32,
     pub mode: Mode,
-    pub neighbors: u32,
+    /// How hits are widened in the context.
+    pub expand: Expand,
     /// The context's token budget; `None`: the service's default (`retrieval.max_context_tokens`).
     pub max_context_tokens: Option<u32>,
     /// Only chunks of the sources this matches; `None`: the whole world.
     pub filter: Option<SourceFilter>,
     /// How a hybrid search fuses (ignored by dense searches).
     pub fusion: FusionChoice,
+}
+
+/// How each hit is widened in the context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expand {
+    /// The hit alone.
+    #[default]
+    None,
+    /// Up to this many chunks of the same source on each side.
+    Neighbors(u32),
+    /// The hit's parent (small-to-large): the run of chunks it was partitioned into, cut
+    /// around the matched chunks when it does not fit.
+    Parent,
 }
 
 /// The fusion a hybrid retrieval asks for.
@@ -132,6 +146,18 @@ pub enum SearchUsed {
     Hybrid(Fusion),
     /// No search: the whole corpus is the context.
     FullContext,
+}
+
+/// A parent that holds hits (`expand: parent`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchedParent {
+    pub parent: Parent,
+    pub book_number: u32,
+    /// The best score of its hits.
+    pub score: f32,
+    /// Its hits: their indexes in `results` and chunk ids, best first.
+    pub result_indexes: Vec<usize>,
+    pub children: Vec<ChunkId>,
 }
 
 /// The corpus a full-context decision looked at: the world's active run, or the sources a
@@ -294,6 +320,8 @@ pub struct Retrieval {
     pub search_used: Option<SearchUsed>,
     /// The corpus's size, in `auto` and `full` modes.
     pub corpus: Option<CorpusStats>,
+    /// With `expand: parent`: each parent a hit belongs to, once, best first.
+    pub parents: Vec<MatchedParent>,
     pub requested_top_k: u64,
     pub effective_top_k: u64,
     pub warnings: Vec<Warning>,
@@ -624,7 +652,7 @@ impl RetrievalService {
         answer.results.truncate(limit as usize);
         answer.quality = Quality::judge(&answer.results, used);
         answer.search_used = Some(used);
-        let passages = self.passages(&world, &answer.results, settings.neighbors).await?;
+        let passages = self.expand(&world, settings.expand, &mut answer).await?;
         let counter = self
             .providers
             .chunk_counter(world.embedding.provider)

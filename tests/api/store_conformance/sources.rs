@@ -487,3 +487,92 @@ async fn deleting_the_last_pending_slot_finishes_a_running_job(store: Arc<dyn St
     );
     assert!(claim(&store, "x", 10).await.is_empty(), "nothing is left to claim");
 }
+
+conformance!(parents_are_stored_once_found_by_chunk_and_built_for_sources_without);
+async fn parents_are_stored_once_found_by_chunk_and_built_for_sources_without(store: Arc<dyn Store>) {
+    let world = store.create_world(new_world("Parents")).await.unwrap();
+    let run = world.active_run;
+    // Sources written without parents (as before parents existed).
+    let (source, _) = add_source(&store, world.id, 10).await;
+    let (other, _) = add_source(&store, world.id, 2).await;
+    let mut missing = store.sources_without_parents().await.unwrap();
+    missing.sort_by_key(|m| m.2 != source.id);
+    assert_eq!(missing.len(), 2, "{missing:?}");
+    assert_eq!(missing[0], (world.id, run, source.id, 768));
+    assert!(
+        store
+            .parents_of_chunks(run, &[(source.id, 0)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The startup pass builds them from the stored chunks.
+    assert_eq!(quarry::jobs::parents::backfill(store.as_ref()).await.unwrap(), 2);
+    assert!(store.sources_without_parents().await.unwrap().is_empty());
+    let found = store
+        .parents_of_chunks(
+            run,
+            &[(source.id, 0), (source.id, 9), (other.id, 1), (SourceId::new(), 0)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2, "one parent each, found once: {found:?}");
+    let mine = found.iter().find(|p| p.source_id == source.id).unwrap();
+    assert_eq!(
+        mine.parent,
+        quarry::domain::NewParent {
+            parent_number: 0,
+            first_chunk: 0,
+            last_chunk: 9,
+            char_start: 0,
+            char_end: 99,
+            token_count: 30,
+        }
+    );
+    assert!(mine.holds(source.id, 5) && !mine.holds(source.id, 10) && !mine.holds(other.id, 0));
+    // Stored once: a second write is refused, as is one for a run that is not live or a
+    // source that is gone.
+    assert!(
+        !store
+            .add_parents(world.id, run, source.id, &[mine.parent])
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .add_parents(world.id, RunId::new(), source.id, &[mine.parent])
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .add_parents(world.id, run, SourceId::new(), &[mine.parent])
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .parents_of_chunks(RunId::new(), &[(source.id, 0)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Many chunks in one read (a hundred per statement).
+    let many: Vec<(SourceId, u32)> = (0..250).map(|i| (source.id, i % 10)).collect();
+    assert_eq!(store.parents_of_chunks(run, &many).await.unwrap().len(), 1);
+    // They go with their source.
+    store
+        .delete_source(world.id, source.id, Utc::now().trunc_subsecs(6))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        store
+            .parents_of_chunks(run, &[(source.id, 0)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.parents_of_chunks(run, &[(other.id, 0)]).await.unwrap().len(), 1);
+}
