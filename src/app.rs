@@ -309,7 +309,8 @@ fn build_providers(settings: &Settings, registry: &ModelRegistry) -> Result<Prov
     Ok(Providers::default()
         .with(Arc::new(google))
         .with(Arc::new(openai))
-        .with(Arc::new(local)))
+        .with(Arc::new(local))
+        .with_reranker(crate::providers::rerank::Reranker::new(&p.rerank)?))
 }
 
 /// How often the scheduler merges key state written by other replicas.
@@ -325,6 +326,7 @@ async fn build_scheduler(
     for (provider, keys, group) in [
         (ProviderKind::Google, &p.google.keys, &p.google.quota_group),
         (ProviderKind::OpenAi, &p.openai.keys, &p.openai.quota_group),
+        (ProviderKind::Rerank, &p.rerank.keys, &p.rerank.quota_group),
     ] {
         for secret in keys {
             config_keys.push(ConfigKey {
@@ -337,6 +339,7 @@ async fn build_scheduler(
     let pools = [
         (ProviderKind::Google, PoolConfig::from(&p.google.scheduling)),
         (ProviderKind::OpenAi, PoolConfig::from(&p.openai.scheduling)),
+        (ProviderKind::Rerank, PoolConfig::from(&p.rerank.scheduling)),
     ]
     .into_iter()
     .collect();

@@ -123,6 +123,43 @@ pub struct ProviderSettings {
     pub google: RemoteProviderSettings,
     pub openai: OpenAiSettings,
     pub local: LocalSettings,
+    pub rerank: RerankSettings,
+}
+
+/// The reranker (`[providers.rerank]`): a server speaking the common `/rerank` wire format.
+/// Off while `base_url` is empty.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RerankSettings {
+    /// API base; quarry posts to `{base_url}/rerank`. Empty: no reranker.
+    pub base_url: String,
+    /// The `model` sent with each request (empty: none sent, for single-model servers).
+    pub model: String,
+    /// Read-only keys from configuration (none: the server is called without a key unless
+    /// keys were added through the API).
+    pub keys: Vec<SecretString>,
+    pub quota_group: Option<String>,
+    pub scheduling: SchedulingSettings,
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub connect_timeout_s: u64,
+    /// A rerank that takes longer is given up: the answer keeps the search's order, with the
+    /// warning `rerank_unavailable`.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub request_timeout_s: u64,
+}
+
+impl Default for RerankSettings {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            model: String::new(),
+            keys: Vec::new(),
+            quota_group: None,
+            scheduling: SchedulingSettings::default(),
+            connect_timeout_s: 2,
+            request_timeout_s: 5,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

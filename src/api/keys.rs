@@ -218,7 +218,7 @@ pub async fn delete_key(
     responses((status = 200, body = ProviderList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn list_providers(State(state): State<AppState>) -> axum::Json<ProviderList> {
     let status = state.keys.status();
-    let providers = [ProviderKind::Google, ProviderKind::OpenAi]
+    let providers = [ProviderKind::Google, ProviderKind::OpenAi, ProviderKind::Rerank]
         .into_iter()
         .map(|provider| ProviderDto {
             provider: provider.as_str().to_owned(),

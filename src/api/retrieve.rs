@@ -20,8 +20,8 @@ use crate::config::MAX_CONTEXT_TOKENS;
 use crate::domain::SourceId;
 use crate::domain::WorldId;
 use crate::service::retrieval::{
-    DEFAULT_TOP_K, Expand, FusionChoice, MAX_NEIGHBORS, MAX_TOP_K, Mode, QualityLevel, Retrieval, SearchUsed, Settings,
-    SourceFilter,
+    DEFAULT_RERANK_CANDIDATES, DEFAULT_TOP_K, Expand, FusionChoice, MAX_NEIGHBORS, MAX_RERANK_CANDIDATES, MAX_TOP_K,
+    Mode, QualityLevel, Rerank, Retrieval, SearchUsed, Settings, SourceFilter,
 };
 use crate::state::AppState;
 use crate::vector::Fusion;
@@ -58,6 +58,7 @@ pub struct RawFields {
     max_context_tokens: Option<Value>,
     filter: Option<Value>,
     fusion: Option<Value>,
+    rerank: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for RawRequest {
@@ -141,7 +142,12 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
             parse_fusion(value)?
         }
     };
+    let rerank = match &body.rerank {
+        None => None,
+        Some(value) => Some(parse_rerank(value)?),
+    };
     Ok(Settings {
+        rerank,
         top_k,
         min_score,
         mode,
@@ -150,6 +156,44 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         filter,
         fusion,
     })
+}
+
+/// `{"candidates": n, "top_n": n}`: candidates 1 to 1000 (default 50), top_n 1 to candidates
+/// (default `top_k`).
+fn parse_rerank(value: &Value) -> Result<Rerank, ApiError> {
+    let Value::Object(map) = value else {
+        return Err(bad("rerank", "rerank must be an object"));
+    };
+    let mut rerank = Rerank {
+        candidates: DEFAULT_RERANK_CANDIDATES,
+        top_n: None,
+    };
+    for (key, value) in map {
+        let field = format!("rerank.{key}");
+        if value.is_null() {
+            continue;
+        }
+        let n = match key.as_str() {
+            "candidates" | "top_n" => bounded_integer(&field, value, MAX_RERANK_CANDIDATES)?,
+            _ => {
+                return Err(bad(
+                    &field,
+                    format!("unknown rerank key `{key}` (use candidates or top_n)"),
+                ));
+            }
+        };
+        if n == 0 {
+            return Err(bad(&field, format!("{field} must be at least 1")));
+        }
+        match key.as_str() {
+            "candidates" => rerank.candidates = n,
+            _ => rerank.top_n = Some(n),
+        }
+    }
+    if rerank.top_n.is_some_and(|n| n > rerank.candidates) {
+        return Err(bad("rerank.top_n", "rerank.top_n must not exceed rerank.candidates"));
+    }
+    Ok(rerank)
 }
 
 /// Largest fusion weight taken.
@@ -336,9 +380,27 @@ pub struct RetrieveRequest {
     /// boundary (warning `context_cut`). `results` are never cut.
     #[schema(example = 8000, minimum = 1, maximum = 1048576)]
     pub max_context_tokens: Option<u32>,
+    /// Rerank the search's candidates with the configured reranker (`providers.rerank`; 400
+    /// when none is): the search fetches `candidates`, the reranker orders them and `top_n`
+    /// are kept. A rerank that fails or times out leaves the search's order, with the warning
+    /// `rerank_unavailable`.
+    pub rerank: Option<RetrieveRerank>,
     /// Only search these sources. Each list given must match (any entry of it); an empty match
     /// answers no results with the warning `filter_matched_nothing`.
     pub filter: Option<RetrieveFilter>,
+}
+
+/// Reranking settings.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub struct RetrieveRerank {
+    /// Candidates handed to the reranker (1 to 1000, default 50; at least the results kept).
+    #[schema(example = 50, minimum = 1, maximum = 1000)]
+    pub candidates: Option<u64>,
+    /// Results kept after reranking (1 to `candidates`; default `top_k`).
+    #[schema(example = 8, minimum = 1, maximum = 1000)]
+    pub top_n: Option<u64>,
 }
 
 /// How a hybrid retrieval fuses the dense and the BM25 ranking.
@@ -383,6 +445,8 @@ pub struct RetrievalResult {
     pub point_id: Uuid,
     /// Cosine similarity (dense) or the fused rank score (hybrid).
     pub score: f32,
+    /// The reranker's relevance score, when the results were reranked (their order).
+    pub rerank_score: Option<f32>,
     pub source_id: Uuid,
     pub source_filename: String,
     pub book_number: u32,
@@ -440,7 +504,7 @@ pub struct RetrievalQuality {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalWarning {
     /// `no_embedded_chunks`, `filter_matched_nothing`, `chunk_missing`, `stale_point`,
-    /// `context_truncated`, `context_cut` or `parents_missing`.
+    /// `context_truncated`, `context_cut`, `parents_missing` or `rerank_unavailable`.
     pub code: String,
     pub message: String,
 }
@@ -524,6 +588,7 @@ pub struct RetrievalTiming {
     pub embed_ms: f64,
     pub search_ms: f64,
     pub verify_ms: f64,
+    pub rerank_ms: f64,
     pub total_ms: f64,
 }
 
@@ -563,6 +628,7 @@ impl From<Retrieval> for RetrieveResponse {
                         chunk_id: c.id.0,
                         point_id: hit.chunk.point_id,
                         score: hit.score,
+                        rerank_score: hit.rerank_score,
                         source_id: c.source_id.0,
                         source_filename: hit.chunk.source_filename,
                         book_number: c.book_number,
@@ -660,6 +726,7 @@ impl From<Retrieval> for RetrieveResponse {
                 embed_ms: r.timing.embed_ms,
                 search_ms: r.timing.search_ms,
                 verify_ms: r.timing.verify_ms,
+                rerank_ms: r.timing.rerank_ms,
                 total_ms: r.timing.total_ms,
             },
         }

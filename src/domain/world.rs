@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::{RunId, WorldId};
 
-/// Which family of embedding API a profile talks to.
+/// Which family of API a profile (or a key) talks to: the embedding providers, and the
+/// reranker (`rerank`: keys only, no embedding models).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
@@ -19,6 +20,8 @@ pub enum ProviderKind {
     OpenAi,
     /// The built-in local model.
     Local,
+    /// A reranking server speaking the common `/rerank` wire format.
+    Rerank,
 }
 
 impl ProviderKind {
@@ -29,13 +32,14 @@ impl ProviderKind {
             ProviderKind::Google => "google",
             ProviderKind::OpenAi => "openai",
             ProviderKind::Local => "local",
+            ProviderKind::Rerank => "rerank",
         }
     }
 
     /// Whether embedding through this provider needs an API key.
     pub fn needs_key(self) -> bool {
         match self {
-            ProviderKind::Google | ProviderKind::OpenAi => true,
+            ProviderKind::Google | ProviderKind::OpenAi | ProviderKind::Rerank => true,
             ProviderKind::Local => false,
         }
     }
@@ -55,7 +59,10 @@ impl FromStr for ProviderKind {
             "google" => Ok(ProviderKind::Google),
             "openai" => Ok(ProviderKind::OpenAi),
             "local" => Ok(ProviderKind::Local),
-            other => Err(format!("unknown provider `{other}` (expected google, openai or local)")),
+            "rerank" => Ok(ProviderKind::Rerank),
+            other => Err(format!(
+                "unknown provider `{other}` (expected google, openai, local or rerank)"
+            )),
         }
     }
 }

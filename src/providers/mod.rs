@@ -16,6 +16,7 @@ pub mod local;
 mod map;
 pub mod openai;
 pub mod registry;
+pub mod rerank;
 pub mod scheduler;
 
 use std::time::Duration;

@@ -7,6 +7,7 @@ mod binary;
 mod chunking;
 mod errors;
 mod fake_providers;
+mod fake_rerank;
 mod ingestion;
 mod keys;
 mod local_model;

@@ -14,6 +14,7 @@ mod parents;
 mod query_limits;
 mod ranking;
 mod repairs;
+mod rerank;
 mod settings;
 
 use quarry::config::Settings;

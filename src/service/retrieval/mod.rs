@@ -48,6 +48,7 @@
 mod context;
 
 use context::fit_context;
+mod rerank;
 mod search;
 mod verify;
 
@@ -112,7 +113,22 @@ pub struct Settings {
     pub filter: Option<SourceFilter>,
     /// How a hybrid search fuses (ignored by dense searches).
     pub fusion: FusionChoice,
+    /// Rerank the search's candidates (needs `providers.rerank`).
+    pub rerank: Option<Rerank>,
 }
+
+/// Reranking: how many candidates the search hands the reranker, and how many it keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rerank {
+    pub candidates: u64,
+    /// `None`: `top_k`.
+    pub top_n: Option<u64>,
+}
+
+/// Most candidates one rerank takes.
+pub const MAX_RERANK_CANDIDATES: u64 = 1000;
+/// Candidates when the request does not say.
+pub const DEFAULT_RERANK_CANDIDATES: u64 = 50;
 
 /// How each hit is widened in the context.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -195,6 +211,8 @@ impl SourceFilter {
 pub struct Hit {
     pub chunk: ChunkView,
     pub score: f32,
+    /// The reranker's relevance score, when the hits were reranked.
+    pub rerank_score: Option<f32>,
     /// Other hits with exactly the same text (same hash), folded into this one: their chunks.
     pub duplicates: Vec<ChunkId>,
 }
@@ -302,6 +320,7 @@ pub struct Timing {
     pub embed_ms: f64,
     pub search_ms: f64,
     pub verify_ms: f64,
+    pub rerank_ms: f64,
     pub total_ms: f64,
 }
 
@@ -480,6 +499,13 @@ impl RetrievalService {
 
     /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
     pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Retrieval> {
+        if settings.rerank.is_some() && self.providers.reranker().is_none() {
+            return Err(ServiceError::invalid(
+                Invalid::RetrievalSettings,
+                "rerank",
+                "no reranker is configured (providers.rerank.base_url)",
+            ));
+        }
         let started = Instant::now();
         let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
         // A re-ingest may have switched the world to its new run while this query ran on the
@@ -516,6 +542,7 @@ impl RetrievalService {
             .filter(|h| {
                 !stripped.is_empty()
                     && settings.filter.is_none()
+                    && settings.rerank.is_none()
                     && settings.top_k > 0
                     && h.embedded > 0
                     && (settings.mode == Mode::Dense || (settings.mode == Mode::Hybrid && h.world.hybrid))
@@ -525,7 +552,10 @@ impl RetrievalService {
         // knows whether there are any) come in one store round trip; the count is only looked
         // at after the checks below. With a hint, the query is embedded and searched
         // (unclamped: the count may have grown) meanwhile.
-        let count_to = settings.top_k.max(1);
+        let count_to = settings
+            .top_k
+            .max(settings.rerank.map_or(0, |r| r.candidates.max(r.top_n.unwrap_or(0))))
+            .max(1);
         let (read, ahead) = match hint {
             Some(hint) => {
                 let (read, found) = tokio::join!(
@@ -626,13 +656,19 @@ impl RetrievalService {
             answer.timing.total_ms = ms(started.elapsed());
             return Ok((answer, None));
         }
-        let limit = settings.top_k.min(embedded);
+        let top_k = settings.rerank.and_then(|r| r.top_n).unwrap_or(settings.top_k);
+        let limit = top_k.min(embedded);
         answer.effective_top_k = limit;
+        // A rerank is handed more candidates than it keeps.
+        let search_limit = match settings.rerank {
+            Some(rerank) => rerank.candidates.max(limit).min(embedded),
+            None => limit,
+        };
 
         let found = match ahead {
             Some(found) => found?,
             None => {
-                self.embed_and_search(&world, query, limit, mode, settings, sources.as_deref())
+                self.embed_and_search(&world, query, search_limit, mode, settings, sources.as_deref())
                     .await?
             }
         };
@@ -649,6 +685,11 @@ impl RetrievalService {
                 .then(a.chunk.chunk.chunk_number.cmp(&b.chunk.chunk.chunk_number))
         });
         answer.results = dedup(std::mem::take(&mut answer.results));
+        answer.timing.verify_ms = ms(phase.elapsed());
+        if settings.rerank.is_some() {
+            self.rerank(query, limit as usize, &mut answer).await;
+        }
+        let phase = Instant::now();
         answer.results.truncate(limit as usize);
         answer.quality = Quality::judge(&answer.results, used);
         answer.search_used = Some(used);
@@ -683,7 +724,7 @@ impl RetrievalService {
         answer.context = fitted.chunks;
         answer.context_text = fitted.text;
         answer.citations = fitted.citations;
-        answer.timing.verify_ms = ms(phase.elapsed());
+        answer.timing.verify_ms += ms(phase.elapsed());
         answer.timing.total_ms = ms(started.elapsed());
         Ok((answer, Some(world.active_run)))
     }

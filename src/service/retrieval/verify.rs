@@ -37,6 +37,7 @@ impl RetrievalService {
                 answer.results.push(Hit {
                     chunk,
                     score: hit.score,
+                    rerank_score: None,
                     duplicates: Vec::new(),
                 });
             } else {
