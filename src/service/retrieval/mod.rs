@@ -60,7 +60,7 @@ use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::TokenCounter;
-use crate::domain::{ChunkId, ChunkView, RunId, SourceId, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, Metadata, RunId, SourceDetails, SourceId, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
@@ -125,13 +125,15 @@ pub enum SearchUsed {
     Hybrid(Fusion),
 }
 
-/// Which sources a retrieval searches. Each given list must match (a source is kept when it is
-/// in every list given); within a list, any entry matches.
+/// Which sources a retrieval searches. Each given part must match (a source is kept when it is
+/// in every list given and has the metadata); within a list, any entry matches, while every key
+/// of `metadata` must have its value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceFilter {
     pub source_ids: Option<Vec<SourceId>>,
     pub book_numbers: Option<Vec<u32>>,
     pub filenames: Option<Vec<String>>,
+    pub metadata: Option<Metadata>,
 }
 
 impl SourceFilter {
@@ -142,6 +144,10 @@ impl SourceFilter {
                 .as_ref()
                 .is_none_or(|n| n.contains(&source.book_number))
             && self.filenames.as_ref().is_none_or(|f| f.contains(&source.filename))
+            && self
+                .metadata
+                .as_ref()
+                .is_none_or(|m| m.is_within(&source.details.metadata))
     }
 }
 
@@ -149,6 +155,8 @@ impl SourceFilter {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     pub chunk: ChunkView,
+    /// Its source's title, URL and metadata (shared by the hits of one source).
+    pub source: Arc<SourceDetails>,
     pub score: f32,
     /// Other hits with exactly the same text (same hash), folded into this one: their chunks.
     pub duplicates: Vec<ChunkId>,
