@@ -6,6 +6,8 @@
 //! is "not set". Unknown or repeated fields, a body that is not an object and a missing or
 //! non-string `query` are `invalid_request`.
 
+use std::collections::BTreeMap;
+
 use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
@@ -17,6 +19,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath};
 use crate::config::MAX_CONTEXT_TOKENS;
+use crate::domain::Metadata;
 use crate::domain::SourceId;
 use crate::domain::WorldId;
 use crate::service::retrieval::{
@@ -261,8 +264,9 @@ fn parse_fusion(value: &Value) -> Result<FusionChoice, ApiError> {
 /// Most entries in one list of a filter.
 const MAX_FILTER_ENTRIES: usize = 1000;
 
-/// `{"source_ids": [uuid…], "book_numbers": [n…], "filenames": [name…]}`: each list optional,
-/// non-empty when given, at most 1000 entries; any other key is refused.
+/// `{"source_ids": [uuid…], "book_numbers": [n…], "filenames": [name…], "metadata": {k: v…}}`:
+/// each list optional, non-empty when given, at most 1000 entries; `metadata` 1 to 64 keys with
+/// string values, as sources take them; any other key is refused.
 fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
     let Value::Object(map) = value else {
         return Err(bad("filter", "filter must be an object"));
@@ -271,6 +275,17 @@ fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
     for (key, value) in map {
         let field = format!("filter.{key}");
         if value.is_null() {
+            continue;
+        }
+        if key == "metadata" {
+            let metadata = Metadata::parse(value, &field).map_err(|e| bad(&e.field, e.message))?;
+            if metadata.is_empty() {
+                return Err(bad(
+                    &field,
+                    format!("{field} must hold 1 to {} keys", Metadata::MAX_KEYS),
+                ));
+            }
+            filter.metadata = Some(metadata);
             continue;
         }
         let Value::Array(items) = value else {
@@ -310,7 +325,7 @@ fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
             _ => {
                 return Err(bad(
                     &field,
-                    format!("unknown filter key `{key}` (use source_ids, book_numbers or filenames)"),
+                    format!("unknown filter key `{key}` (use source_ids, book_numbers, filenames or metadata)"),
                 ));
             }
         }
@@ -436,6 +451,10 @@ pub struct RetrieveFilter {
     pub book_numbers: Option<Vec<u32>>,
     /// Exact file names as stored (1 to 1000).
     pub filenames: Option<Vec<String>>,
+    /// Metadata a source must have: every key given, each with exactly this value (1 to 64
+    /// keys, with the limits of a source's `metadata`).
+    #[schema(example = json!({"lang": "en"}))]
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
 /// One verified hit. Text comes from the store, never from the vector store.
@@ -449,6 +468,12 @@ pub struct RetrievalResult {
     pub rerank_score: Option<f32>,
     pub source_id: Uuid,
     pub source_filename: String,
+    /// The source's title as given at upload (`null` when none was).
+    pub title: Option<String>,
+    /// The source's URL as given at upload (`null` when none was).
+    pub url: Option<String>,
+    /// The source's metadata as given at upload (`{}` when none was).
+    pub metadata: BTreeMap<String, String>,
     pub book_number: u32,
     pub chunk_number: u32,
     pub char_start: u64,
@@ -631,6 +656,9 @@ impl From<Retrieval> for RetrieveResponse {
                         rerank_score: hit.rerank_score,
                         source_id: c.source_id.0,
                         source_filename: hit.chunk.source_filename,
+                        title: hit.source.title.clone(),
+                        url: hit.source.url.clone(),
+                        metadata: hit.source.metadata.clone().into_map(),
                         book_number: c.book_number,
                         chunk_number: c.chunk_number,
                         char_start: c.char_start,

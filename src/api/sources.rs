@@ -10,13 +10,14 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
-use crate::domain::{ChunkPage, ChunkState, SourceFormat, SourceId, WorldId};
+use crate::domain::{ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceTitle, SourceUrl, WorldId};
 use crate::service::sources::{AddSource, Paging, SourceView};
 use crate::state::AppState;
 
@@ -42,6 +43,18 @@ pub struct AddSourceRequest {
     /// filename when absent.
     #[schema(example = "text/markdown")]
     pub content_type: Option<String>,
+    /// A title for the source (1 to 1000 characters, one line); shown on the source and on its
+    /// retrieval hits.
+    #[schema(example = "The Northern Isles, chapter 1")]
+    pub title: Option<String>,
+    /// Where the source comes from: an absolute `http` or `https` URL of at most 2048 characters.
+    #[schema(example = "https://example.com/isles/ch1")]
+    pub url: Option<String>,
+    /// Flat string metadata: at most 64 keys of 1 to 64 characters from `A-Z a-z 0-9 _ . -`,
+    /// each with a string value of at most 1024 characters. Retrieval can filter on it
+    /// (`filter.metadata`).
+    #[schema(value_type = Option<BTreeMap<String, String>>, example = json!({"lang": "en", "kind": "chapter"}))]
+    pub metadata: Option<Value>,
 }
 
 /// The `multipart/form-data` form of a source upload.
@@ -56,6 +69,13 @@ pub struct AddSourceUpload {
     pub filename: Option<String>,
     /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`.
     pub content_type: Option<String>,
+    /// As `title` in the JSON body.
+    pub title: Option<String>,
+    /// As `url` in the JSON body.
+    pub url: Option<String>,
+    /// As `metadata` in the JSON body, written as JSON text: `{"lang": "en"}`.
+    #[schema(example = r#"{"lang": "en"}"#)]
+    pub metadata: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -68,6 +88,12 @@ pub struct SourceDto {
     pub sha256: String,
     /// Length of the stored text in chars (Unicode scalar values).
     pub chars: u64,
+    /// As given at upload; `null` when none was.
+    pub title: Option<String>,
+    /// As given at upload; `null` when none was.
+    pub url: Option<String>,
+    /// As given at upload; `{}` when none was.
+    pub metadata: BTreeMap<String, String>,
     pub chunks: u64,
     pub embedded: u64,
     pub pending: u64,
@@ -85,6 +111,9 @@ impl From<SourceView> for SourceDto {
             content_type: v.source.content_type,
             sha256: v.source.sha256,
             chars: v.source.chars,
+            title: v.source.details.title,
+            url: v.source.details.url,
+            metadata: v.source.details.metadata.into_map(),
             chunks: v.counts.chunks,
             embedded: v.counts.embedded,
             pending: v.counts.pending,
@@ -112,7 +141,7 @@ pub struct SourceList {
     params(("world_id" = Uuid, Path)),
     request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
     responses((status = 202, body = SourceAccepted),
-        (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type)", body = ErrorBody),
+        (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
@@ -135,10 +164,14 @@ pub async fn add_source(
         read_upload(multipart, state.max_body_bytes).await?
     } else {
         let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, &state).await?;
+        let (title, url, metadata) = parse_details(body.title.as_deref(), body.url.as_deref(), body.metadata.as_ref())?;
         AddSource {
             filename: body.filename,
             content_type: body.content_type,
             text: body.text,
+            title,
+            url,
+            metadata,
         }
     };
     let (source, job) = state.sources.add(world_id, add).await?;
@@ -151,9 +184,10 @@ pub async fn add_source(
     ))
 }
 
-/// Reads a multipart upload: one `file` part, and optionally `filename` and `content_type`
-/// text parts that override the file part's own. Any other part, or a second one of a kind, is
-/// refused as JSON bodies refuse unknown or repeated fields.
+/// Reads a multipart upload: one `file` part, optionally `filename` and `content_type` text
+/// parts that override the file part's own, and optionally `title`, `url` and `metadata` (JSON
+/// text) parts. Any other part, or a second one of a kind, is refused as JSON bodies refuse
+/// unknown or repeated fields.
 async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource, ApiError> {
     let too_large = |err: axum::extract::multipart::MultipartError| {
         if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -166,6 +200,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
         ApiError::invalid_request(message).with_details(serde_json::json!({"field": field}))
     };
     let (mut file, mut filename, mut content_type) = (None, None, None);
+    let (mut title, mut url, mut metadata) = (None, None, None);
     while let Some(field) = multipart.next_field().await.map_err(too_large)? {
         let name = field.name().unwrap_or_default().to_owned();
         let repeated = || field_error(&name, format!("the upload has more than one `{name}` part"));
@@ -184,11 +219,13 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
                     .map_err(|_| field_error("file", "the uploaded file is not valid UTF-8 text".into()))?;
                 file = Some((part_name, part_type, text));
             }
-            "filename" | "content_type" => {
-                let slot = if name == "filename" {
-                    &mut filename
-                } else {
-                    &mut content_type
+            "filename" | "content_type" | "title" | "url" | "metadata" => {
+                let slot = match name.as_str() {
+                    "filename" => &mut filename,
+                    "content_type" => &mut content_type,
+                    "title" => &mut title,
+                    "url" => &mut url,
+                    _ => &mut metadata,
                 };
                 if slot.is_some() {
                     return Err(repeated());
@@ -199,7 +236,10 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
             _ => {
                 return Err(field_error(
                     &name,
-                    format!("unknown part `{name}` (expected `file`, and optionally `filename` and `content_type`)"),
+                    format!(
+                        "unknown part `{name}` (expected `file`, and optionally `filename`, `content_type`, `title`, \
+                         `url` and `metadata`)"
+                    ),
                 ));
             }
         }
@@ -207,6 +247,16 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
     let Some((part_name, part_type, text)) = file else {
         return Err(field_error("file", "multipart upload has no `file` field".into()));
     };
+    let metadata = match metadata {
+        None => None,
+        Some(raw) => Some(serde_json::from_str::<Value>(&raw).map_err(|err| {
+            field_error(
+                "metadata",
+                format!("the `metadata` part must be a JSON object of string values ({err})"),
+            )
+        })?),
+    };
+    let (title, url, metadata) = parse_details(title.as_deref(), url.as_deref(), metadata.as_ref())?;
     let content_type = content_type.or(part_type);
     // A file part sent without a name is named after its content type, so that the name does
     // not contradict how the text is read.
@@ -218,7 +268,32 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
         filename,
         content_type,
         text,
+        title,
+        url,
+        metadata,
     })
+}
+
+/// A source's title, URL and metadata as sent (absent or `null`: none), parsed; a bad one is
+/// `invalid_request` naming its field (`metadata.<key>` for a bad value of a key).
+fn parse_details(
+    title: Option<&str>,
+    url: Option<&str>,
+    metadata: Option<&Value>,
+) -> Result<(Option<SourceTitle>, Option<SourceUrl>, Metadata), ApiError> {
+    let invalid = |field: &str, message: String| {
+        ApiError::invalid_request(message).with_details(serde_json::json!({ "field": field }))
+    };
+    let title = title
+        .map(SourceTitle::parse)
+        .transpose()
+        .map_err(|m| invalid("title", m))?;
+    let url = url.map(SourceUrl::parse).transpose().map_err(|m| invalid("url", m))?;
+    let metadata = match metadata {
+        None | Some(Value::Null) => Metadata::default(),
+        Some(value) => Metadata::parse(value, "metadata").map_err(|e| invalid(&e.field, e.message))?,
+    };
+    Ok((title, url, metadata))
 }
 
 /// Sources of a world, by book number, with chunk state counts.

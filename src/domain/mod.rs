@@ -5,6 +5,7 @@ pub mod ids;
 pub mod job;
 pub mod key;
 pub mod source;
+pub mod source_details;
 pub mod work;
 pub mod world;
 
@@ -18,6 +19,7 @@ pub use source::{
     Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent, Source, SourceCounts,
     SourceDeletion, SourceFormat, SourceSize, media_essence,
 };
+pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
 pub use work::{ManifestEntry, RunInfo, WorkItem};
 pub use world::{
     BUILTIN_OPENAI_MODELS, ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats,

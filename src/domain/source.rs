@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::ids::{ChunkId, JobId, RunId, SourceId, WorldId};
 use super::job::{JobStatus, ManifestState};
+use super::source_details::SourceDetails;
 
 /// A stored source document. The full text is kept so a re-ingest needs no upload.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +19,8 @@ pub struct Source {
     pub sha256: String,
     /// Length of the text in chars (Unicode scalar values).
     pub chars: u64,
+    /// Title, URL and metadata, as given at upload.
+    pub details: SourceDetails,
     pub created_at: DateTime<Utc>,
 }
 
@@ -32,6 +35,7 @@ pub struct NewSource {
     pub filename: String,
     pub content_type: String,
     pub text: String,
+    pub details: SourceDetails,
     pub now: DateTime<Utc>,
 }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
-    ChunkPage, Job, JobId, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceFormat, SourceId, World,
-    WorldId, media_essence, now,
+    ChunkPage, Job, JobId, Metadata, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceDetails, SourceFormat,
+    SourceId, SourceTitle, SourceUrl, World, WorldId, media_essence, now,
 };
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
@@ -17,11 +17,14 @@ use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
 
-/// A source upload as received.
+/// A source upload as received; its title, URL and metadata already parsed at the edge.
 pub struct AddSource {
     pub filename: String,
     pub content_type: Option<String>,
     pub text: String,
+    pub title: Option<SourceTitle>,
+    pub url: Option<SourceUrl>,
+    pub metadata: Metadata,
 }
 
 /// A source with its chunk state counts.
@@ -96,6 +99,11 @@ impl SourceService {
             ));
         }
         let content_type = media_essence(&content_type);
+        let mut details = SourceDetails {
+            title: req.title.map(SourceTitle::into_inner),
+            url: req.url.map(SourceUrl::into_inner),
+            metadata: req.metadata,
+        };
         // Cut for the run the world serves. Should a re-ingest switch the world to another
         // profile while this one is being split, the write is refused and the text is cut
         // again for the new run (a switch is rare; two in a row during one upload rarer still).
@@ -112,12 +120,14 @@ impl SourceService {
                 filename: filename.clone(),
                 content_type: content_type.clone(),
                 text,
+                details,
                 now: now(),
             };
             match self.store.add_source(&new, chunks, JobId::new()).await {
                 Err(crate::store::Error::RunChanged) if attempt < 3 => {
                     attempt += 1;
                     text = new.text;
+                    details = new.details;
                     world = self
                         .store
                         .get_world(world_id)

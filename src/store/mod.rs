@@ -64,7 +64,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
     ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind, RunId, RunInfo, Source,
-    SourceCounts, SourceDeletion, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
+    SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -277,6 +277,9 @@ pub trait RetrievalStore: Send + Sync {
     /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
     /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
+    /// The title, URL and metadata of those of `sources` that are in `world` (missing ones are
+    /// simply absent), in no particular order: what retrieval shows on its hits.
+    async fn source_details(&self, world: WorldId, sources: &[SourceId]) -> Result<Vec<(SourceId, SourceDetails)>>;
     /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
     /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
     /// chunk number. One round trip per hundred windows, however many there are.

@@ -7,11 +7,13 @@ use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::jobs::{NewJobRow, add_job_total};
-use super::rows::{ChunkViewRow, WorldCountRow, in_list, narrow, wide};
+use super::rows::{ChunkViewRow, SourceDetailsRow, WorldCountRow, in_list, narrow, wide};
 use super::runs::lock_run;
 use super::worlds::{lock_world, world_columns};
 use super::{Result, RetrievalStore, ReuseStore};
-use crate::domain::{ChunkId, ChunkView, JobId, JobKind, JobStatus, RunId, SourceId, SourceSize, World, WorldId};
+use crate::domain::{
+    ChunkId, ChunkView, JobId, JobKind, JobStatus, RunId, SourceDetails, SourceId, SourceSize, World, WorldId,
+};
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
 macro_rules! select_chunk_view {
@@ -87,6 +89,24 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
                 if view.chunk.world_id == world && view.chunk.run_id == run {
                     found.push(view);
                 }
+            }
+        }
+        Ok(found)
+    }
+
+    async fn source_details(&self, world: WorldId, sources: &[SourceId]) -> Result<Vec<(SourceId, SourceDetails)>> {
+        const SOURCE_DETAILS: &str = "SELECT id, title, url, metadata FROM sources WHERE world_id = $1 AND id IN ";
+        let mut found = Vec::with_capacity(sources.len());
+        // Bounded parameter lists, as in `chunks_by_points`.
+        for batch in sources.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!("{SOURCE_DETAILS}{}", in_list(2, batch.len())));
+            let mut query = sqlx::query_as::<DB, SourceDetailsRow>(sql).bind(world.0);
+            for source in batch {
+                query = query.bind(source.0);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.push((SourceId(row.id), row.details.try_into()?));
             }
         }
         Ok(found)

@@ -7,8 +7,8 @@ use uuid::Uuid;
 use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown, Job,
-    JobCounts, JobError, JobEvent, JobId, KeyId, KeyOrigin, ManifestEntry, RunId, SealedSecret, Source, SourceId,
-    StoredKey, WorkItem, World, WorldId,
+    JobCounts, JobError, JobEvent, JobId, KeyId, KeyOrigin, ManifestEntry, Metadata, RunId, SealedSecret, Source,
+    SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 /// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
@@ -343,6 +343,8 @@ pub(super) struct SourceRow {
     content_type: String,
     sha256: String,
     chars: i64,
+    #[sqlx(flatten)]
+    details: DetailsColumns,
     created_at: DateTime<Utc>,
 }
 
@@ -358,9 +360,38 @@ impl TryFrom<SourceRow> for Source {
             content_type: row.content_type,
             sha256: row.sha256,
             chars: narrow("sources", row.chars)?,
+            details: row.details.try_into()?,
             created_at: row.created_at,
         })
     }
+}
+
+/// A source's title, URL and metadata columns.
+#[derive(sqlx::FromRow)]
+pub(super) struct DetailsColumns {
+    title: Option<String>,
+    url: Option<String>,
+    metadata: String,
+}
+
+impl TryFrom<DetailsColumns> for SourceDetails {
+    type Error = Error;
+
+    fn try_from(row: DetailsColumns) -> Result<SourceDetails> {
+        Ok(SourceDetails {
+            title: row.title,
+            url: row.url,
+            metadata: Metadata::from_json(&row.metadata).map_err(|reason| corrupt("sources", reason))?,
+        })
+    }
+}
+
+/// A source's id with its details, as retrieval reads them for its hits.
+#[derive(sqlx::FromRow)]
+pub(super) struct SourceDetailsRow {
+    pub(super) id: Uuid,
+    #[sqlx(flatten)]
+    pub(super) details: DetailsColumns,
 }
 
 #[derive(sqlx::FromRow)]

@@ -19,6 +19,13 @@ use crate::domain::{
     SourceDeletion, SourceId, WorldId, point_id,
 };
 
+/// Columns of a [`SourceRow`].
+macro_rules! source_columns {
+    () => {
+        "id, world_id, book_number, filename, content_type, sha256, chars, title, url, metadata, created_at"
+    };
+}
+
 /// Chunks per insert statement: 12 parameters each, 2,400 a statement, well under the
 /// parameter limits (32,766 in SQLite, 65,535 in PostgreSQL).
 const CHUNKS_PER_STATEMENT: usize = 200;
@@ -110,7 +117,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         let chars = source.text.chars().count() as u64;
         sqlx::query(
             "INSERT INTO sources (id, world_id, book_number, filename, content_type, text, sha256, chars, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             title, url, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(source.id.0)
         .bind(source.world_id.0)
@@ -120,6 +127,9 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .bind(&source.text)
         .bind(&sha256)
         .bind(wide(chars))
+        .bind(source.details.title.clone())
+        .bind(source.details.url.clone())
+        .bind(source.details.metadata.to_json())
         .bind(source.now)
         .execute(&mut *tx)
         .await?;
@@ -157,13 +167,12 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
     }
 
     async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>> {
-        let rows: Vec<SourceRow> = sqlx::query_as(
-            "SELECT id, world_id, book_number, filename, content_type, sha256, chars, created_at \
-             FROM sources WHERE world_id = $1 ORDER BY book_number",
-        )
-        .bind(world.0)
-        .fetch_all(&self.pool)
-        .await?;
+        const LIST_SOURCES: &str = concat!(
+            "SELECT ",
+            source_columns!(),
+            " FROM sources WHERE world_id = $1 ORDER BY book_number"
+        );
+        let rows: Vec<SourceRow> = sqlx::query_as(LIST_SOURCES).bind(world.0).fetch_all(&self.pool).await?;
         rows.into_iter().map(TryInto::try_into).collect()
     }
 
@@ -313,14 +322,16 @@ async fn select_source<'e, DB: Backend>(
     world: WorldId,
     id: SourceId,
 ) -> Result<Option<SourceRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, world_id, book_number, filename, content_type, sha256, chars, created_at \
-         FROM sources WHERE world_id = $1 AND id = $2",
-    )
-    .bind(world.0)
-    .bind(id.0)
-    .fetch_optional(db)
-    .await?)
+    const SELECT_SOURCE: &str = concat!(
+        "SELECT ",
+        source_columns!(),
+        " FROM sources WHERE world_id = $1 AND id = $2"
+    );
+    Ok(sqlx::query_as(SELECT_SOURCE)
+        .bind(world.0)
+        .bind(id.0)
+        .fetch_optional(db)
+        .await?)
 }
 
 /// Takes `pending` entries that no longer exist out of unfinished job `job`'s `total`, so that
@@ -421,6 +432,7 @@ mod tests {
             filename: "book.md".into(),
             content_type: "text/markdown".into(),
             text: "text".into(),
+            details: Default::default(),
             now,
         };
         let (stored, job) = store.add_source(&source, new_chunks(), JobId::new()).await.unwrap();

@@ -446,6 +446,7 @@ pub async fn spawn_app_with_unreachable_vectors(
                 filename: "a.txt".into(),
                 content_type: "text/plain".into(),
                 text: text.into(),
+                details: Default::default(),
                 now: chrono::Utc::now(),
             },
             vec![NewChunk {

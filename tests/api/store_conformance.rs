@@ -87,6 +87,7 @@ async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::
                 filename: "book.md".into(),
                 content_type: "text/markdown".into(),
                 text: "héllo wörld".into(),
+                details: Default::default(),
                 now: Utc::now().trunc_subsecs(6),
             },
             chunks(n),
@@ -117,6 +118,7 @@ async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::
 mod connect;
 mod job_events;
 mod reingest;
+mod source_details;
 mod sources;
 mod work_queue;
 mod worlds_and_keys;

@@ -300,6 +300,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
                 filename: "book.txt".into(),
                 content_type: "text/plain".into(),
                 text,
+                details: Default::default(),
                 now: Utc::now(),
             },
             chunks,

@@ -61,7 +61,7 @@ use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::TokenCounter;
-use crate::domain::{ChunkId, ChunkView, Parent, RunId, SourceId, SourceSize, World, WorldId};
+use crate::domain::{ChunkId, ChunkView, Metadata, Parent, RunId, SourceDetails, SourceId, SourceSize, World, WorldId};
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
@@ -186,13 +186,15 @@ pub struct CorpusStats {
     pub tokens: u64,
 }
 
-/// Which sources a retrieval searches. Each given list must match (a source is kept when it is
-/// in every list given); within a list, any entry matches.
+/// Which sources a retrieval searches. Each given part must match (a source is kept when it is
+/// in every list given and has the metadata); within a list, any entry matches, while every key
+/// of `metadata` must have its value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceFilter {
     pub source_ids: Option<Vec<SourceId>>,
     pub book_numbers: Option<Vec<u32>>,
     pub filenames: Option<Vec<String>>,
+    pub metadata: Option<Metadata>,
 }
 
 impl SourceFilter {
@@ -203,6 +205,10 @@ impl SourceFilter {
                 .as_ref()
                 .is_none_or(|n| n.contains(&source.book_number))
             && self.filenames.as_ref().is_none_or(|f| f.contains(&source.filename))
+            && self
+                .metadata
+                .as_ref()
+                .is_none_or(|m| m.is_within(&source.details.metadata))
     }
 }
 
@@ -210,6 +216,8 @@ impl SourceFilter {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     pub chunk: ChunkView,
+    /// Its source's title, URL and metadata (shared by the hits of one source).
+    pub source: Arc<SourceDetails>,
     pub score: f32,
     /// The reranker's relevance score, when the hits were reranked.
     pub rerank_score: Option<f32>,

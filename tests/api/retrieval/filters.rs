@@ -78,6 +78,35 @@ async fn bad_filters_and_expand_values_are_400_naming_the_field_before_the_world
         (json!({"query": "q", "filter": {"colour": ["red"]}}), "filter.colour"),
         (json!({"query": "q", "filter": {"metadata": ["x"]}}), "filter.metadata"),
         (
+            json!({"query": "q", "filter": {"metadata": "lang=en"}}),
+            "filter.metadata",
+        ),
+        (json!({"query": "q", "filter": {"metadata": {}}}), "filter.metadata"),
+        (
+            json!({"query": "q", "filter": {"metadata": {"lang": 1}}}),
+            "filter.metadata.lang",
+        ),
+        (
+            json!({"query": "q", "filter": {"metadata": {"lang": ["en", "fr"]}}}),
+            "filter.metadata.lang",
+        ),
+        (
+            json!({"query": "q", "filter": {"metadata": {"lang": "e".repeat(1025)}}}),
+            "filter.metadata.lang",
+        ),
+        (
+            json!({"query": "q", "filter": {"metadata": {"bad key": "x"}}}),
+            "filter.metadata",
+        ),
+        (
+            json!({"query": "q", "filter": {"metadata": {"k".repeat(65): "x"}}}),
+            "filter.metadata",
+        ),
+        (
+            json!({"query": "q", "filter": {"metadata": (0..65).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()}}),
+            "filter.metadata",
+        ),
+        (
             json!({"query": "q", "filter": {"source_ids": ["not-a-uuid"]}}),
             "filter.source_ids",
         ),
@@ -158,4 +187,103 @@ async fn the_answer_says_how_far_to_trust_it() {
         .await;
     assert_eq!(nothing["results"], json!([]));
     assert_eq!(nothing["quality"]["level"], "none");
+}
+
+/// Four one-chunk sources, every one with "tower" in it, three with metadata (the first also
+/// with a title and URL) and one without.
+async fn described_sources(s: &super::Setup) {
+    let sources = [
+        (
+            "north.txt",
+            "The northern tower stands on the salt cliffs.",
+            json!({"title": "The North", "url": "https://example.com/north", "metadata": {"lang": "en", "region": "north"}}),
+        ),
+        (
+            "south.txt",
+            "The southern tower guards the desert road.",
+            json!({"metadata": {"lang": "en", "region": "south"}}),
+        ),
+        (
+            "nord.txt",
+            "The tower of the northern isles speaks French.",
+            json!({"metadata": {"lang": "fr", "region": "north"}}),
+        ),
+        ("plain.txt", "The plain tower has no description.", json!({})),
+    ];
+    for (filename, text, extra) in sources {
+        let mut body = extra;
+        body["filename"] = json!(filename);
+        body["text"] = json!(text);
+        let (status, accepted) = s.app.post(&format!("/v1/worlds/{}/sources", s.world_id()), body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    }
+    s.app.drain().await;
+    s.fake.reset_stats();
+}
+
+#[tokio::test]
+async fn hits_carry_their_sources_title_url_and_metadata() {
+    let s = setup().await;
+    described_sources(&s).await;
+    let answer = s.ok(json!({"query": "which tower", "top_k": 10})).await;
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{answer}");
+    for hit in results {
+        let expected = match hit["source_filename"].as_str().unwrap() {
+            "north.txt" => json!(["The North", "https://example.com/north", {"lang": "en", "region": "north"}]),
+            "south.txt" => json!([null, null, {"lang": "en", "region": "south"}]),
+            "nord.txt" => json!([null, null, {"lang": "fr", "region": "north"}]),
+            _ => json!([null, null, {}]),
+        };
+        assert_eq!(json!([hit["title"], hit["url"], hit["metadata"]]), expected, "{hit}");
+    }
+}
+
+#[tokio::test]
+async fn a_metadata_filter_keeps_the_sources_that_have_every_given_value() {
+    let s = setup().await;
+    described_sources(&s).await;
+    for (filter, expected) in [
+        (json!({"metadata": {"lang": "en"}}), vec!["north.txt", "south.txt"]),
+        (json!({"metadata": {"region": "north"}}), vec!["nord.txt", "north.txt"]),
+        (
+            json!({"metadata": {"lang": "en", "region": "north"}}),
+            vec!["north.txt"],
+        ),
+        (json!({"metadata": {"lang": "fr", "region": "north"}}), vec!["nord.txt"]),
+        (
+            json!({"metadata": {"lang": "en"}, "filenames": ["south.txt", "plain.txt"]}),
+            vec!["south.txt"],
+        ),
+        (
+            json!({"metadata": {"lang": "en"}, "book_numbers": [1, 3]}),
+            vec!["north.txt"],
+        ),
+        (json!({"metadata": null, "filenames": ["plain.txt"]}), vec!["plain.txt"]),
+    ] {
+        let answer = s
+            .ok(json!({"query": "which tower", "top_k": 10, "filter": filter}))
+            .await;
+        assert_eq!(filenames(&answer), expected, "{filter}: {answer}");
+        assert_eq!(warning_codes(&answer), Vec::<String>::new(), "{filter}: {answer}");
+    }
+    let searched = s.fake.stats().requests;
+    // Values match exactly, every key must be there, and all of them must match.
+    for filter in [
+        json!({"metadata": {"lang": "EN"}}),
+        json!({"metadata": {"lang": "en", "region": "east"}}),
+        json!({"metadata": {"lang": "fr", "region": "south"}}),
+        json!({"metadata": {"colour": ""}}),
+        json!({"metadata": {"region": "north"}, "filenames": ["south.txt"]}),
+    ] {
+        let answer = s.ok(json!({"query": "which tower", "filter": filter})).await;
+        assert_eq!(answer["results"], json!([]), "{filter}: {answer}");
+        assert_eq!(warning_codes(&answer), ["filter_matched_nothing"], "{filter}");
+        assert_eq!(answer["mode_used"], Value::Null);
+    }
+    assert_eq!(
+        s.fake.stats().requests,
+        searched,
+        "no query embedding for an empty match"
+    );
 }

@@ -86,6 +86,7 @@ async fn add_one_chunk(
         filename: "a".into(),
         content_type: "text/plain".into(),
         text: "t".into(),
+        details: Default::default(),
         now: Utc::now(),
     };
     store.add_source(&source, chunks(1), JobId::new()).await
