@@ -62,6 +62,7 @@ pub struct RawFields {
     filter: Option<Value>,
     fusion: Option<Value>,
     rerank: Option<Value>,
+    explain: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for RawRequest {
@@ -149,7 +150,13 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         None => None,
         Some(value) => Some(parse_rerank(value)?),
     };
+    let explain = match &body.explain {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad("explain", "explain must be true or false")),
+    };
     Ok(Settings {
+        explain,
         rerank,
         top_k,
         min_score,
@@ -400,6 +407,11 @@ pub struct RetrieveRequest {
     /// are kept. A rerank that fails or times out leaves the search's order, with the warning
     /// `rerank_unavailable`.
     pub rerank: Option<RetrieveRerank>,
+    /// Explain the answer (default false): each result gets `explain` (its rank and score in
+    /// the dense and the BM25 ranking, its fused and rerank scores), and the answer's `explain`
+    /// lists the other candidates of both rankings with the reason each is not in the answer.
+    /// Costs two more searches; for tuning, not for every query.
+    pub explain: Option<bool>,
     /// Only search these sources. Each list given must match (any entry of it); an empty match
     /// answers no results with the warning `filter_matched_nothing`.
     pub filter: Option<RetrieveFilter>,
@@ -466,6 +478,8 @@ pub struct RetrievalResult {
     pub score: f32,
     /// The reranker's relevance score, when the results were reranked (their order).
     pub rerank_score: Option<f32>,
+    /// With `explain: true`.
+    pub explain: Option<HitExplanation>,
     pub source_id: Uuid,
     pub source_filename: String,
     /// The source's title as given at upload (`null` when none was).
@@ -566,6 +580,58 @@ pub struct RetrievalParent {
     pub children: Vec<Uuid>,
 }
 
+/// A rank (1-based) and score in one ranking.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RankStanding {
+    pub rank: u32,
+    pub score: f32,
+}
+
+impl From<crate::service::retrieval::Standing> for RankStanding {
+    fn from(s: crate::service::retrieval::Standing) -> Self {
+        Self {
+            rank: s.rank,
+            score: s.score,
+        }
+    }
+}
+
+/// One result, explained.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HitExplanation {
+    /// Its standing in the dense ranking (cosine), without threshold or filter.
+    pub dense: Option<RankStanding>,
+    /// Its standing in the BM25 ranking (hybrid worlds; `null` when BM25 did not find it).
+    pub sparse: Option<RankStanding>,
+    /// The fused score, in a fused search.
+    pub fused_score: Option<f32>,
+    pub rerank_score: Option<f32>,
+}
+
+/// A candidate not in the answer, and why.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RemovedCandidate {
+    pub point_id: Uuid,
+    pub source_id: Option<Uuid>,
+    pub book_number: Option<u32>,
+    pub chunk_number: Option<u32>,
+    pub dense: Option<RankStanding>,
+    pub sparse: Option<RankStanding>,
+    /// `filter`, `min_score`, `bm25_not_used` (BM25 found it, but the search ran dense),
+    /// `verification` (its chunk is gone or changed), `duplicate` (same text as a result) or
+    /// `ranked_out` (below the cut: `top_k`, the fusion or the reranker).
+    pub reason: String,
+}
+
+/// How the answer came about (`explain: true`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrievalExplanation {
+    /// Candidates of the explaining dense and BM25 searches (2 × the search's limit, at least 20).
+    pub dense_candidates: usize,
+    pub sparse_candidates: usize,
+    pub removed: Vec<RemovedCandidate>,
+}
+
 /// The size of a corpus.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RetrievalCorpus {
@@ -628,6 +694,8 @@ pub struct RetrieveResponse {
     pub mode_used: Option<String>,
     /// With `expand: parent`: each parent holding hits, once, best first (empty otherwise).
     pub parents: Vec<RetrievalParent>,
+    /// With `explain: true`, when a search ran.
+    pub explain: Option<RetrievalExplanation>,
     /// The corpus a `full`/`auto` request looked at (the world's served run, or the sources
     /// the filter keeps); `null` in the other modes.
     pub corpus: Option<RetrievalCorpus>,
@@ -643,17 +711,42 @@ pub struct RetrieveResponse {
 
 impl From<Retrieval> for RetrieveResponse {
     fn from(r: Retrieval) -> Self {
+        let mut explained = r.explain.as_ref().map(|e| e.hits.clone().into_iter());
         RetrieveResponse {
+            explain: r.explain.map(|e| RetrievalExplanation {
+                dense_candidates: e.dense_candidates,
+                sparse_candidates: e.sparse_candidates,
+                removed: e
+                    .removed
+                    .into_iter()
+                    .map(|c| RemovedCandidate {
+                        point_id: c.point_id,
+                        source_id: c.source_id.map(|s| s.0),
+                        book_number: c.book_number,
+                        chunk_number: c.chunk_number,
+                        dense: c.dense.map(Into::into),
+                        sparse: c.sparse.map(Into::into),
+                        reason: c.reason.to_owned(),
+                    })
+                    .collect(),
+            }),
             results: r
                 .results
                 .into_iter()
                 .map(|hit| {
+                    let explain = explained.as_mut().and_then(Iterator::next).map(|e| HitExplanation {
+                        dense: e.dense.map(Into::into),
+                        sparse: e.sparse.map(Into::into),
+                        fused_score: e.fused_score,
+                        rerank_score: e.rerank_score,
+                    });
                     let c = hit.chunk.chunk;
                     RetrievalResult {
                         chunk_id: c.id.0,
                         point_id: hit.chunk.point_id,
                         score: hit.score,
                         rerank_score: hit.rerank_score,
+                        explain,
                         source_id: c.source_id.0,
                         source_filename: hit.chunk.source_filename,
                         title: hit.source.title.clone(),

@@ -65,7 +65,7 @@ use crate::domain::{SourceId, WorldId};
 
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
-    SPARSE, ScoredPoint, ScrollPage, SparseVector, VectorRepo,
+    SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
 };
 
 /// Lock file inside the vector directory. The leading dot keeps it out of the collection
@@ -710,6 +710,27 @@ impl VectorRepo for EdgeRepo {
             request = request.score_threshold(threshold);
         }
         let request = request.build();
+        let hits = blocking(move || shard.engine.query(request).map_err(engine_error)).await?;
+        Ok(scored(hits))
+    }
+
+    async fn sparse_search(&self, collection: &str, search: SparseSearch) -> Result<Vec<ScoredPoint>> {
+        if search.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Err(Error::MissingCollection(collection.to_owned()));
+        };
+        let world = world_filter(search.filter.world)?;
+        let request = QueryRequestBuilder::new(search.limit)
+            .query(nearest(VectorInternal::Sparse(sparse_vector(search.sparse)?), SPARSE))
+            .filter(search_filter(search.filter, search.sources.as_deref())?)
+            .params(SearchParams {
+                idf: Some(IdfParams::Corpus(IdfCorpusParams { corpus: world })),
+                ..Default::default()
+            })
+            .with_payload(with_payload())
+            .build();
         let hits = blocking(move || shard.engine.query(request).map_err(engine_error)).await?;
         Ok(scored(hits))
     }

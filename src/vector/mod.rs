@@ -150,6 +150,15 @@ pub struct DenseSearch {
     pub score_threshold: Option<f32>,
 }
 
+/// A BM25 search alone (what a hybrid search's sparse prefetch finds), for explaining.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseSearch {
+    pub sparse: SparseVector,
+    pub filter: PointFilter,
+    pub sources: Option<Vec<SourceId>>,
+    pub limit: usize,
+}
+
 /// How a hybrid search fuses its dense and sparse candidates.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fusion {
@@ -216,6 +225,9 @@ pub trait VectorRepo: Send + Sync + 'static {
     /// collection, so a missing one is damage (other reads of a missing collection are empty).
     /// A `limit` of 0 answers empty without looking.
     async fn search(&self, collection: &str, search: DenseSearch) -> Result<Vec<ScoredPoint>>;
+    /// The BM25 ranking alone, scored with IDF over the world's points (as a hybrid search's
+    /// sparse prefetch is). A missing collection is an error, as for [`VectorRepo::search`].
+    async fn sparse_search(&self, collection: &str, search: SparseSearch) -> Result<Vec<ScoredPoint>>;
 
     /// Hybrid search (dense + sparse prefetch, RRF fusion), best first; a missing collection as
     /// in [`VectorRepo::search`].

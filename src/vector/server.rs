@@ -33,7 +33,7 @@ use crate::domain::SourceId;
 
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
-    SPARSE, ScoredPoint, ScrollPage, VectorRepo,
+    SPARSE, ScoredPoint, ScrollPage, SparseSearch, VectorRepo,
 };
 
 const WORLD_ID: &str = "world_id";
@@ -417,6 +417,32 @@ impl VectorRepo for ServerRepo {
         if let Some(threshold) = search.score_threshold {
             query = query.score_threshold(threshold);
         }
+        let result = self
+            .client
+            .query(query)
+            .await
+            .map(|r| scored(r.result))
+            .map_err(client_error);
+        named_if_missing(result, collection)
+    }
+
+    async fn sparse_search(&self, collection: &str, search: SparseSearch) -> Result<Vec<ScoredPoint>> {
+        if search.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let query = QueryPointsBuilder::new(self.name(collection))
+            .query(Query::new_nearest(VectorInput::new_sparse(
+                search.sparse.indices,
+                search.sparse.values,
+            )))
+            .using(SPARSE)
+            .filter(search_filter(search.filter, search.sources.as_deref()))
+            .params(
+                SearchParamsBuilder::default()
+                    .idf(IdfParamsBuilder::new().corpus(to_filter(PointFilter::world(search.filter.world)))),
+            )
+            .limit(clamp_u64(search.limit))
+            .with_payload(true);
         let result = self
             .client
             .query(query)

@@ -5,6 +5,7 @@
 //! the re-ingest and repair tests).
 
 mod context;
+mod explain;
 mod failures;
 mod filters;
 mod full_context;

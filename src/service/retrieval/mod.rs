@@ -46,6 +46,7 @@
 //! `context.rs` assembles the context within its token budget.
 
 mod context;
+mod explain;
 
 use context::fit_context;
 mod rerank;
@@ -68,6 +69,7 @@ use crate::providers::scheduler::{AcquireError, KeyScheduler, Lane, Outcome};
 use crate::providers::{CountFailure, EmbedMode, EmbedRequest, ModelRegistry, ProviderError, fits_uncounted};
 use crate::store::Store;
 use crate::vector::{DenseSearch, Fusion, HybridSearch, PointFilter, ScoredPoint, VectorRepo};
+pub use explain::{Explanation, HitExplain, Removed, Standing};
 pub use search::has_literal_terms;
 
 /// `top_k` when the request does not say.
@@ -115,6 +117,9 @@ pub struct Settings {
     pub fusion: FusionChoice,
     /// Rerank the search's candidates (needs `providers.rerank`).
     pub rerank: Option<Rerank>,
+    /// Explain the answer: each hit's standing in the dense and BM25 rankings, and why other
+    /// candidates are not in it.
+    pub explain: bool,
 }
 
 /// Reranking: how many candidates the search hands the reranker, and how many it keeps.
@@ -349,6 +354,8 @@ pub struct Retrieval {
     pub corpus: Option<CorpusStats>,
     /// With `expand: parent`: each parent a hit belongs to, once, best first.
     pub parents: Vec<MatchedParent>,
+    /// With `explain: true`, when a search ran.
+    pub explain: Option<Explanation>,
     pub requested_top_k: u64,
     pub effective_top_k: u64,
     pub warnings: Vec<Warning>,
@@ -438,6 +445,8 @@ impl RetrievalLimits {
 struct Found {
     hits: Vec<ScoredPoint>,
     used: SearchUsed,
+    /// The query's vector, kept when the retrieval is to be explained.
+    vector: Option<Vec<f32>>,
     embed_ms: f64,
     search_ms: f64,
 }
@@ -551,6 +560,7 @@ impl RetrievalService {
                 !stripped.is_empty()
                     && settings.filter.is_none()
                     && settings.rerank.is_none()
+                    && !settings.explain
                     && settings.top_k > 0
                     && h.embedded > 0
                     && (settings.mode == Mode::Dense || (settings.mode == Mode::Hybrid && h.world.hybrid))
@@ -682,7 +692,7 @@ impl RetrievalService {
         };
         answer.timing.embed_ms = found.embed_ms;
         answer.timing.search_ms = found.search_ms;
-        let (hits, used) = (found.hits, found.used);
+        let (hits, used, vector) = (found.hits, found.used, found.vector);
 
         let phase = Instant::now();
         self.verify(&world, hits, &mut answer).await?;
@@ -701,6 +711,18 @@ impl RetrievalService {
         answer.results.truncate(limit as usize);
         answer.quality = Quality::judge(&answer.results, used);
         answer.search_used = Some(used);
+        if let Some(vector) = vector.filter(|_| settings.explain) {
+            let ran = explain::Ran {
+                world: &world,
+                query,
+                vector,
+                used,
+                min_score: settings.min_score,
+                sources: sources.as_deref(),
+                limit: search_limit as usize,
+            };
+            answer.explain = Some(self.explain(ran, &answer).await?);
+        }
         let passages = self.expand(&world, settings.expand, &mut answer).await?;
         let counter = self
             .providers

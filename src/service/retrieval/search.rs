@@ -40,10 +40,12 @@ impl RetrievalService {
             min_score: settings.min_score,
             sources: sources.map(<[SourceId]>::to_vec),
         };
+        let kept = settings.explain.then(|| vector.clone());
         let hits = self.search(world, query, vector, plan).await?;
         Ok(Found {
             hits,
             used,
+            vector: kept,
             embed_ms,
             search_ms: ms(phase.elapsed()),
         })

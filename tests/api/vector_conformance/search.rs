@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use quarry::domain::{RunId, SourceId, WorldId};
-use quarry::vector::{Fusion, HybridSearch, Point, PointFilter, SparseVector, VectorRepo};
+use quarry::vector::{Fusion, HybridSearch, Point, PointFilter, SparseSearch, SparseVector, VectorRepo};
 use uuid::Uuid;
 
 use super::{Slot, assert_close, dense_search, spec};
@@ -220,6 +220,43 @@ async fn hybrid_search_fuses_with_the_weights_and_method_given(repo: &dyn Vector
     );
 }
 
+async fn sparse_search_ranks_the_bm25_side_alone_within_its_world(repo: &dyn VectorRepo) {
+    repo.ensure_collection(&spec("sparse", true)).await.unwrap();
+    let a = Slot::new();
+    let b = Slot::new();
+    const TERM: u32 = 4_000_000_011;
+    let points = vec![
+        a.sparse_point(0, [1.0, 0.0, 0.0, 0.0], &[(TERM, 2.0)]),
+        a.sparse_point(1, [1.0, 0.0, 0.0, 0.0], &[(TERM, 1.0), (12, 1.0)]),
+        a.sparse_point(2, [1.0, 0.0, 0.0, 0.0], &[(12, 1.0)]),
+        b.sparse_point(0, [1.0, 0.0, 0.0, 0.0], &[(TERM, 5.0)]),
+    ];
+    repo.upsert("sparse", points).await.unwrap();
+    let search = |sources: Option<Vec<SourceId>>| SparseSearch {
+        sparse: SparseVector {
+            indices: vec![TERM],
+            values: vec![1.0],
+        },
+        filter: PointFilter::world(a.world).run(a.run),
+        sources,
+        limit: 10,
+    };
+    let hits = repo.sparse_search("sparse", search(None)).await.unwrap();
+    let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+    assert_eq!(
+        ids,
+        [a.id(0), a.id(1)],
+        "only carriers of the term, best first, world a only"
+    );
+    assert!(hits[0].score > hits[1].score && hits[1].score > 0.0, "{hits:?}");
+    let none = repo
+        .sparse_search("sparse", search(Some(vec![SourceId::new()])))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    assert!(repo.sparse_search("nowhere", search(None)).await.is_err());
+}
+
 async fn hybrid_search_weighs_terms_by_their_rarity_in_the_world(repo: &dyn VectorRepo) {
     repo.ensure_collection(&spec("hybrid", true)).await.unwrap();
     let a = Slot::new();
@@ -407,6 +444,7 @@ conformance_tests!(
     search_stays_in_its_world_ranks_best_first_and_applies_the_threshold,
     hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low,
     hybrid_search_fuses_with_the_weights_and_method_given,
+    sparse_search_ranks_the_bm25_side_alone_within_its_world,
     hybrid_search_weighs_terms_by_their_rarity_in_the_world,
     retrieve_skips_missing_ids_and_keeps_the_requested_order,
     dense_vectors_come_back_unit_length_for_reuse,
