@@ -22,7 +22,9 @@
 //!   context cites (`context.citations`), averaged over the questions.
 //!
 //! The same figures are split by whether the question carries literal terms
-//! (`quarry::service::retrieval::has_literal_terms`, what `hybrid` with fusion `auto` decides by).
+//! (`quarry::service::retrieval::has_literal_terms`, what `hybrid` with fusion `auto` decides by),
+//! and each configuration is compared with the first (`dense`) question by question: how many
+//! answers it ranks higher and how many lower.
 
 #[path = "quality/faq.rs"]
 mod faq;
@@ -50,6 +52,8 @@ usage: bench_quality [options]
   --debian-faq DIR   the Debian FAQ's HTML (default: /usr/share/doc/debian/FAQ)
   --dump DIR         write each corpus's page texts and its pairs (pairs.tsv) under DIR/<corpus>/,
                      and stop there, without starting quarry
+  --ranks DIR        write DIR/<corpus>-ranks.tsv: per question, the rank of the first result that
+                     overlaps its answer under each configuration (- when none of the 10 does)
 ";
 
 /// Results asked for: the depth of MRR@10.
@@ -88,6 +92,7 @@ struct Options {
     python_faq: Option<PathBuf>,
     debian_faq: Option<PathBuf>,
     dump: Option<PathBuf>,
+    ranks: Option<PathBuf>,
 }
 
 fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
@@ -98,6 +103,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
         python_faq: None,
         debian_faq: None,
         dump: None,
+        ranks: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -120,6 +126,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
             "--python-faq" => o.python_faq = Some(value.into()),
             "--debian-faq" => o.debian_faq = Some(value.into()),
             "--dump" => o.dump = Some(value.into()),
+            "--ranks" => o.ranks = Some(value.into()),
             _ => return Err(format!("unknown option {flag}\n\n{HELP}")),
         }
     }
@@ -206,7 +213,7 @@ async fn run(o: Options) -> Result<()> {
     let mut took = Vec::new();
     for (spec, pages) in &corpora {
         let t = Instant::now();
-        evaluate(&quarry, spec, pages, o.limit).await?;
+        evaluate(&quarry, spec, pages, &o).await?;
         took.push(format!("{} {:.0} s", spec.name, t.elapsed().as_secs_f64()));
     }
     quarry.stop().await?;
@@ -220,17 +227,19 @@ async fn run(o: Options) -> Result<()> {
     Ok(())
 }
 
-/// Writes each page's text and a `pairs.tsv` of question, page, span and the answer's start.
+/// Writes each page's text and a `pairs.tsv`: question, whether it has literal terms, page, span
+/// and the answer's start.
 fn dump(dir: &std::path::Path, pages: &[Page]) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let mut tsv = String::from("question\tpage\tstart\tend\tanswer begins\n");
+    let mut tsv = String::from("question\tliteral terms\tpage\tstart\tend\tanswer begins\n");
     for page in pages {
         std::fs::write(dir.join(&page.filename), &page.text)?;
         for pair in &page.pairs {
             let begins: String = page.text.chars().skip(pair.start).take(80).collect();
             tsv.push_str(&format!(
-                "{}\t{}\t{}\t{}\t{}\n",
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
                 pair.question,
+                quarry::service::retrieval::has_literal_terms(&pair.question),
                 page.filename,
                 pair.start,
                 pair.end,
@@ -300,9 +309,30 @@ struct Figures {
     plain: Tally,
     /// How often each search ran (`mode_used`, with the fusion's method for hybrid).
     searches: BTreeMap<String, usize>,
+    /// Rank of the first hit, per question in order.
+    ranks: Vec<Option<usize>>,
 }
 
-async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<usize>) -> Result<()> {
+impl Figures {
+    /// `better/worse`: questions whose answer this configuration ranks higher / lower than
+    /// `base` does (missing from the 10 counts as below them), among those `which` picks.
+    fn versus(&self, base: &Figures, questions: &[Question], which: impl Fn(&Question) -> bool) -> String {
+        if std::ptr::eq(self, base) {
+            return "–".into();
+        }
+        let depth = |rank: Option<usize>| rank.unwrap_or(usize::MAX);
+        let (mut better, mut worse) = (0, 0);
+        for ((mine, theirs), question) in self.ranks.iter().zip(&base.ranks).zip(questions) {
+            if which(question) {
+                better += usize::from(depth(*mine) < depth(*theirs));
+                worse += usize::from(depth(*mine) > depth(*theirs));
+            }
+        }
+        format!("{better}/{worse}")
+    }
+}
+
+async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> Result<()> {
     let pairs: usize = pages.iter().map(|p| p.pairs.len()).sum();
     let short: usize = pages.iter().map(|p| p.short).sum();
     let chars: usize = pages.iter().map(|p| p.text.chars().count()).sum();
@@ -369,7 +399,7 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
             })
         })
         .collect();
-    if let Some(limit) = limit.filter(|&l| l < questions.len()) {
+    if let Some(limit) = o.limit.filter(|&l| l < questions.len()) {
         let n = questions.len();
         let keep: Vec<usize> = (0..limit).map(|i| i * n / limit).collect();
         questions = questions
@@ -385,7 +415,16 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
     let mut figures: Vec<Figures> = configurations.iter().map(|_| Figures::default()).collect();
     let eval_started = Instant::now();
     let mut requests = 0usize;
+    // One line per question: the question, whether it has literal terms, a rank per configuration.
+    let mut ranks = vec![
+        ["question", "literal terms"]
+            .into_iter()
+            .chain(configurations.iter().map(|c| c.name))
+            .collect::<Vec<_>>()
+            .join("\t"),
+    ];
     for (qi, question) in questions.iter().enumerate() {
+        let mut line = vec![question.text.clone(), question.literal.to_string()];
         for (configuration, figures) in configurations.iter().zip(figures.iter_mut()) {
             let mut rank = None;
             let mut coverage = [0.0; BUDGETS.len()];
@@ -404,6 +443,8 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
                 }
                 coverage[bi] = covered(&answer, question);
             }
+            line.push(rank.map_or("-".into(), |r| r.to_string()));
+            figures.ranks.push(rank);
             figures.all.add(rank, &coverage);
             let side = if question.literal {
                 &mut figures.literal
@@ -412,6 +453,7 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
             };
             side.add(rank, &coverage);
         }
+        ranks.push(line.join("\t"));
         if (qi + 1) % 25 == 0 {
             progress(format!(
                 "{}: {} of {} questions asked, {:.0} s",
@@ -423,6 +465,10 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
         }
     }
     let eval_seconds = eval_started.elapsed().as_secs_f64();
+    if let Some(dir) = &o.ranks {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join(format!("{}-ranks.tsv", spec.name)), ranks.join("\n") + "\n")?;
+    }
 
     println!();
     println!(
@@ -442,14 +488,19 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
         eval_seconds * 1000.0 / requests.max(1) as f64
     );
     println!();
+    // The first configuration is the one the others are compared with, question by question.
+    let base = &figures[0];
+    let versus = format!("vs {}", configurations[0].name);
     let mut headers = vec!["configuration", "hit@1", "hit@5", "MRR@10"];
     let budget_headers: Vec<String> = BUDGETS.iter().map(|b| format!("cov@{b}")).collect();
     headers.extend(budget_headers.iter().map(String::as_str));
+    headers.push(&versus);
     let mut table = Table::new(&headers);
     for (configuration, f) in configurations.iter().zip(&figures) {
         let mut row = vec![configuration.name.to_owned()];
         row.extend(f.all.ranking());
         row.extend(f.all.coverage.iter().map(|&c| f.all.share(c)));
+        row.push(f.versus(base, &questions, |_| true));
         table.row(row);
     }
     table.print();
@@ -459,23 +510,33 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], limit: Option<us
         questions.len() - literal
     );
     println!();
+    let (literal_versus, plain_versus) = (format!("literal {versus}"), format!("plain {versus}"));
     let mut split = Table::new(&[
         "configuration",
         "literal hit@1",
         "literal hit@5",
         "literal MRR@10",
+        &literal_versus,
         "plain hit@1",
         "plain hit@5",
         "plain MRR@10",
+        &plain_versus,
     ]);
     for (configuration, f) in configurations.iter().zip(&figures) {
         let mut row = vec![configuration.name.to_owned()];
         row.extend(f.literal.ranking());
+        row.push(f.versus(base, &questions, |q| q.literal));
         row.extend(f.plain.ranking());
+        row.push(f.versus(base, &questions, |q| !q.literal));
         split.row(row);
     }
     split.print();
     println!();
+    println!(
+        "{versus}: questions whose answer the configuration ranks higher / lower than {} does (first \
+         overlapping result; not in the 10 counts as lowest)",
+        configurations[0].name
+    );
     for (configuration, f) in configurations.iter().zip(&figures) {
         let ran: Vec<String> = f.searches.iter().map(|(s, n)| format!("{s} {n}")).collect();
         println!("{} ran: {}", configuration.name, ran.join(", "));
