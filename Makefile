@@ -11,7 +11,7 @@ export QUARRY_TEST_POSTGRES_URL
 # A development token for `make run`; set QUARRY__AUTH__TOKENS yourself for anything else.
 QUARRY__AUTH__TOKENS ?= dev-token
 
-.PHONY: run test lint fmt openapi bench
+.PHONY: run test lint fmt openapi bench bench-quality
 
 MODEL := models/all-minilm-l6-v2/model.safetensors
 
@@ -45,3 +45,17 @@ openapi:
 ## BENCH_ARGS, e.g. `make bench BENCH_ARGS="--only retrieval --chunks 20000"`.
 bench:
 	$(CARGO) run --release --example bench -- $(BENCH_ARGS)
+
+## Measure retrieval quality (examples/bench_quality.rs) on the Python FAQ and the Debian FAQ,
+## read from the Debian packages python3-doc and debian-faq, with the local model: hit@k, MRR and
+## answer coverage of the context, dense against hybrid. Options go in BENCH_ARGS, e.g.
+## `make bench-quality BENCH_ARGS="--only python --limit 50"`.
+PYTHON_FAQ := /usr/share/doc/python3-doc/html/faq
+DEBIAN_FAQ := /usr/share/doc/debian/FAQ
+
+bench-quality: $(MODEL)
+	@test -d $(PYTHON_FAQ) && test -d $(DEBIAN_FAQ) || { \
+	    echo "bench-quality: the FAQ corpora are missing ($(PYTHON_FAQ), $(DEBIAN_FAQ))." >&2; \
+	    echo "bench-quality: install them with: apt-get install python3-doc debian-faq" >&2; \
+	    exit 1; }
+	$(CARGO) run --release --example bench_quality -- $(BENCH_ARGS)

@@ -1,0 +1,643 @@
+//! Retrieval quality on real questions: the Python FAQ (Debian package `python3-doc`) and the
+//! Debian FAQ (package `debian-faq`), read from the files those packages install. Every FAQ
+//! question is a query and its answer the target; the pages are uploaded with their headings
+//! removed (see `quality/faq.rs`), so a question is found only through its answer.
+//!
+//! quarry runs in-process as in `bench.rs` (SQLite and qdrant-edge in a temporary directory), on
+//! the built-in `local` model (all-MiniLM-L6-v2; `scripts/fetch-model` installs it), with one
+//! hybrid world per corpus on the default chunking. Each question is asked of every
+//! configuration in [`configurations`] at each context budget of [`BUDGETS`], over HTTP.
+//!
+//! ```text
+//! make bench-quality                                        # both corpora, every question
+//! cargo +nightly run --release --example bench_quality -- --only python --limit 50
+//! cargo +nightly test --release --example bench_quality     # the page reader's test
+//! ```
+//!
+//! Measures, per configuration (results are `top_k` 10):
+//! - hit@1, hit@5: the share of questions with a result among the first 1 or 5 that overlaps
+//!   the answer's char span in its source;
+//! - MRR@10: the mean of 1 / rank of the first such result (0 when none of the 10 is);
+//! - cov@B: with `max_context_tokens` B, the share of the answer's chars inside the spans the
+//!   context cites (`context.citations`), averaged over the questions.
+//!
+//! The same figures are split by whether the question carries literal terms
+//! (`quarry::service::retrieval::has_literal_terms`, what `hybrid` with fusion `auto` decides by),
+//! and each configuration is compared with the first (`dense`) question by question: how many
+//! answers it ranks higher and how many lower.
+
+#[path = "quality/faq.rs"]
+mod faq;
+// The harness also serves bench.rs; this example uses the server, client and table parts.
+#[allow(dead_code)]
+#[path = "bench/harness.rs"]
+mod harness;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use faq::{Page, Spec};
+use harness::{Quarry, Result, Table};
+
+const HELP: &str = "\
+usage: bench_quality [options]
+  --only LIST        corpora to run: python,debian (default: both)
+  --limit N          ask at most N questions per corpus, spread evenly over it (default: all)
+  --model-dir DIR    the local model (default: models/all-minilm-l6-v2 of the repository)
+  --python-faq DIR   the Python FAQ's HTML (default: /usr/share/doc/python3-doc/html/faq)
+  --debian-faq DIR   the Debian FAQ's HTML (default: /usr/share/doc/debian/FAQ)
+  --dump DIR         write each corpus's page texts and its pairs (pairs.tsv) under DIR/<corpus>/,
+                     and stop there, without starting quarry
+  --ranks DIR        write DIR/<corpus>-ranks.tsv: per question, the rank of the first result that
+                     overlaps its answer under each configuration (- when none of the 10 does)
+";
+
+/// Results asked for: the depth of MRR@10.
+const TOP_K: u64 = 10;
+
+/// Context budgets (`max_context_tokens`) at which coverage is measured.
+const BUDGETS: [u32; 3] = [512, 1024, 2048];
+
+/// One way of asking: a name for the tables and the settings added to every request.
+struct Configuration {
+    name: &'static str,
+    settings: Value,
+}
+
+/// What is measured, in table order. To measure another setting, add a row here.
+fn configurations() -> Vec<Configuration> {
+    let row = |name, settings| Configuration { name, settings };
+    vec![
+        row("dense", json!({})),
+        row("hybrid auto", json!({"mode": "hybrid"})),
+        row("hybrid rrf 1:1", json!({"mode": "hybrid", "fusion": {"method": "rrf"}})),
+        row(
+            "hybrid rrf 2:1",
+            json!({"mode": "hybrid", "fusion": {"method": "rrf", "dense_weight": 2, "sparse_weight": 1}}),
+        ),
+        row("hybrid dbsf", json!({"mode": "hybrid", "fusion": {"method": "dbsf"}})),
+        row("dense + neighbors", json!({"expand": "neighbors"})),
+    ]
+}
+
+#[derive(Debug)]
+struct Options {
+    corpora: Vec<String>,
+    limit: Option<usize>,
+    model_dir: PathBuf,
+    python_faq: Option<PathBuf>,
+    debian_faq: Option<PathBuf>,
+    dump: Option<PathBuf>,
+    ranks: Option<PathBuf>,
+}
+
+fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
+    let mut o = Options {
+        corpora: vec!["python".into(), "debian".into()],
+        limit: None,
+        model_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"),
+        python_faq: None,
+        debian_faq: None,
+        dump: None,
+        ranks: None,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(HELP.into());
+        }
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value\n\n{HELP}"))?;
+        match flag.as_str() {
+            "--only" => {
+                o.corpora = value.split(',').map(|c| c.trim().to_owned()).collect();
+                if let Some(bad) = o.corpora.iter().find(|c| !["python", "debian"].contains(&c.as_str())) {
+                    return Err(format!("--only: unknown corpus `{bad}` (python or debian)"));
+                }
+            }
+            "--limit" => match value.parse::<usize>() {
+                Ok(n) if n > 0 => o.limit = Some(n),
+                _ => return Err(format!("--limit: `{value}` is not a positive number")),
+            },
+            "--model-dir" => o.model_dir = value.into(),
+            "--python-faq" => o.python_faq = Some(value.into()),
+            "--debian-faq" => o.debian_faq = Some(value.into()),
+            "--dump" => o.dump = Some(value.into()),
+            "--ranks" => o.ranks = Some(value.into()),
+            _ => return Err(format!("unknown option {flag}\n\n{HELP}")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = match parse_args(&args) {
+        Ok(o) => o,
+        Err(message) => {
+            eprintln!("{message}");
+            return if args.iter().any(|a| a == "--help" || a == "-h") {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("bench_quality: cannot start tokio: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("bench_quality: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn progress(message: impl AsRef<str>) {
+    eprintln!("[bench_quality] {}", message.as_ref());
+}
+
+async fn run(o: Options) -> Result<()> {
+    let started = Instant::now();
+    // Every corpus is read before quarry starts, so a missing package fails at once.
+    let mut corpora = Vec::new();
+    for name in &o.corpora {
+        let spec = match name.as_str() {
+            "python" => Spec::python(o.python_faq.clone()),
+            _ => Spec::debian(o.debian_faq.clone()),
+        };
+        let pages = faq::load(&spec)?;
+        corpora.push((spec, pages));
+    }
+    if let Some(dir) = &o.dump {
+        for (spec, pages) in &corpora {
+            dump(&dir.join(spec.name), pages)?;
+        }
+        println!("wrote the page texts and pairs under {}", dir.display());
+        return Ok(());
+    }
+    if !o.model_dir.join("model.safetensors").is_file() {
+        return Err(format!(
+            "the local model is not in {}; run scripts/fetch-model",
+            o.model_dir.display()
+        )
+        .into());
+    }
+
+    let command = std::iter::once("bench_quality".to_owned())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    println!("# quarry retrieval quality");
+    println!();
+    println!("command: {command}");
+    println!("date:    {}", chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"));
+    println!("machine: {}", harness::machine());
+    println!("model:   local all-MiniLM-L6-v2; worlds hybrid, default chunking; top_k {TOP_K}; budgets {BUDGETS:?}");
+
+    let model_dir = o.model_dir.clone();
+    // No OpenAI-compatible server is used: every world is on the local model.
+    let quarry = Quarry::start("http://127.0.0.1:9/v1", &[], move |s| {
+        s.providers.local.model_dir = model_dir;
+    })
+    .await?;
+    let mut took = Vec::new();
+    for (spec, pages) in &corpora {
+        let t = Instant::now();
+        evaluate(&quarry, spec, pages, &o).await?;
+        took.push(format!("{} {:.0} s", spec.name, t.elapsed().as_secs_f64()));
+    }
+    quarry.stop().await?;
+    println!();
+    println!(
+        "total {:.0} s ({}); load average at the end {}",
+        started.elapsed().as_secs_f64(),
+        took.join(", "),
+        harness::load_average()
+    );
+    Ok(())
+}
+
+/// Writes each page's text and a `pairs.tsv`: question, whether it has literal terms, page, span
+/// and the answer's start.
+fn dump(dir: &std::path::Path, pages: &[Page]) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut tsv = String::from("question\tliteral terms\tpage\tstart\tend\tanswer begins\n");
+    for page in pages {
+        std::fs::write(dir.join(&page.filename), &page.text)?;
+        for pair in &page.pairs {
+            let begins: String = page.text.chars().skip(pair.start).take(80).collect();
+            tsv.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                pair.question,
+                quarry::service::retrieval::has_literal_terms(&pair.question),
+                page.filename,
+                pair.start,
+                pair.end,
+                begins.replace(['\t', '\n'], " ")
+            ));
+        }
+    }
+    std::fs::write(dir.join("pairs.tsv"), tsv)?;
+    Ok(())
+}
+
+/// A question as asked: the source and char span its answer has in that source's stored text.
+struct Question {
+    text: String,
+    source_id: String,
+    start: u64,
+    end: u64,
+    literal: bool,
+}
+
+/// Sums over the questions asked of one configuration.
+#[derive(Default, Clone)]
+struct Tally {
+    questions: usize,
+    hit1: usize,
+    hit5: usize,
+    reciprocal_ranks: f64,
+    coverage: [f64; BUDGETS.len()],
+}
+
+impl Tally {
+    fn add(&mut self, rank: Option<usize>, coverage: &[f64; BUDGETS.len()]) {
+        self.questions += 1;
+        if let Some(rank) = rank {
+            self.hit1 += usize::from(rank == 1);
+            self.hit5 += usize::from(rank <= 5);
+            self.reciprocal_ranks += 1.0 / rank as f64;
+        }
+        for (sum, c) in self.coverage.iter_mut().zip(coverage) {
+            *sum += c;
+        }
+    }
+
+    fn share(&self, count: f64) -> String {
+        if self.questions == 0 {
+            "–".into()
+        } else {
+            format!("{:.3}", count / self.questions as f64)
+        }
+    }
+
+    /// hit@1, hit@5, MRR@10.
+    fn ranking(&self) -> Vec<String> {
+        vec![
+            self.share(self.hit1 as f64),
+            self.share(self.hit5 as f64),
+            self.share(self.reciprocal_ranks),
+        ]
+    }
+}
+
+/// One configuration's figures: over all questions, and split by literal terms.
+#[derive(Default)]
+struct Figures {
+    all: Tally,
+    literal: Tally,
+    plain: Tally,
+    /// How often each search ran (`mode_used`, with the fusion's method for hybrid).
+    searches: BTreeMap<String, usize>,
+    /// Rank of the first hit, per question in order.
+    ranks: Vec<Option<usize>>,
+}
+
+impl Figures {
+    /// `better/worse`: questions whose answer this configuration ranks higher / lower than
+    /// `base` does (missing from the 10 counts as below them), among those `which` picks.
+    fn versus(&self, base: &Figures, questions: &[Question], which: impl Fn(&Question) -> bool) -> String {
+        if std::ptr::eq(self, base) {
+            return "–".into();
+        }
+        let depth = |rank: Option<usize>| rank.unwrap_or(usize::MAX);
+        let (mut better, mut worse) = (0, 0);
+        for ((mine, theirs), question) in self.ranks.iter().zip(&base.ranks).zip(questions) {
+            if which(question) {
+                better += usize::from(depth(*mine) < depth(*theirs));
+                worse += usize::from(depth(*mine) > depth(*theirs));
+            }
+        }
+        format!("{better}/{worse}")
+    }
+}
+
+async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> Result<()> {
+    let pairs: usize = pages.iter().map(|p| p.pairs.len()).sum();
+    let short: usize = pages.iter().map(|p| p.short).sum();
+    let chars: usize = pages.iter().map(|p| p.text.chars().count()).sum();
+    // Questions that the stored text repeats word for word (cross-references quote them).
+    let quoted = pages
+        .iter()
+        .flat_map(|p| &p.pairs)
+        .filter(|q| pages.iter().any(|p| p.text.contains(&q.question)))
+        .count();
+    progress(format!(
+        "{}: {} pages, {pairs} pairs ({short} answers under {} chars skipped), {chars} chars",
+        spec.name,
+        pages.len(),
+        faq::MIN_ANSWER_CHARS
+    ));
+
+    let ingest_started = Instant::now();
+    let world = quarry
+        .post(
+            "/v1/worlds",
+            &json!({
+                "name": format!("{} FAQ", spec.name),
+                "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+                "hybrid": true,
+            }),
+            201,
+        )
+        .await?;
+    let world_id = world["id"].as_str().ok_or("world without id")?.to_owned();
+    let mut source_ids = Vec::with_capacity(pages.len());
+    let mut jobs = Vec::with_capacity(pages.len());
+    for page in pages {
+        let answer = quarry
+            .post(
+                &format!("/v1/worlds/{world_id}/sources"),
+                &json!({"filename": page.filename, "text": page.text, "content_type": "text/markdown"}),
+                202,
+            )
+            .await?;
+        let source_id = answer["source"]["id"].as_str().ok_or("source without id")?.to_owned();
+        // Spans count chars of the stored text: it must be the text sent, unchanged.
+        let stored = quarry
+            .get(&format!("/v1/worlds/{world_id}/sources/{source_id}/text"))
+            .await?;
+        if stored.as_str() != Some(page.text.as_str()) {
+            return Err(format!("{}: quarry stored another text than the one sent", page.filename).into());
+        }
+        source_ids.push(source_id);
+        jobs.push(answer["job"]["id"].as_str().ok_or("upload without job id")?.to_owned());
+    }
+    let chunks = wait_for_jobs(quarry, &world_id, &jobs).await?;
+    let ingest_seconds = ingest_started.elapsed().as_secs_f64();
+
+    let mut questions: Vec<Question> = pages
+        .iter()
+        .zip(&source_ids)
+        .flat_map(|(page, source_id)| {
+            page.pairs.iter().map(|pair| Question {
+                text: pair.question.clone(),
+                source_id: source_id.clone(),
+                start: pair.start as u64,
+                end: pair.end as u64,
+                literal: quarry::service::retrieval::has_literal_terms(&pair.question),
+            })
+        })
+        .collect();
+    if let Some(limit) = o.limit.filter(|&l| l < questions.len()) {
+        let n = questions.len();
+        let keep: Vec<usize> = (0..limit).map(|i| i * n / limit).collect();
+        questions = questions
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.binary_search(i).is_ok())
+            .map(|(_, q)| q)
+            .collect();
+    }
+    let literal = questions.iter().filter(|q| q.literal).count();
+
+    let configurations = configurations();
+    let mut figures: Vec<Figures> = configurations.iter().map(|_| Figures::default()).collect();
+    let eval_started = Instant::now();
+    let mut requests = 0usize;
+    // One line per question: the question, whether it has literal terms, a rank per configuration.
+    let mut ranks = vec![
+        ["question", "literal terms"]
+            .into_iter()
+            .chain(configurations.iter().map(|c| c.name))
+            .collect::<Vec<_>>()
+            .join("\t"),
+    ];
+    for (qi, question) in questions.iter().enumerate() {
+        let mut line = vec![question.text.clone(), question.literal.to_string()];
+        for (configuration, figures) in configurations.iter().zip(figures.iter_mut()) {
+            let mut rank = None;
+            let mut coverage = [0.0; BUDGETS.len()];
+            for (bi, budget) in BUDGETS.iter().enumerate() {
+                let mut body = json!({"query": question.text, "top_k": TOP_K, "max_context_tokens": budget});
+                if let (Some(body), Some(settings)) = (body.as_object_mut(), configuration.settings.as_object()) {
+                    body.extend(settings.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                let answer = quarry
+                    .post(&format!("/v1/worlds/{world_id}/retrieve"), &body, 200)
+                    .await?;
+                requests += 1;
+                if bi == 0 {
+                    rank = first_hit(&answer, question);
+                    *figures.searches.entry(search_used(&answer)).or_default() += 1;
+                }
+                coverage[bi] = covered(&answer, question);
+            }
+            line.push(rank.map_or("-".into(), |r| r.to_string()));
+            figures.ranks.push(rank);
+            figures.all.add(rank, &coverage);
+            let side = if question.literal {
+                &mut figures.literal
+            } else {
+                &mut figures.plain
+            };
+            side.add(rank, &coverage);
+        }
+        ranks.push(line.join("\t"));
+        if (qi + 1) % 25 == 0 {
+            progress(format!(
+                "{}: {} of {} questions asked, {:.0} s",
+                spec.name,
+                qi + 1,
+                questions.len(),
+                eval_started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    let eval_seconds = eval_started.elapsed().as_secs_f64();
+    if let Some(dir) = &o.ranks {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join(format!("{}-ranks.tsv", spec.name)), ranks.join("\n") + "\n")?;
+    }
+
+    println!();
+    println!(
+        "## {} FAQ ({}): {} pages, {chars} chars, {chunks} chunks; {pairs} question–answer pairs \
+         ({short} with answers under {} chars left out), {} asked ({literal} with literal terms, {} without)",
+        spec.name,
+        spec.package,
+        pages.len(),
+        faq::MIN_ANSWER_CHARS,
+        questions.len(),
+        questions.len() - literal
+    );
+    println!(
+        "ingest {ingest_seconds:.0} s ({:.1} chunks/s); {requests} retrievals in {eval_seconds:.0} s \
+         ({:.1} ms each); {quoted} of the questions appear word for word in the stored text",
+        chunks as f64 / ingest_seconds,
+        eval_seconds * 1000.0 / requests.max(1) as f64
+    );
+    println!();
+    // The first configuration is the one the others are compared with, question by question.
+    let base = &figures[0];
+    let versus = format!("vs {}", configurations[0].name);
+    let mut headers = vec!["configuration", "hit@1", "hit@5", "MRR@10"];
+    let budget_headers: Vec<String> = BUDGETS.iter().map(|b| format!("cov@{b}")).collect();
+    headers.extend(budget_headers.iter().map(String::as_str));
+    headers.push(&versus);
+    let mut table = Table::new(&headers);
+    for (configuration, f) in configurations.iter().zip(&figures) {
+        let mut row = vec![configuration.name.to_owned()];
+        row.extend(f.all.ranking());
+        row.extend(f.all.coverage.iter().map(|&c| f.all.share(c)));
+        row.push(f.versus(base, &questions, |_| true));
+        table.row(row);
+    }
+    table.print();
+    println!();
+    println!(
+        "By literal terms in the question ({literal} with, {} without):",
+        questions.len() - literal
+    );
+    println!();
+    let (literal_versus, plain_versus) = (format!("literal {versus}"), format!("plain {versus}"));
+    let mut split = Table::new(&[
+        "configuration",
+        "literal hit@1",
+        "literal hit@5",
+        "literal MRR@10",
+        &literal_versus,
+        "plain hit@1",
+        "plain hit@5",
+        "plain MRR@10",
+        &plain_versus,
+    ]);
+    for (configuration, f) in configurations.iter().zip(&figures) {
+        let mut row = vec![configuration.name.to_owned()];
+        row.extend(f.literal.ranking());
+        row.push(f.versus(base, &questions, |q| q.literal));
+        row.extend(f.plain.ranking());
+        row.push(f.versus(base, &questions, |q| !q.literal));
+        split.row(row);
+    }
+    split.print();
+    println!();
+    println!(
+        "{versus}: questions whose answer the configuration ranks higher / lower than {} does (first \
+         overlapping result; not in the 10 counts as lowest)",
+        configurations[0].name
+    );
+    for (configuration, f) in configurations.iter().zip(&figures) {
+        let ran: Vec<String> = f.searches.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        println!("{} ran: {}", configuration.name, ran.join(", "));
+    }
+    Ok(())
+}
+
+/// Waits until every job has completed; returns the world's chunk count.
+async fn wait_for_jobs(quarry: &Quarry, world_id: &str, jobs: &[String]) -> Result<u64> {
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    let mut last_report = Instant::now();
+    let mut pending: Vec<&String> = jobs.iter().collect();
+    while !pending.is_empty() {
+        let mut still = Vec::with_capacity(pending.len());
+        for job in pending {
+            let answer = quarry.get(&format!("/v1/jobs/{job}")).await?;
+            match answer["status"].as_str() {
+                Some("completed") => {}
+                Some("running" | "paused") => still.push(job),
+                _ => return Err(format!("ingest job {job} did not complete: {answer}").into()),
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err("ingestion did not finish within an hour".into());
+        }
+        if last_report.elapsed() >= Duration::from_secs(15) {
+            let world = quarry.get(&format!("/v1/worlds/{world_id}")).await?;
+            progress(format!(
+                "  embedded {} of {} chunks",
+                world["stats"]["embedded"], world["stats"]["chunks"]
+            ));
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let world = quarry.get(&format!("/v1/worlds/{world_id}")).await?;
+    world["stats"]["chunks"]
+        .as_u64()
+        .ok_or_else(|| format!("world without a chunk count: {world}").into())
+}
+
+/// Rank (from 1) of the first result overlapping the answer.
+fn first_hit(answer: &Value, question: &Question) -> Option<usize> {
+    let results = answer["results"].as_array()?;
+    results
+        .iter()
+        .position(|r| {
+            r["source_id"].as_str() == Some(question.source_id.as_str())
+                && overlaps(&r["char_start"], &r["char_end"], question)
+        })
+        .map(|i| i + 1)
+}
+
+fn overlaps(start: &Value, end: &Value, question: &Question) -> bool {
+    match (start.as_u64(), end.as_u64()) {
+        (Some(s), Some(e)) => s < question.end && question.start < e,
+        _ => false,
+    }
+}
+
+/// Share of the answer's chars inside the spans the context cites.
+fn covered(answer: &Value, question: &Question) -> f64 {
+    let mut spans: Vec<(u64, u64)> = answer["context"]["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["source_id"].as_str() == Some(question.source_id.as_str()))
+        .filter_map(|c| {
+            let s = c["char_start"].as_u64()?.max(question.start);
+            let e = c["char_end"].as_u64()?.min(question.end);
+            (s < e).then_some((s, e))
+        })
+        .collect();
+    spans.sort_unstable();
+    let mut inside = 0;
+    let mut reached = question.start;
+    for (s, e) in spans {
+        let s = s.max(reached);
+        if e > s {
+            inside += e - s;
+            reached = e;
+        }
+    }
+    inside as f64 / (question.end - question.start) as f64
+}
+
+/// `dense`, `hybrid rrf 1:1`, `hybrid dbsf`… as the answer says it searched.
+fn search_used(answer: &Value) -> String {
+    let mode = answer["mode_used"].as_str().unwrap_or("none");
+    let fusion = &answer["fusion_used"];
+    match fusion["method"].as_str() {
+        Some("rrf") => format!(
+            "{mode} rrf {}:{}",
+            fusion["dense_weight"].as_f64().unwrap_or(f64::NAN),
+            fusion["sparse_weight"].as_f64().unwrap_or(f64::NAN)
+        ),
+        Some(method) => format!("{mode} {method}"),
+        None => mode.to_owned(),
+    }
+}
