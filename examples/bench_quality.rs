@@ -81,6 +81,11 @@ fn configurations() -> Vec<Configuration> {
         ),
         row("hybrid dbsf", json!({"mode": "hybrid", "fusion": {"method": "dbsf"}})),
         row("dense + neighbors", json!({"expand": "neighbors"})),
+        row("dense + parent", json!({"expand": "parent"})),
+        row(
+            "hybrid dbsf + parent",
+            json!({"mode": "hybrid", "fusion": {"method": "dbsf"}, "expand": "parent"}),
+        ),
     ]
 }
 

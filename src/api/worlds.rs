@@ -215,19 +215,34 @@ pub async fn get_world(
     Ok(axum::Json(state.worlds.get(world_id).await?.into()))
 }
 
-/// Rename a world. The embedding and chunking profiles are locked: change them with
-/// `POST /v1/worlds/{world_id}/reingest`.
+/// Rename a world, or turn a dense world hybrid. The embedding and chunking profiles are
+/// locked: change them with `POST /v1/worlds/{world_id}/reingest`. `{"hybrid": true}` (alone)
+/// on a dense world answers 202 with the `reingest` job that adds BM25 vectors to its points,
+/// reusing every dense vector (no provider call with `embedding.reuse` on, the default); on a
+/// hybrid world it answers 200 with the world. `hybrid: false` stays locked.
 #[utoipa::path(patch, path = "/v1/worlds/{world_id}", tag = "worlds",
     params(("world_id" = Uuid, Path)), request_body = UpdateWorldRequest,
-    responses((status = 200, body = WorldDto), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    responses((status = 200, body = WorldDto), (status = 202, description = "the backfill job", body = super::jobs::JobDto),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody),
-        (status = 409, description = "profile_locked", body = ErrorBody)),
+        (status = 409, description = "profile_locked, or job_state_conflict when a re-ingest is under way", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn update_world(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
     ApiJson(req): ApiJson<UpdateWorldRequest>,
-) -> Result<axum::Json<WorldDto>, ApiError> {
+) -> Result<(StatusCode, axum::Json<WorldUpdate>), ApiError> {
+    // `hybrid: true` alone on a dense world starts the backfill of its BM25 vectors (202, the job).
+    if req.hybrid == Some(Value::Bool(true)) && req.embedding.is_none() && req.chunking.is_none() && req.name.is_none()
+    {
+        return match state.worlds.enable_hybrid(world_id).await? {
+            Some(job) => Ok((StatusCode::ACCEPTED, axum::Json(WorldUpdate::Job(Box::new(job.into()))))),
+            None => Ok((
+                StatusCode::OK,
+                axum::Json(WorldUpdate::World(Box::new(state.worlds.get(world_id).await?.into()))),
+            )),
+        };
+    }
     let locked = [
         ("embedding", req.embedding.is_some()),
         ("chunking", req.chunking.is_some()),
@@ -249,7 +264,16 @@ pub async fn update_world(
             .with_details(serde_json::json!({ "field": "name" })));
     };
     let name = parse_name(&name)?;
-    Ok(axum::Json(state.worlds.rename(world_id, name).await?.into()))
+    let world = state.worlds.rename(world_id, name).await?.into();
+    Ok((StatusCode::OK, axum::Json(WorldUpdate::World(Box::new(world)))))
+}
+
+/// What a `PATCH` answers: the world (200), or the backfill job that turns it hybrid (202).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum WorldUpdate {
+    World(Box<WorldDto>),
+    Job(Box<super::jobs::JobDto>),
 }
 
 /// A world's name, trimmed and checked (`invalid_request` naming `name`).

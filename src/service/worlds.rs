@@ -220,6 +220,39 @@ impl WorldService {
         Ok(views)
     }
 
+    /// Turns a dense world hybrid without a re-embedding: the world is marked hybrid, then a
+    /// re-ingest with its own profile rebuilds its run, whose chunks are the same texts, so
+    /// every vector is reused from the current run (`embedding.reuse`, on by default) and each
+    /// point is written again with its BM25 terms, computed locally. `None` when the world is
+    /// hybrid already. Until the new run is served, hybrid searches rank by the dense side.
+    pub async fn enable_hybrid(&self, id: WorldId) -> ServiceResult<Option<Job>> {
+        let world = self
+            .store
+            .get_world(id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        if world.hybrid {
+            return Ok(None);
+        }
+        if self
+            .store
+            .list_jobs(id)
+            .await?
+            .into_iter()
+            .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal())
+        {
+            return Err(ServiceError::conflict(
+                Conflict::JobState,
+                "a re-ingest of this world is under way; enable hybrid search once it has ended",
+            ));
+        }
+        self.store
+            .enable_hybrid(id, now())
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))?;
+        Ok(Some(self.reingest(id, Reingest::default()).await?))
+    }
+
     pub async fn rename(&self, id: WorldId, name: WorldName) -> ServiceResult<WorldView> {
         self.store
             .rename_world(id, &name.into_inner(), now())

@@ -146,6 +146,9 @@ pub trait WorldStore: Send + Sync {
     /// Deletes the world with its runs, sources, chunks, manifest entries, jobs and job events
     /// in one transaction. Returns whether it existed.
     async fn delete_world(&self, id: WorldId) -> Result<bool>;
+    /// Marks the world hybrid: points written from now on carry BM25 vectors too. `None` when
+    /// there is no such world.
+    async fn enable_hybrid(&self, id: WorldId, now: DateTime<Utc>) -> Result<Option<World>>;
     /// Every collection any run of the world writes to (more than one while a re-ingest into a
     /// new profile is under way).
     async fn world_collections(&self, id: WorldId) -> Result<Vec<String>>;

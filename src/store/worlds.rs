@@ -118,6 +118,19 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         row.map(TryInto::try_into).transpose()
     }
 
+    async fn enable_hybrid(&self, id: WorldId, now: DateTime<Utc>) -> Result<Option<World>> {
+        const ENABLE_HYBRID: &str = concat!(
+            "UPDATE worlds SET hybrid = TRUE, updated_at = $2 WHERE id = $1 RETURNING ",
+            world_columns!()
+        );
+        let row: Option<WorldRow> = sqlx::query_as(ENABLE_HYBRID)
+            .bind(id.0)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
     async fn delete_world(&self, id: WorldId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM worlds WHERE id = $1")
             .bind(id.0)

@@ -29,11 +29,11 @@ use qdrant_client::qdrant::{
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
 
-use crate::domain::SourceId;
+use crate::domain::{SourceId, WorldId};
 
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
-    SPARSE, ScoredPoint, ScrollPage, SparseSearch, VectorRepo,
+    SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
 };
 
 const WORLD_ID: &str = "world_id";
@@ -66,6 +66,17 @@ impl fmt::Debug for ServerRepo {
 }
 
 impl ServerRepo {
+    /// Runs a query on `collection`; a missing collection is named in the error.
+    async fn run_query(&self, collection: &str, query: QueryPointsBuilder) -> Result<Vec<ScoredPoint>> {
+        let result = self
+            .client
+            .query(query)
+            .await
+            .map(|r| scored(r.result))
+            .map_err(client_error);
+        named_if_missing(result, collection)
+    }
+
     /// Builds a client for the gRPC endpoint `url` (e.g. `http://localhost:6334`). Does not touch
     /// the network: connections are made on first use, so a server that is down shows up as
     /// [`Error::Unavailable`] from `health()` and the operations, not here. A malformed URL is
@@ -327,6 +338,16 @@ fn clamp_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
+/// A BM25 query for the sparse vector.
+fn bm25(sparse: SparseVector) -> Query {
+    Query::new_nearest(VectorInput::new_sparse(sparse.indices, sparse.values))
+}
+
+/// IDF over `world`'s points only: other worlds' vocabularies must not weigh its terms.
+fn world_idf(world: WorldId) -> SearchParamsBuilder {
+    SearchParamsBuilder::default().idf(IdfParamsBuilder::new().corpus(to_filter(PointFilter::world(world))))
+}
+
 #[async_trait]
 impl VectorRepo for ServerRepo {
     fn kind(&self) -> &'static str {
@@ -417,13 +438,7 @@ impl VectorRepo for ServerRepo {
         if let Some(threshold) = search.score_threshold {
             query = query.score_threshold(threshold);
         }
-        let result = self
-            .client
-            .query(query)
-            .await
-            .map(|r| scored(r.result))
-            .map_err(client_error);
-        named_if_missing(result, collection)
+        self.run_query(collection, query).await
     }
 
     async fn sparse_search(&self, collection: &str, search: SparseSearch) -> Result<Vec<ScoredPoint>> {
@@ -431,25 +446,13 @@ impl VectorRepo for ServerRepo {
             return Ok(Vec::new());
         }
         let query = QueryPointsBuilder::new(self.name(collection))
-            .query(Query::new_nearest(VectorInput::new_sparse(
-                search.sparse.indices,
-                search.sparse.values,
-            )))
+            .query(bm25(search.sparse))
             .using(SPARSE)
             .filter(search_filter(search.filter, search.sources.as_deref()))
-            .params(
-                SearchParamsBuilder::default()
-                    .idf(IdfParamsBuilder::new().corpus(to_filter(PointFilter::world(search.filter.world)))),
-            )
+            .params(world_idf(search.filter.world))
             .limit(clamp_u64(search.limit))
             .with_payload(true);
-        let result = self
-            .client
-            .query(query)
-            .await
-            .map(|r| scored(r.result))
-            .map_err(client_error);
-        named_if_missing(result, collection)
+        self.run_query(collection, query).await
     }
 
     async fn hybrid_search(&self, collection: &str, search: HybridSearch) -> Result<Vec<ScoredPoint>> {
@@ -469,16 +472,10 @@ impl VectorRepo for ServerRepo {
         }
         // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
         let sparse = PrefetchQueryBuilder::default()
-            .query(Query::new_nearest(VectorInput::new_sparse(
-                search.sparse.indices,
-                search.sparse.values,
-            )))
+            .query(bm25(search.sparse))
             .using(SPARSE)
             .filter(filter.clone())
-            .params(
-                SearchParamsBuilder::default()
-                    .idf(IdfParamsBuilder::new().corpus(to_filter(PointFilter::world(search.filter.world)))),
-            )
+            .params(world_idf(search.filter.world))
             .limit(prefetch_limit);
         let query = QueryPointsBuilder::new(self.name(collection))
             .add_prefetch(dense)
@@ -493,13 +490,7 @@ impl VectorRepo for ServerRepo {
             .filter(filter)
             .limit(clamp_u64(search.limit))
             .with_payload(true);
-        let result = self
-            .client
-            .query(query)
-            .await
-            .map(|r| scored(r.result))
-            .map_err(client_error);
-        named_if_missing(result, collection)
+        self.run_query(collection, query).await
     }
 
     async fn retrieve(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<PointRecord>> {

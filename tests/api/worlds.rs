@@ -225,6 +225,7 @@ async fn list_get_rename_and_not_found() {
         ),
         (json!({"chunking": {"max_tokens": 100}}), "chunking"),
         (json!({"name": "x", "hybrid": true}), "hybrid"),
+        (json!({"hybrid": false}), "hybrid"),
     ] {
         let (status, body) = app.patch(&path, patch).await;
         let error = assert_error(status, &body, StatusCode::CONFLICT, "profile_locked");

@@ -151,3 +151,34 @@ async fn bad_fusion_settings_are_refused_with_the_field_named_before_the_world_i
     }
     assert!(s.fake.stats().embed_calls.is_empty());
 }
+
+#[tokio::test]
+async fn a_dense_world_turns_hybrid_without_a_provider_call() {
+    let s = setup().await;
+    s.ingest(&[("isles.txt", ISLES), ("archive.txt", ARCHIVE)]).await;
+    let (status, _) = s.retrieve(json!({"query": "ZX81", "mode": "hybrid"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a dense world has no BM25 vectors yet");
+    let path = format!("/v1/worlds/{}", s.world_id());
+    let (status, job) = s.app.patch(&path, json!({"hybrid": true})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    assert_eq!(job["kind"], "reingest");
+    s.app.wait_prepared().await;
+    s.app.drain().await;
+    let (_, job) = s.app.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert_eq!(
+        job["counts"]["reused"], job["counts"]["total"],
+        "every vector reused: {job}"
+    );
+    assert!(s.fake.stats().embed_calls.is_empty(), "no provider call");
+    let (_, world) = s.app.get(&path).await;
+    assert_eq!(world["hybrid"], true);
+    // BM25 now finds what the dense side cannot.
+    let answer = s.ok(json!({"query": "ZX81", "top_k": 1, "mode": "hybrid"})).await;
+    assert_eq!(texts(&answer), [ARCHIVE], "{answer}");
+    // Asking again changes nothing.
+    let (status, again) = s.app.patch(&path, json!({"hybrid": true})).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["hybrid"], true);
+    assert_eq!(again["id"], world["id"]);
+}
