@@ -436,9 +436,8 @@ pub struct RetrieveRerank {
 #[allow(dead_code)] // documents the body; the handler reads it as raw JSON
 pub struct RetrieveFusion {
     /// `auto` (the default): by the query — a query carrying literal terms (identifiers,
-    /// codes, acronyms, quoted strings) is fused by reciprocal rank with equal weights, a
-    /// question in plain words is ranked by the dense search alone (BM25 only adds noise
-    /// there). `rrf`: weighted reciprocal rank fusion. `dbsf`: Qdrant's distribution-based
+    /// codes, paths, quoted strings) is fused by DBSF, a question in plain words is ranked by
+    /// the dense search alone (chosen by measurement on real FAQs, see BENCHMARKS.md). `rrf`: weighted reciprocal rank fusion. `dbsf`: Qdrant's distribution-based
     /// score fusion. Weights alone mean `rrf`.
     #[schema(example = "rrf")]
     pub method: Option<String>,

@@ -151,9 +151,9 @@ pub enum Expand {
 /// The fusion a hybrid retrieval asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum FusionChoice {
-    /// By the query: reciprocal rank fusion with equal weights when it carries literal terms
-    /// (identifiers, codes, acronyms, quotes: [`has_literal_terms`]), the dense ranking alone
-    /// when it is plain words.
+    /// By the query: distribution-based score fusion when it carries literal terms
+    /// (identifiers, codes, paths, quotes: [`has_literal_terms`]), the dense ranking alone when
+    /// it is plain words. Chosen by `make bench-quality` (BENCHMARKS.md).
     #[default]
     Auto,
     Given(Fusion),

@@ -68,7 +68,7 @@ async fn a_query_with_an_identifier_is_fused_with_bm25_by_default() {
     let auto = s.ok(json!({"query": "ZX81", "top_k": 1, "mode": "hybrid"})).await;
     assert_eq!(texts(&auto), [ARCHIVE], "{auto}");
     assert_eq!(auto["mode_used"], "hybrid");
-    assert_eq!(auto["fusion_used"]["method"], "rrf");
+    assert_eq!(auto["fusion_used"]["method"], "dbsf");
     // `auto` written out is the same.
     let named = s
         .ok(json!({"query": "ZX81", "top_k": 1, "mode": "hybrid", "fusion": {"method": "auto"}}))
