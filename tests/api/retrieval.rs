@@ -165,6 +165,16 @@ async fn setup_on_fake_google(name: &str, tweak: impl FnOnce(&mut Settings)) -> 
     Setup { fake, app, world }
 }
 
+/// The results' scores, in order.
+pub fn scores(answer: &Value) -> Vec<f64> {
+    answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect()
+}
+
 pub fn texts(answer: &Value) -> Vec<String> {
     answer["results"]
         .as_array()

@@ -95,19 +95,28 @@ impl RetrievalService {
         } else {
             Vec::new()
         };
-        let standing = |list: &[ScoredPoint], id: Uuid| {
-            list.iter().position(|p| p.id == id).map(|i| Standing {
-                rank: i as u32 + 1,
-                score: list[i].score,
-            })
+        // Each ranking by point id: (1-based rank, score).
+        let ranking = |list: &[ScoredPoint]| -> HashMap<Uuid, Standing> {
+            list.iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let standing = Standing {
+                        rank: i as u32 + 1,
+                        score: p.score,
+                    };
+                    (p.id, standing)
+                })
+                .collect()
         };
+        let (dense_ranks, sparse_ranks) = (ranking(&dense), ranking(&sparse));
+        let standing = |ranks: &HashMap<Uuid, Standing>, id: Uuid| ranks.get(&id).copied();
         let fused = matches!(ran.used, SearchUsed::Hybrid(_));
         let hits: Vec<HitExplain> = answer
             .results
             .iter()
             .map(|hit| HitExplain {
-                dense: standing(&dense, hit.chunk.point_id),
-                sparse: standing(&sparse, hit.chunk.point_id),
+                dense: standing(&dense_ranks, hit.chunk.point_id),
+                sparse: standing(&sparse_ranks, hit.chunk.point_id),
                 fused_score: fused.then_some(hit.score),
                 rerank_score: hit.rerank_score,
             })
@@ -121,8 +130,8 @@ impl RetrievalService {
             if kept.contains(&point.id) || !seen.insert(point.id) {
                 continue;
             }
-            let d = standing(&dense, point.id);
-            let s = standing(&sparse, point.id);
+            let d = standing(&dense_ranks, point.id);
+            let s = standing(&sparse_ranks, point.id);
             let payload = point.payload.as_ref();
             let reason = if ran
                 .sources

@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::{ISLES, setup, setup_with, texts};
+use super::{ISLES, scores, setup, setup_with, texts};
 use crate::helpers::assert_error;
 
 const ARCHIVE: &str = "The archive keeps the ZX81 beside the lamp.";
@@ -19,15 +19,6 @@ async fn hybrid_world() -> super::Setup {
     ])
     .await;
     s
-}
-
-fn scores(answer: &Value) -> Vec<f64> {
-    answer["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["score"].as_f64().unwrap())
-        .collect()
 }
 
 #[tokio::test]

@@ -2,18 +2,9 @@
 //! worlds that never see each other, and hybrid search.
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ISLES, add_to, create_world, id, sentence, setup, setup_with, texts};
-
-fn scores(answer: &Value) -> Vec<f64> {
-    answer["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["score"].as_f64().unwrap())
-        .collect()
-}
+use super::{ISLES, add_to, create_world, id, scores, sentence, setup, setup_with, texts};
 
 #[tokio::test]
 async fn the_best_passage_comes_first_with_every_field_from_the_store() {
