@@ -20,12 +20,20 @@
 //!   quota), then `POST /retrieve` at several concurrencies beside the raw vector search; then a
 //!   second world of as many points in the same collection (written straight into the vector
 //!   store unless `--second-world api`) and the same measurements again. Memory (VmHWM, VmRSS)
-//!   is reported after each load.
+//!   is reported after each load. Then (unless `--mode-requests 0`) world A is turned hybrid
+//!   with `PATCH {"hybrid": true}` and each retrieval mode and option (dense, hybrid with each
+//!   fusion, auto, full, neighbours, parents, a filter, explain, a rerank by a fake reranker)
+//!   is timed on it (`bench/modes.rs`).
 
 #[path = "bench/fake.rs"]
 mod fake;
+#[allow(dead_code)]
+#[path = "../tests/api/fake_rerank.rs"]
+mod fake_rerank;
 #[path = "bench/harness.rs"]
 mod harness;
+#[path = "bench/modes.rs"]
+mod modes;
 #[path = "bench/text.rs"]
 mod text;
 
@@ -59,6 +67,8 @@ usage: bench [options]
   --second-world HOW   how the second world's points get into the collection: `direct` (default:
                        written with `state.vectors.upsert`, as the workers would), `api` (sources
                        uploaded and embedded like the first world; about 4 more minutes) or `none`
+  --mode-requests N    requests per retrieval mode on the hybrid world (default 200; 0 skips the
+                       modes, and world A stays dense)
   --data DIR           keep the retrieval section's SQLite file and vectors in DIR (default: a
                        temporary directory) and reuse the worlds a previous run loaded there, for
                        quicker retrieval runs (quarry runs there without its startup repair);
@@ -92,6 +102,7 @@ struct Options {
     dims: u32,
     concurrency: Vec<usize>,
     requests: Vec<usize>,
+    mode_requests: usize,
     second_world: SecondWorld,
     /// Where the retrieval section keeps quarry's data; worlds already loaded there are reused.
     data: Option<std::path::PathBuf>,
@@ -112,6 +123,7 @@ impl Default for Options {
             dims: 256,
             concurrency: vec![1, 8, 32],
             requests: vec![200, 800, 1600],
+            mode_requests: 200,
             second_world: SecondWorld::Direct,
             data: None,
         }
@@ -160,6 +172,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
             "--dims" => o.dims = one(value)? as u32,
             "--concurrency" => o.concurrency = list(flag, value)?,
             "--requests" => o.requests = list(flag, value)?,
+            "--mode-requests" => o.mode_requests = one(value)? as usize,
             "--second-world" => {
                 o.second_world = match value.as_str() {
                     "direct" => SecondWorld::Direct,
@@ -507,8 +520,11 @@ async fn retrieval(o: &Options) -> Result<()> {
     .await?;
     // A reused directory must not be repaired at start: the second world's points are written
     // without manifest entries, and the startup repair deletes such points as orphans.
+    // The reranker of the modes table: word overlap, no latency.
+    let reranker = fake_rerank::FakeRerank::start().await;
     let quarry = Quarry::start_in(o.data.as_deref(), &fake.base_url(), &keys, |s| {
         s.embedding.repair_on_startup = o.data.is_none();
+        s.providers.rerank.base_url = reranker.base_url();
     })
     .await?;
     let mut memory = Table::new(&[
@@ -572,6 +588,11 @@ async fn retrieval(o: &Options) -> Result<()> {
         );
         measure(o, &quarry, &a, "2 worlds", &mut latency, &mut raw, &mut notes).await?;
     }
+    let modes = if o.mode_requests > 0 {
+        Some(modes::measure(&quarry, &a.id.to_string(), "corpus-a-007.md", o.mode_requests).await?)
+    } else {
+        None
+    };
 
     println!();
     println!(
@@ -603,6 +624,28 @@ async fn retrieval(o: &Options) -> Result<()> {
     println!();
     for note in &notes {
         println!("{note}");
+    }
+    if let Some((table, mode_notes)) = modes {
+        println!();
+        println!(
+            "### Retrieval modes (world A made hybrid; {} in its collection; concurrency 1, top_k 8)",
+            if o.second_world == SecondWorld::None {
+                "alone"
+            } else {
+                "world B beside it"
+            }
+        );
+        println!();
+        table.print();
+        println!();
+        println!(
+            "p50/p95 measured by the client; search/verify/rerank/total: means of quarry's own `timing`. The \
+             configurations take turns in rounds with the same queries. The reranker is a fake on loopback \
+             (word overlap, no latency): its row is the plumbing's cost, not a model's."
+        );
+        for note in mode_notes {
+            println!("{note}");
+        }
     }
     println!();
     println!("### Memory");

@@ -26,6 +26,9 @@
 //! and each configuration is compared with the first (`dense`) question by question: how many
 //! answers it ranks higher and how many lower.
 
+#[allow(dead_code)]
+#[path = "../tests/api/fake_rerank.rs"]
+mod fake_rerank;
 #[path = "quality/faq.rs"]
 mod faq;
 // The harness also serves bench.rs; this example uses the server, client and table parts.
@@ -86,6 +89,9 @@ fn configurations() -> Vec<Configuration> {
             "hybrid dbsf + parent",
             json!({"mode": "hybrid", "fusion": {"method": "dbsf"}, "expand": "parent"}),
         ),
+        // A plumbing check: the reranker is a fake scoring by the share of the query's words a
+        // chunk holds, not a model; a drop here says nothing about real rerankers.
+        row("dense + rerank 50 (fake)", json!({"rerank": {"candidates": 50}})),
     ]
 }
 
@@ -211,8 +217,10 @@ async fn run(o: Options) -> Result<()> {
 
     let model_dir = o.model_dir.clone();
     // No OpenAI-compatible server is used: every world is on the local model.
-    let quarry = Quarry::start("http://127.0.0.1:9/v1", &[], move |s| {
+    let reranker = fake_rerank::FakeRerank::start().await;
+    let quarry = Quarry::start("http://127.0.0.1:9/v1", &[], |s| {
         s.providers.local.model_dir = model_dir;
+        s.providers.rerank.base_url = reranker.base_url();
     })
     .await?;
     let mut took = Vec::new();
@@ -442,6 +450,13 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
                     .post(&format!("/v1/worlds/{world_id}/retrieve"), &body, 200)
                     .await?;
                 requests += 1;
+                // A configuration that silently fell back would measure something else.
+                if let Some(warning) = answer["warnings"].as_array().and_then(|w| {
+                    w.iter()
+                        .find(|w| w["code"] == "rerank_unavailable" || w["code"] == "filter_matched_nothing")
+                }) {
+                    return Err(format!("{}: {warning}", configuration.name).into());
+                }
                 if bi == 0 {
                     rank = first_hit(&answer, question);
                     *figures.searches.entry(search_used(&answer)).or_default() += 1;

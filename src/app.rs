@@ -2,12 +2,11 @@
 //! listener (port 0 in tests; [`App::port`] reports the real one), then serve until a
 //! shutdown signal and stop everything within a bounded time.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt as _;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +23,7 @@ use crate::providers::local::LocalProvider;
 use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
 use crate::providers::{ModelRegistry, ModelSpec, Providers};
+use crate::serve::ConnectionLimits;
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
 use crate::service::repair::RepairService;
@@ -62,6 +62,7 @@ pub struct App {
     /// Background tasks (embedding workers, …) to wait for at shutdown.
     tracker: TaskTracker,
     shutdown_timeout: Duration,
+    connections: ConnectionLimits,
 }
 
 impl App {
@@ -129,6 +130,7 @@ impl App {
             engine.clone(),
             scheduler.clone(),
             providers.clone(),
+            settings.server.max_body_bytes,
         ));
         let jobs = Arc::new(JobService::new(store.clone(), engine.clone()));
         let repair = RepairService::new(
@@ -166,8 +168,14 @@ impl App {
             scheduler: scheduler.clone(),
             shutdown: cancel.clone(),
             max_body_bytes: settings.server.max_body_bytes,
-            event_streams: Arc::default(),
-            max_event_streams: settings.server.max_event_streams,
+            event_streams: Arc::new(crate::api::jobs::EventStreams::new(
+                settings.server.max_event_streams,
+                settings.server.max_event_streams_per_client,
+            )),
+            uploads: Arc::new(tokio::sync::Semaphore::new(settings.server.max_concurrent_uploads)),
+            uploads_max: settings.server.max_concurrent_uploads,
+            upload_wait: Duration::from_secs(settings.server.upload_wait_s),
+            sse_keep_alive: Duration::from_secs(15).min(Duration::from_secs(settings.server.idle_timeout_s) / 3),
         };
         let router_state = state.clone();
 
@@ -228,6 +236,11 @@ impl App {
             cancel,
             tracker,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
+            connections: ConnectionLimits {
+                max_connections: settings.server.max_connections,
+                header_read_timeout: Duration::from_secs(settings.server.header_read_timeout_s),
+                idle_timeout: Duration::from_secs(settings.server.idle_timeout_s),
+            },
         })
     }
 
@@ -261,21 +274,14 @@ impl App {
             cancel,
             tracker,
             shutdown_timeout,
+            connections,
         } = self;
         let signal = cancel.clone();
-        // Small answers and SSE events go out at once instead of waiting on Nagle's algorithm.
-        let listener = listener.tap_io(|stream| {
-            if let Err(err) = stream.set_nodelay(true) {
-                tracing::debug!(error = %err, "could not set TCP_NODELAY on a connection");
-            }
+        let serve = crate::serve::serve(listener, router, connections, async move {
+            shutdown.await;
+            tracing::info!("shutdown requested: no new connections, finishing in-flight requests");
+            signal.cancel();
         });
-        let serve = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                tracing::info!("shutdown requested: no new connections, finishing in-flight requests");
-                signal.cancel();
-            })
-            .into_future();
         let drain_deadline = async {
             cancel.cancelled().await;
             tokio::time::sleep(shutdown_timeout).await;

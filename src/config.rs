@@ -81,6 +81,26 @@ pub struct ServerSettings {
     /// Job event streams open at once; one more is 503 `server_busy`.
     #[serde(deserialize_with = "whole::deserialize")]
     pub max_event_streams: usize,
+    /// Job event streams one client (one IP address) may hold open at once.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_event_streams_per_client: usize,
+    /// Connections open at once; past it new ones wait in the kernel's backlog.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_connections: usize,
+    /// An HTTP/1 request head must arrive whole within this many seconds (counted from the
+    /// first byte of a connection's first request).
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub header_read_timeout_s: u64,
+    /// A connection on which no byte moved either way for this long is closed. Longer than
+    /// `request_timeout_s`.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub idle_timeout_s: u64,
+    /// Uploads (`POST …/sources`) read and chunked at once; more wait up to
+    /// `upload_wait_s`, then get 503 `server_busy`.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_concurrent_uploads: usize,
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub upload_wait_s: u64,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -328,6 +348,12 @@ impl Default for ServerSettings {
             request_timeout_s: 60,
             shutdown_timeout_s: 30,
             max_event_streams: 256,
+            max_event_streams_per_client: 16,
+            max_connections: 512,
+            header_read_timeout_s: 10,
+            idle_timeout_s: 75,
+            max_concurrent_uploads: 4,
+            upload_wait_s: 10,
         }
     }
 }
@@ -452,8 +478,22 @@ impl Settings {
         if self.server.request_timeout_s == 0 {
             return fail("server.request_timeout_s must be at least 1".into());
         }
-        if self.server.max_event_streams == 0 {
-            return fail("server.max_event_streams must be at least 1".into());
+        if self.server.max_event_streams == 0 || self.server.max_event_streams_per_client == 0 {
+            return fail("server.max_event_streams and server.max_event_streams_per_client must be at least 1".into());
+        }
+        if self.server.max_connections == 0 || self.server.max_concurrent_uploads == 0 {
+            return fail("server.max_connections and server.max_concurrent_uploads must be at least 1".into());
+        }
+        if self.server.header_read_timeout_s == 0 {
+            return fail("server.header_read_timeout_s must be at least 1".into());
+        }
+        // A request in progress sends nothing until it answers: a shorter idle timeout would cut
+        // it. (Event streams send a keep-alive at least every third of the idle timeout.)
+        if self.server.idle_timeout_s <= self.server.request_timeout_s {
+            return fail(format!(
+                "server.idle_timeout_s ({}) must be longer than server.request_timeout_s ({})",
+                self.server.idle_timeout_s, self.server.request_timeout_s
+            ));
         }
         let url = self.store.url.expose_secret();
         if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {

@@ -58,6 +58,7 @@ pub mod crypto;
 pub mod domain;
 pub mod jobs;
 pub mod providers;
+pub mod serve;
 pub mod service;
 pub mod sparse;
 pub mod state;

@@ -38,7 +38,15 @@ pub struct AppState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// `server.max_body_bytes`, for the 413s handlers give themselves (multipart uploads).
     pub max_body_bytes: usize,
-    /// Job event streams open now, and how many may be (`server.max_event_streams`).
-    pub event_streams: Arc<std::sync::atomic::AtomicUsize>,
-    pub max_event_streams: usize,
+    /// Job event streams open now, and how many may be (`server.max_event_streams`, and
+    /// `server.max_event_streams_per_client` per client address).
+    pub event_streams: Arc<crate::api::jobs::EventStreams>,
+    /// Uploads being read and chunked now (`server.max_concurrent_uploads` permits, also kept
+    /// as `uploads_max`), and how long an upload waits for a permit.
+    pub uploads: Arc<tokio::sync::Semaphore>,
+    pub uploads_max: usize,
+    /// How often an event stream sends a keep-alive comment: 15 s, or a third of
+    /// `server.idle_timeout_s` when that is shorter, so a quiet stream is never idle.
+    pub sse_keep_alive: std::time::Duration,
+    pub upload_wait: std::time::Duration,
 }

@@ -117,7 +117,9 @@ error_codes! {
     VectorStoreUnavailable => "vector_store_unavailable", SERVICE_UNAVAILABLE, No,
         "the vector store is unavailable, or lost the world's collection (a repair makes it again)";
     ServerBusy => "server_busy", SERVICE_UNAVAILABLE, Seconds(5),
-        "the server holds as many of these as it keeps open (`server.max_event_streams`); retry shortly";
+        "the server is at a limit: as many event streams as it keeps open (`server.max_event_streams`, \
+         or `server.max_event_streams_per_client` for one client), or as many uploads as it processes at once \
+         (`server.max_concurrent_uploads`); retry after `Retry-After` seconds";
 }
 
 /// The body of every error response.
@@ -266,6 +268,9 @@ impl From<ServiceError> for ApiError {
                 err
             }
             ServiceError::Provider { message } => ApiError::new(C::ProviderError, message),
+            ServiceError::TooLarge { limit, message } => {
+                ApiError::new(C::PayloadTooLarge, message).with_details(json!({ "limit_bytes": limit }))
+            }
             ServiceError::Unavailable {
                 dependency,
                 message,

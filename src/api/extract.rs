@@ -10,6 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::ApiError;
+use crate::domain::Window;
+use crate::service::sources::Paging;
 use crate::state::AppState;
 
 /// `Json<T>` whose rejections are [`ApiError`]s: bad JSON, wrong types and unknown fields are
@@ -203,5 +205,84 @@ where
                 other.body_text()
             ))),
         }
+    }
+}
+
+/// Parses the raw query values: `offset` an integer ≥ 0 (default 0), `limit` an integer in
+/// 1..=1000 (default 100). Anything else is `invalid_request` naming the parameter.
+pub(crate) fn paging(offset: Option<&str>, limit: Option<&str>) -> Result<Paging, ApiError> {
+    let invalid = |field: &str, message: String| {
+        ApiError::invalid_request(message).with_details(serde_json::json!({ "field": field }))
+    };
+    let offset = match offset {
+        None => 0,
+        Some(raw) => raw
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| {
+                invalid(
+                    "offset",
+                    format!("offset must be an integer of at least 0, not `{raw}`"),
+                )
+            })?,
+    };
+    let limit = match limit {
+        None => Paging::DEFAULT_LIMIT,
+        Some(raw) => raw
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=Paging::MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "limit",
+                    format!("limit must be an integer from 1 to {}, not `{raw}`", Paging::MAX_LIMIT),
+                )
+            })?,
+    };
+    Ok(Paging { offset, limit })
+}
+
+/// A list endpoint's query: only `offset`, `limit` and `also` may appear, each once.
+pub(crate) fn list_query(query: &[(String, String)], also: &[&str]) -> Result<Paging, ApiError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, _) in query {
+        if key != "offset" && key != "limit" && !also.contains(&key.as_str()) {
+            let allowed: Vec<&str> = also.iter().copied().chain(["offset", "limit"]).collect();
+            return Err(ApiError::invalid_request(format!(
+                "unknown query parameter `{key}` (use {})",
+                allowed.join(", ")
+            ))
+            .with_details(json!({ "field": key })));
+        }
+        if seen.contains(&key.as_str()) {
+            return Err(ApiError::invalid_request(format!("`{key}` is given more than once"))
+                .with_details(json!({ "field": key })));
+        }
+        seen.push(key);
+    }
+    let value = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    paging(value("offset"), value("limit"))
+}
+
+/// The store window for `paging`: one row more than the page, to tell whether another follows.
+pub(crate) fn window(paging: Paging) -> Window {
+    Window {
+        offset: paging.offset,
+        limit: u64::from(paging.limit) + 1,
+    }
+}
+
+/// The page out of the rows read through [`window`], and the `offset` of the next page
+/// (`None` when this one is the last).
+pub(crate) fn page<T>(mut rows: Vec<T>, paging: Paging) -> (Vec<T>, Option<u64>) {
+    let limit = paging.limit as usize;
+    if rows.len() > limit {
+        rows.truncate(limit);
+        (rows, Some(paging.offset + u64::from(paging.limit)))
+    } else {
+        (rows, None)
     }
 }

@@ -100,6 +100,8 @@ impl From<Job> for JobDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct JobList {
     pub jobs: Vec<JobDto>,
+    /// The `offset` of the next page; `null` on the last one.
+    pub next_offset: Option<u64>,
 }
 
 /// One job with its counts and per-chunk errors.
@@ -118,9 +120,11 @@ pub async fn get_job(
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/jobs", tag = "jobs",
     params(("world_id" = Uuid, Path),
         ("status" = Option<String>, Query,
-            description = "only jobs with one of these statuses, comma-separated (`queued`, `running`, `paused`, `cancelled`, `completed`, `failed`)")),
+            description = "only jobs with one of these statuses, comma-separated (`queued`, `running`, `paused`, `cancelled`, `completed`, `failed`)"),
+        ("offset" = Option<u64>, Query, description = "jobs to skip (default 0)", minimum = 0),
+        ("limit" = Option<u32>, Query, description = "jobs to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = JobList),
-        (status = 400, description = "invalid_request (`details.field`: `status` or an unknown parameter)", body = ErrorBody),
+        (status = 400, description = "invalid_request (`details.field`: `status`, `offset`, `limit` or an unknown parameter)", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody)),
     security(("bearer" = [])))]
@@ -129,19 +133,8 @@ pub async fn list_jobs(
     ApiPath(id): ApiPath<WorldId>,
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<JobList>, ApiError> {
-    if let Some((unknown, _)) = query.iter().find(|(k, _)| k != "status") {
-        return Err(
-            ApiError::invalid_request(format!("unknown query parameter `{unknown}` (use status)"))
-                .with_details(serde_json::json!({ "field": unknown })),
-        );
-    }
-    if query.len() > 1 {
-        return Err(ApiError::invalid_request(
-            "`status` is given more than once; list the statuses in one, comma-separated",
-        )
-        .with_details(serde_json::json!({ "field": "status" })));
-    }
-    let wanted: Option<Vec<JobStatus>> = match query.first().map(|(_, v)| v) {
+    let paging = super::extract::list_query(&query, &["status"])?;
+    let wanted: Option<Vec<JobStatus>> = match query.iter().find(|(k, _)| k == "status").map(|(_, v)| v) {
         None => None,
         Some(list) => {
             let mut wanted = Vec::new();
@@ -157,13 +150,14 @@ pub async fn list_jobs(
             Some(wanted)
         }
     };
-    let jobs = state.jobs.list(id).await?;
+    let jobs = state
+        .jobs
+        .list(id, wanted.as_deref().unwrap_or(&[]), super::extract::window(paging))
+        .await?;
+    let (jobs, next_offset) = super::extract::page(jobs, paging);
     Ok(axum::Json(JobList {
-        jobs: jobs
-            .into_iter()
-            .filter(|j| wanted.as_ref().is_none_or(|w| w.contains(&j.status)))
-            .map(Into::into)
-            .collect(),
+        jobs: jobs.into_iter().map(Into::into).collect(),
+        next_offset,
     }))
 }
 
@@ -210,26 +204,73 @@ pub async fn cancel_job(
 /// How often the event stream looks for new events.
 const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// One open event stream, counted in [`AppState::event_streams`] until it is dropped (ended, or
-/// the client went away).
-struct StreamSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+/// The job event streams open now: in all, and per client address.
+#[derive(Debug)]
+pub struct EventStreams {
+    open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+    max: usize,
+    max_per_client: usize,
+}
 
-impl StreamSlot {
-    /// A slot, unless `max` streams are open already.
-    fn take(state: &AppState) -> Option<StreamSlot> {
-        use std::sync::atomic::Ordering;
-        let open = &state.event_streams;
-        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < state.max_event_streams).then_some(n + 1)
-        })
-        .ok()
-        .map(|_| StreamSlot(open.clone()))
+/// Why no stream slot was given.
+enum Full {
+    Server(usize),
+    Client(usize),
+}
+
+impl EventStreams {
+    pub fn new(max: usize, max_per_client: usize) -> Self {
+        Self {
+            open: std::sync::Mutex::default(),
+            max,
+            max_per_client,
+        }
     }
+
+    /// A slot, unless `max` streams are open already, or `max_per_client` of `client`'s.
+    fn take(self: &std::sync::Arc<Self>, client: Option<std::net::IpAddr>) -> Result<StreamSlot, Full> {
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if open.0 >= self.max {
+            return Err(Full::Server(self.max));
+        }
+        if let Some(client) = client {
+            let mine = open.1.entry(client).or_default();
+            if *mine >= self.max_per_client {
+                return Err(Full::Client(self.max_per_client));
+            }
+            *mine += 1;
+        }
+        open.0 += 1;
+        Ok(StreamSlot {
+            streams: self.clone(),
+            client,
+        })
+    }
+}
+
+/// One open event stream, counted in [`EventStreams`] until it is dropped (ended, or the
+/// client went away).
+struct StreamSlot {
+    streams: std::sync::Arc<EventStreams>,
+    client: Option<std::net::IpAddr>,
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        let mut open = self
+            .streams
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.0 = open.0.saturating_sub(1);
+        if let Some(client) = self.client
+            && let std::collections::hash_map::Entry::Occupied(mut mine) = open.1.entry(client)
+        {
+            *mine.get_mut() -= 1;
+            if *mine.get() == 0 {
+                mine.remove();
+            }
+        }
     }
 }
 
@@ -251,30 +292,36 @@ struct EventCursor {
     params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, description = "resume after this event id")),
     responses((status = 200, description = "text/event-stream of job events", content_type = "text/event-stream"),
         (status = 401, body = ErrorBody), (status = 404, description = "job_not_found", body = ErrorBody),
-        (status = 503, description = "server_busy (`server.max_event_streams` streams are open; see `Retry-After`) or store_unavailable", body = ErrorBody)),
+        (status = 503, description = "server_busy (`server.max_event_streams` streams are open, or `server.max_event_streams_per_client` of this client's; see `Retry-After`) or store_unavailable", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn job_events(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<JobId>,
     headers: axum::http::HeaderMap,
+    extensions: axum::http::Extensions,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
     let job = state.jobs.get(id).await?;
-    // Each open stream polls the store: their number is bounded.
-    let Some(slot) = StreamSlot::take(&state) else {
-        return Err(ApiError::new(
-            ErrorCode::ServerBusy,
-            format!(
-                "{} job event streams are open, the most this server keeps (server.max_event_streams); retry shortly",
-                state.max_event_streams
+    // Each open stream polls the store: their number is bounded, in all and per client.
+    let client = crate::serve::peer(&extensions).map(|addr| addr.ip());
+    let slot = state.event_streams.take(client).map_err(|full| {
+        let message = match full {
+            Full::Server(max) => format!(
+                "{max} job event streams are open, the most this server keeps (server.max_event_streams); retry shortly"
             ),
-        ));
-    };
+            Full::Client(max) => format!(
+                "this client holds {max} job event streams, the most one client may (server.max_event_streams_per_client); \
+                 close one or retry shortly"
+            ),
+        };
+        ApiError::new(ErrorCode::ServerBusy, message)
+    })?;
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
+    let keep_alive = state.sse_keep_alive;
     let cursor = EventCursor {
         _slot: slot,
         state,
@@ -331,5 +378,5 @@ pub async fn job_events(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(keep_alive)))
 }

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, ApiPath};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{KeyId, ProviderKind, StoredKey};
 use crate::providers::scheduler::KeyStatus;
 use crate::service::keys::CreateKey;
@@ -72,6 +72,12 @@ pub struct KeyDto {
     pub enabled: bool,
     pub retired: bool,
     pub retired_reason: Option<String>,
+    /// Whether quarry can embed with the key now: enabled, not retired and its secret at hand
+    /// (cooldowns aside).
+    pub usable: bool,
+    /// Why a key that is enabled cannot be used, e.g. its secret does not decrypt with the
+    /// configured `security.master_key`.
+    pub problem: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -85,9 +91,11 @@ impl From<StoredKey> for KeyDto {
             fingerprint: k.fingerprint,
             source: k.origin.as_str().to_owned(),
             quota_group: k.quota_group,
+            usable: k.enabled && !k.retired,
             enabled: k.enabled,
             retired: k.retired,
             retired_reason: k.retired_reason,
+            problem: None,
             created_at: k.created_at,
             updated_at: k.updated_at,
         }
@@ -97,6 +105,8 @@ impl From<StoredKey> for KeyDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyList {
     pub keys: Vec<KeyDto>,
+    /// The `offset` of the next page; `null` on the last one.
+    pub next_offset: Option<u64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -175,11 +185,32 @@ pub async fn create_key(
 
 /// Every key: API keys and (read-only) configuration keys. Secrets are never returned.
 #[utoipa::path(get, path = "/v1/provider-keys", tag = "providers",
-    responses((status = 200, body = KeyList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn list_keys(State(state): State<AppState>) -> Result<axum::Json<KeyList>, ApiError> {
-    let keys = state.keys.list().await?;
+    params(("offset" = Option<u64>, Query, description = "keys to skip (default 0)", minimum = 0),
+        ("limit" = Option<u32>, Query, description = "keys to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
+    responses((status = 200, body = KeyList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_keys(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
+) -> Result<axum::Json<KeyList>, ApiError> {
+    let paging = super::extract::list_query(&query, &[])?;
+    let keys = state.keys.list(super::extract::window(paging)).await?;
+    let (keys, next_offset) = super::extract::page(keys, paging);
+    let problems = state.keys.problems();
     Ok(axum::Json(KeyList {
-        keys: keys.into_iter().map(Into::into).collect(),
+        keys: keys
+            .into_iter()
+            .map(|key| {
+                let problem = problems.get(&key.id).copied();
+                let mut dto = KeyDto::from(key);
+                if let Some(problem) = problem {
+                    dto.usable = false;
+                    dto.problem = Some(problem.to_owned());
+                }
+                dto
+            })
+            .collect(),
+        next_offset,
     }))
 }
 

@@ -14,11 +14,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
 use crate::domain::{ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceTitle, SourceUrl, WorldId};
-use crate::service::sources::{AddSource, Paging, SourceView};
+use crate::service::sources::{AddSource, SourceView};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -132,6 +132,8 @@ pub struct SourceAccepted {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SourceList {
     pub sources: Vec<SourceDto>,
+    /// The `offset` of the next page; `null` on the last one.
+    pub next_offset: Option<u64>,
 }
 
 /// Add a source: a JSON body, or a `multipart/form-data` upload with the file in field `file`.
@@ -145,13 +147,25 @@ pub struct SourceList {
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
-        (status = 413, description = "payload_too_large", body = ErrorBody)),
+        (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
+        (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn add_source(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
     req: Request,
 ) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
+    // Taken before the body is read: bodies in memory and chunking work are bounded too.
+    let Ok(Ok(_permit)) = tokio::time::timeout(state.upload_wait, state.uploads.clone().acquire_owned()).await else {
+        return Err(ApiError::new(
+            ErrorCode::ServerBusy,
+            format!(
+                "{} uploads are being processed, the most this server takes at once (server.max_concurrent_uploads); \
+                 retry shortly",
+                state.uploads_max
+            ),
+        ));
+    };
     let is_multipart = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -298,17 +312,23 @@ fn parse_details(
 
 /// Sources of a world, by book number, with chunk state counts.
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/sources", tag = "sources",
-    params(("world_id" = Uuid, Path)),
-    responses((status = 200, body = SourceList), (status = 401, body = ErrorBody),
+    params(("world_id" = Uuid, Path),
+        ("offset" = Option<u64>, Query, description = "sources to skip (default 0)", minimum = 0),
+        ("limit" = Option<u32>, Query, description = "sources to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
+    responses((status = 200, body = SourceList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_sources(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<SourceList>, ApiError> {
-    let sources = state.sources.list(world_id).await?;
+    let paging = super::extract::list_query(&query, &[])?;
+    let sources = state.sources.list(world_id, super::extract::window(paging)).await?;
+    let (sources, next_offset) = super::extract::page(sources, paging);
     Ok(axum::Json(SourceList {
         sources: sources.into_iter().map(Into::into).collect(),
+        next_offset,
     }))
 }
 
@@ -451,47 +471,10 @@ pub async fn list_chunks(
                 .with_details(serde_json::json!({ "field": unknown })),
         );
     }
-    let paging = parse_paging(
+    let paging = super::extract::paging(
         query.get("offset").map(String::as_str),
         query.get("limit").map(String::as_str),
     )?;
     let page = state.sources.chunks(world_id, source_id, paging).await?;
     Ok(axum::Json(page.into()))
-}
-
-/// Parses the raw query values: `offset` an integer ≥ 0 (default 0), `limit` an integer in
-/// 1..=1000 (default 100). Anything else is `invalid_request` naming the parameter.
-fn parse_paging(offset: Option<&str>, limit: Option<&str>) -> Result<Paging, ApiError> {
-    let invalid = |field: &str, message: String| {
-        ApiError::invalid_request(message).with_details(serde_json::json!({ "field": field }))
-    };
-    let offset = match offset {
-        None => 0,
-        Some(raw) => raw
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .and_then(|n| u64::try_from(n).ok())
-            .ok_or_else(|| {
-                invalid(
-                    "offset",
-                    format!("offset must be an integer of at least 0, not `{raw}`"),
-                )
-            })?,
-    };
-    let limit = match limit {
-        None => Paging::DEFAULT_LIMIT,
-        Some(raw) => raw
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=Paging::MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                invalid(
-                    "limit",
-                    format!("limit must be an integer from 1 to {}, not `{raw}`", Paging::MAX_LIMIT),
-                )
-            })?,
-    };
-    Ok(Paging { offset, limit })
 }

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody, ErrorCode};
-use super::extract::{ApiJson, ApiPath};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{WorldId, WorldName};
 use crate::service::worlds::{CreateWorld, ProfileRequest, WorldView};
 use crate::service::{Conflict, ServiceError};
@@ -124,6 +124,8 @@ pub struct WorldDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WorldList {
     pub worlds: Vec<WorldDto>,
+    /// The `offset` of the next page; `null` on the last one.
+    pub next_offset: Option<u64>,
 }
 
 impl From<WorldView> for WorldDto {
@@ -193,12 +195,20 @@ pub async fn create_world(
 
 /// List every world with its counts.
 #[utoipa::path(get, path = "/v1/worlds", tag = "worlds",
-    responses((status = 200, body = WorldList), (status = 401, body = ErrorBody)),
+    params(("offset" = Option<u64>, Query, description = "worlds to skip (default 0)", minimum = 0),
+        ("limit" = Option<u32>, Query, description = "worlds to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
+    responses((status = 200, body = WorldList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list_worlds(State(state): State<AppState>) -> Result<axum::Json<WorldList>, ApiError> {
-    let worlds = state.worlds.list().await?;
+pub async fn list_worlds(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
+) -> Result<axum::Json<WorldList>, ApiError> {
+    let paging = super::extract::list_query(&query, &[])?;
+    let worlds = state.worlds.list(super::extract::window(paging)).await?;
+    let (worlds, next_offset) = super::extract::page(worlds, paging);
     Ok(axum::Json(WorldList {
         worlds: worlds.into_iter().map(Into::into).collect(),
+        next_offset,
     }))
 }
 

@@ -19,17 +19,50 @@ use html5gum::{DefaultEmitter, Token, Tokenizer};
 /// markup error the way browsers do.
 #[must_use]
 pub fn to_text(html: &str) -> String {
+    to_text_within(html, usize::MAX, &|| false).unwrap_or_default()
+}
+
+/// Why [`to_text_within`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// The text grew past the limit.
+    TooLarge,
+    /// `stop` said so (the request was abandoned).
+    Asked,
+}
+
+/// Tokens converted between two looks at `stop`.
+const STOP_EVERY: usize = 4096;
+
+/// [`to_text`], giving up once the text is longer than `max_bytes` or `stop()` returns true.
+///
+/// The work is linear in the input: every token adds at most a bounded prefix (list indentation
+/// stops growing at [`MAX_LIST_INDENT`] levels) besides its own text.
+///
+/// # Errors
+/// [`Stopped`] says why it gave up.
+pub fn to_text_within(html: &str, max_bytes: usize, stop: &dyn Fn() -> bool) -> Result<String, Stopped> {
     let mut emitter = DefaultEmitter::default();
     // script/style/title/textarea… switch the tokenizer to raw text, so `<` inside them is text.
     emitter.naively_switch_states(true);
     let mut reader = Reader::default();
-    for token in Tokenizer::new_with_emitter(html, emitter) {
+    for (n, token) in Tokenizer::new_with_emitter(html, emitter).enumerate() {
         let token: Result<Token, Infallible> = token;
         let Ok(token) = token;
         reader.token(token);
+        if reader.writer.out.len() > max_bytes {
+            return Err(Stopped::TooLarge);
+        }
+        if n % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return Err(Stopped::Asked);
+        }
     }
-    reader.writer.finish()
+    Ok(reader.writer.finish())
 }
+
+/// Nesting levels of lists that indent their items; deeper lists indent no further, so that
+/// thousands of nested lists do not turn each item into a line of thousands of spaces.
+pub const MAX_LIST_INDENT: usize = 8;
 
 /// What a tag does to the text flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,7 +176,7 @@ impl Reader {
                     }
                     Kind::Item => {
                         self.writer.brk(Break::Line);
-                        let indent = "  ".repeat(self.lists.len().saturating_sub(1));
+                        let indent = "  ".repeat(self.lists.len().saturating_sub(1).min(MAX_LIST_INDENT));
                         let marker = match self.lists.last_mut() {
                             Some(Some(number)) => {
                                 let marker = format!("{number}. ");
@@ -331,6 +364,37 @@ mod tests {
         let html = "<title>Gone</title><script>if (a < b) { document.write('<p>x</p>') }</script>\
             Kept&nbsp;text &eacute;&#233;&#x1F389; &lt;tag&gt;<noscript><p>no</p></noscript>";
         assert_eq!(to_text(html), "Kept text éé🎉 <tag>");
+    }
+
+    #[test]
+    fn deep_lists_indent_no_further_than_the_cap() {
+        let html = format!("{}{}", "<ul>".repeat(4000), "<li>x".repeat(20_000));
+        let text = to_text(&html);
+        assert_eq!(text.lines().count(), 20_000);
+        let deepest = "  ".repeat(MAX_LIST_INDENT);
+        assert!(
+            text.lines().all(|line| line == format!("{deepest}- x")),
+            "{}",
+            &text[..200]
+        );
+        // Linear in the input: the text is a small multiple of the markup, not 4,000 × of it.
+        assert!(
+            text.len() < 5 * html.len(),
+            "{} bytes of text from {} of HTML",
+            text.len(),
+            html.len()
+        );
+    }
+
+    #[test]
+    fn conversion_stops_at_the_limit_or_when_asked() {
+        let html = "<p>word</p>".repeat(10_000);
+        assert_eq!(to_text_within(&html, 1000, &|| false), Err(Stopped::TooLarge));
+        assert_eq!(to_text_within(&html, usize::MAX, &|| true), Err(Stopped::Asked));
+        assert_eq!(
+            to_text_within(&html, usize::MAX, &|| false).map(|t| t.len()),
+            Ok(to_text(&html).len())
+        );
     }
 
     #[test]

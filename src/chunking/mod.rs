@@ -39,8 +39,12 @@
 //! - **Cost.** Every piece of text is tokenized a small, bounded number of times (each sentence
 //!   once, each chunk about once, each overlap about once), and never a string longer than a few
 //!   windows, so splitting is linear in the input and safe on multi-MB uploads. Runs of more than
-//!   64 spaces or punctuation marks are cut before sentence segmentation, which is
-//!   super-quadratic on them in `unicode-segmentation` (10k spaces after a full stop take seconds).
+//!   64 chars that neither end a sentence nor begin a letter (spaces, digits, punctuation, marks,
+//!   format chars) are cut before sentence segmentation, which is super-quadratic on them in
+//!   `unicode-segmentation` (10k spaces after a full stop take seconds). HTML conversion is
+//!   linear too (list indentation stops growing after a few levels) and bounded in size by the
+//!   caller. Both can be stopped midway ([`split_until`], [`html::to_text_within`]): an upload
+//!   whose request is abandoned stops costing CPU.
 //! - **Odd profiles.** `max_tokens` below 4 is treated as 4 (one char is at most 4 byte tokens);
 //!   the API never stores a profile below [`ChunkingProfile::MIN_MAX_TOKENS`] anyway.
 
@@ -51,7 +55,7 @@ mod split;
 mod tokens;
 
 pub use parents::{ChunkSpan, parents, parents_of};
-pub use split::{split, split_with};
+pub use split::{split, split_until, split_with};
 pub use tokens::{Cl100k, TokenCounter};
 
 use crate::domain::SourceFormat;
@@ -65,20 +69,37 @@ pub enum ChunkError {
     /// Nothing but whitespace (or, for HTML, nothing readable) is left.
     #[error("the source contains no text")]
     Empty,
+    /// The text an HTML page converts to is longer than the limit.
+    #[error("the converted text is larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    /// The caller gave up (the request was abandoned).
+    #[error("stopped")]
+    Stopped,
 }
 
 /// The text quarry stores for an upload of `content_type`; chunk offsets refer to it.
 ///
 /// `text/plain` and `text/markdown` are returned unchanged, `text/html` is converted to readable
 /// text. Media type parameters (`; charset=utf-8`) are ignored: `raw` is already decoded.
+/// The converted text may be at most `max_bytes` long; `stop` is asked now and then whether the
+/// caller still wants the answer.
 ///
 /// # Errors
 /// [`ChunkError::UnsupportedContentType`] for any other content type, [`ChunkError::Empty`] when
-/// only whitespace is left.
-pub fn prepare_text(content_type: &str, raw: &str) -> Result<String, ChunkError> {
+/// only whitespace is left, [`ChunkError::TooLarge`] past `max_bytes`, [`ChunkError::Stopped`]
+/// when `stop` said so.
+pub fn prepare_text(
+    content_type: &str,
+    raw: String,
+    max_bytes: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<String, ChunkError> {
     let text = match SourceFormat::of(content_type) {
-        Some(SourceFormat::Plain | SourceFormat::Markdown) => raw.to_owned(),
-        Some(SourceFormat::Html) => html::to_text(raw),
+        Some(SourceFormat::Plain | SourceFormat::Markdown) => raw,
+        Some(SourceFormat::Html) => html::to_text_within(&raw, max_bytes, stop).map_err(|stopped| match stopped {
+            html::Stopped::TooLarge => ChunkError::TooLarge { limit: max_bytes },
+            html::Stopped::Asked => ChunkError::Stopped,
+        })?,
         None => return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned())),
     };
     if text.trim().is_empty() {

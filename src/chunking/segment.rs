@@ -118,27 +118,61 @@ fn close_paragraph(text: &str, start: Option<usize>, end: usize, out: &mut Vec<S
     } else {
         Cow::Borrowed(paragraph)
     };
-    // UAX #29 as implemented by unicode-segmentation is super-quadratic in a long run of spaces
-    // or closing punctuation after a full stop (10k spaces take seconds), so such runs are cut
-    // into pieces of `MAX_RUN` chars, each segmented on its own. Text people write never has
-    // them; the cut only guards against uploads made to stall the splitter.
+    for piece in bounded_pieces(&scan) {
+        sentences(text, start + piece.start, &scan[piece], out);
+    }
+}
+
+/// `scan` cut into the pieces handed to the sentence segmenter one by one.
+///
+/// UAX #29 as implemented by unicode-segmentation looks ahead after every full stop over the
+/// chars that can neither start nor end a sentence (spaces, digits, closing punctuation,
+/// combining and spacing marks, format chars…) to find out whether a lower-case letter
+/// follows, so a long run of them after a full stop costs time quadratic in its length
+/// (10k spaces take seconds; `"a. " + " \u{93e}" * n` — a vowel sign — never finishes). Such
+/// runs are cut into pieces of at most `MAX_RUN` chars: each piece then costs at most its
+/// length times `MAX_RUN`, and the whole split stays linear in the text. Text people write
+/// never has such runs; the cut only guards against uploads made to stall the splitter.
+fn bounded_pieces(scan: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
     let mut piece_start = 0;
     let mut run = 0;
     for (i, c) in scan.char_indices() {
-        if c.is_alphanumeric() || matches!(c, '.' | '?' | '!' | '。' | '？' | '！') {
+        if ends_lookahead(c) {
             run = 0;
             continue;
         }
         run += 1;
         // Cut between grapheme clusters (an emoji ZWJ sequence is such a run too), unless the
         // run is one endless cluster (a letter under thousands of combining marks).
-        if run > MAX_RUN && (run > 4 * MAX_RUN || is_grapheme_boundary(&scan, i)) {
-            sentences(text, start + piece_start, &scan[piece_start..i], out);
+        if run > MAX_RUN && (run > 4 * MAX_RUN || is_grapheme_boundary(scan, i)) {
+            out.push(piece_start..i);
             piece_start = i;
             run = 1;
         }
     }
-    sentences(text, start + piece_start, &scan[piece_start..], out);
+    out.push(piece_start..scan.len());
+    out
+}
+
+/// Whether the segmenter's look-ahead after a full stop stops at `c`: a sentence terminator,
+/// or a letter that begins a grapheme cluster. Marks (a Devanagari vowel sign is alphabetic,
+/// yet it only extends the letter before it) and digits do not stop it.
+fn ends_lookahead(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphabetic() || matches!(c, '.' | '?' | '!');
+    }
+    if matches!(c, '。' | '？' | '！') {
+        return true;
+    }
+    if !c.is_alphabetic() {
+        return false;
+    }
+    // `c` extends a cluster when "a" followed by `c` is one cluster.
+    let mut buf = [0u8; 5];
+    buf[0] = b'a';
+    let len = 1 + c.encode_utf8(&mut buf[1..]).len();
+    std::str::from_utf8(&buf[..len]).map_or(true, |pair| is_grapheme_boundary(pair, 1))
 }
 
 fn is_grapheme_boundary(text: &str, at: usize) -> bool {
@@ -225,6 +259,60 @@ mod tests {
         let endless = format!("Hi.{}", "\u{301}".repeat(1000));
         let total: usize = pieces(&endless).iter().map(|(s, _)| s.len()).sum();
         assert_eq!(total, endless.len());
+    }
+
+    /// The segmenter's cost bound for one split: each piece's length times its longest run of
+    /// chars that do not end the look-ahead (what a full stop in it could make the segmenter
+    /// scan), summed over the pieces.
+    fn steps(scan: &str) -> usize {
+        bounded_pieces(scan)
+            .into_iter()
+            .map(|piece| {
+                let (mut longest, mut run) = (0, 0);
+                for c in scan[piece.clone()].chars() {
+                    run = if ends_lookahead(c) { 0 } else { run + 1 };
+                    longest = longest.max(run);
+                }
+                piece.len() * (longest + 1)
+            })
+            .sum()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Adversarial runs after a full stop cost work linear in their length: the steps per
+        /// byte at 16× the length are no more than at 4× (plus rounding) and stay under a fixed
+        /// bound, and nothing is lost.
+        #[test]
+        fn adversarial_runs_split_in_linear_work(
+            unit in proptest::sample::select(vec![
+                " ", " \u{93e}", "\u{301}", " 1", ")", "\u{200b}", "\u{200d}", " \u{2019}", "\u{ad}",
+                "\u{3000}", "👩\u{200d}👧", " ,", "\u{64b}",
+            ]),
+            n in 200usize..400,
+        ) {
+            let text = |n: usize| format!("a. {}", unit.repeat(n));
+            let (small, large) = (text(4 * n), text(16 * n));
+            let per_byte = |t: &str| steps(t) as f64 / t.len() as f64;
+            proptest::prop_assert!(
+                per_byte(&large) <= per_byte(&small) * 1.25 + 1.0,
+                "{} steps per byte at {} bytes, {} at {}",
+                per_byte(&large), large.len(), per_byte(&small), small.len()
+            );
+            proptest::prop_assert!(per_byte(&large) <= (4 * MAX_RUN + 1) as f64);
+            let total: usize = bounded_pieces(&large).iter().map(std::iter::ExactSizeIterator::len).sum();
+            proptest::prop_assert_eq!(total, large.len());
+            // And the segmenter really finishes, keeping every non-space char.
+            let kept: usize = segments(&large).iter().map(|s| large[s.start..s.end].chars().filter(|c| !c.is_whitespace()).count()).sum();
+            proptest::prop_assert_eq!(kept, large.chars().filter(|c| !c.is_whitespace()).count());
+        }
+    }
+
+    #[test]
+    fn marks_and_digits_do_not_end_the_lookahead() {
+        assert!(ends_lookahead('a') && ends_lookahead('Ж') && ends_lookahead('क') && ends_lookahead('.'));
+        assert!(!ends_lookahead('\u{93e}') && !ends_lookahead('\u{301}') && !ends_lookahead('7'));
+        assert!(!ends_lookahead(' ') && !ends_lookahead('\u{200b}'));
     }
 
     #[test]

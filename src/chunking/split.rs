@@ -73,6 +73,20 @@ pub fn split(text: &str, profile: ChunkingProfile) -> Vec<NewChunk> {
 /// its `token_count` is their exact number.
 #[must_use]
 pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCounter) -> Vec<NewChunk> {
+    split_until(text, profile, counter, &|| false).unwrap_or_default()
+}
+
+/// Sentences (and chunks) handled between two looks at `stop`.
+const STOP_EVERY: usize = 256;
+
+/// [`split_with`], giving up (`None`) once `stop()` returns true: it is asked every few hundred
+/// sentences and chunks, so an abandoned upload stops costing CPU within milliseconds.
+pub fn split_until(
+    text: &str,
+    profile: ChunkingProfile,
+    counter: &dyn TokenCounter,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<NewChunk>> {
     let max = usize::try_from(profile.max_tokens)
         .unwrap_or(usize::MAX)
         .min(counter.max_chunk_tokens().unwrap_or(usize::MAX))
@@ -82,13 +96,19 @@ pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCount
         counter,
         max_token_bytes: counter.max_token_bytes().max(1),
     };
-    let units = units(&tok, text, max);
+    let units = units(&tok, text, max, stop)?;
+    if stop() {
+        return None;
+    }
     let spans = pack(&tok, text, &units, max);
 
     let mut chunks = Vec::with_capacity(spans.len());
     let mut chars = CharCursor::default();
     let mut previous: Option<(usize, usize)> = None;
     for (number, &(first, last, token_count)) in spans.iter().enumerate() {
+        if number % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return None;
+        }
         let start = units[first].start;
         let end = units[last].end;
         let overlap_start = previous.map_or(start, |(a, b)| overlap_start(&tok, text, &units, a, b, first, budget));
@@ -102,7 +122,7 @@ pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCount
         });
         previous = Some((first, last));
     }
-    chunks
+    Some(chunks)
 }
 
 /// Converts increasing byte offsets to char offsets in one pass over the text.
@@ -122,10 +142,13 @@ impl CharCursor {
 }
 
 /// Segments of `text` as packing units, overlong ones windowed, with their lead estimates.
-fn units(tok: &Tok<'_>, text: &str, max: usize) -> Vec<Unit> {
+fn units(tok: &Tok<'_>, text: &str, max: usize, stop: &dyn Fn() -> bool) -> Option<Vec<Unit>> {
     let byte_cap = tok.byte_cap(max);
     let mut units = Vec::new();
-    for segment in segment::segments(text) {
+    for (n, segment) in segment::segments(text).into_iter().enumerate() {
+        if n % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return None;
+        }
         let Segment { start, end, heading } = segment;
         if end - start <= byte_cap {
             let count = tok.count(&text[start..end]);
@@ -150,7 +173,7 @@ fn units(tok: &Tok<'_>, text: &str, max: usize) -> Vec<Unit> {
         };
         units[k].lead = units[k].tokens.saturating_add(gap);
     }
-    units
+    Some(units)
 }
 
 /// Estimated tokens the whitespace `gap` adds between two units. A single trailing space

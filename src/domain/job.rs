@@ -63,6 +63,15 @@ string_enum!(
 );
 
 impl JobStatus {
+    pub const ALL: [JobStatus; 6] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Paused,
+        JobStatus::Cancelled,
+        JobStatus::Completed,
+        JobStatus::Failed,
+    ];
+
     /// Terminal statuses never change again.
     pub fn is_terminal(self) -> bool {
         match self {

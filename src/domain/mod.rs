@@ -31,3 +31,18 @@ pub fn now() -> chrono::DateTime<chrono::Utc> {
     use chrono::SubsecRound as _;
     chrono::Utc::now().trunc_subsecs(6)
 }
+
+/// A slice of a listing: `limit` rows after skipping `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub offset: u64,
+    pub limit: u64,
+}
+
+impl Window {
+    /// Every row (for quarry's own passes over a listing).
+    pub const ALL: Window = Window {
+        offset: 0,
+        limit: u64::MAX,
+    };
+}

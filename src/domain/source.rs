@@ -118,6 +118,8 @@ impl Parent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SourceSize {
     pub source_id: SourceId,
+    /// Its place in reading order.
+    pub book_number: u32,
     pub chunks: u64,
     pub tokens: u64,
 }

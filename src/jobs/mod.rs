@@ -40,6 +40,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::domain::Window;
 use crate::domain::{
     ChunkId, Job, JobCounts, JobEventData, JobId, JobKind, JobStatus, RunId, RunStatus, WorkItem, WorldId, now,
 };
@@ -436,7 +437,7 @@ impl JobEngine {
     /// preparation of its queued re-ingest (a process that stopped while the sources were
     /// chunked): in the background, so that a big world does not hold up the caller.
     pub async fn resume_world(&self, world: WorldId) -> crate::store::Result<()> {
-        for job in self.store().list_jobs(world).await? {
+        for job in self.store().list_jobs(world, &[], Window::ALL).await? {
             match job.status {
                 JobStatus::Running => self.finish(job.id).await?,
                 JobStatus::Queued => self.prepare(job.id),
@@ -452,7 +453,7 @@ impl JobEngine {
     pub async fn after_source_deleted(&self, world: WorldId) -> crate::store::Result<()> {
         let runs = self.store().world_runs(world).await?;
         if runs.iter().any(|r| r.status == RunStatus::Building) {
-            for job in self.store().list_jobs(world).await? {
+            for job in self.store().list_jobs(world, &[], Window::ALL).await? {
                 if job.kind == JobKind::Reingest && job.status == JobStatus::Running {
                     self.finish(job.id).await?;
                 }

@@ -145,16 +145,43 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(header)
 }
 
+/// The largest provider answer read: the biggest legitimate one (2,048 vectors of 3,072
+/// floats as JSON text, some 75 MB) is well under it. A longer body is not read to its end.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
+
 /// Sends `request` and returns the body of a 2xx answer. Transport failures and non-2xx
-/// answers are classified by [`classify`]; `secret` is redacted from every message.
+/// answers are classified by [`classify`]; `secret` is redacted from every message. A body
+/// longer than [`MAX_RESPONSE_BYTES`] is [`ProviderError::Malformed`].
 pub(crate) async fn send(request: reqwest::RequestBuilder, secret: Option<&str>) -> Result<Bytes, ProviderError> {
-    let response = request.send().await.map_err(|err| classify::transport(&err, secret))?;
+    send_capped(request, secret, MAX_RESPONSE_BYTES).await
+}
+
+pub(crate) async fn send_capped(
+    request: reqwest::RequestBuilder,
+    secret: Option<&str>,
+    max_bytes: usize,
+) -> Result<Bytes, ProviderError> {
+    let mut response = request.send().await.map_err(|err| classify::transport(&err, secret))?;
     let status = response.status();
     let headers = response.headers().clone();
-    let body = response
-        .bytes()
+    let too_large = || ProviderError::Malformed {
+        message: format!("the provider's answer is longer than {max_bytes} bytes; it was not read"),
+    };
+    if response.content_length().is_some_and(|n| n > max_bytes as u64) {
+        return Err(too_large());
+    }
+    let mut body = bytes::BytesMut::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
-        .map_err(|err| classify::transport(&err, secret))?;
+        .map_err(|err| classify::transport(&err, secret))?
+    {
+        if body.len() + chunk.len() > max_bytes {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let body = body.freeze();
     if status.is_success() {
         Ok(body)
     } else {
@@ -165,6 +192,37 @@ pub(crate) async fn send(request: reqwest::RequestBuilder, secret: Option<&str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A provider that streams an endless answer is cut off at the cap, with or without a
+    /// `Content-Length`, and an answer under it is read whole.
+    #[tokio::test]
+    async fn answers_longer_than_the_cap_are_not_read() {
+        use axum::body::Body;
+        use axum::routing::get;
+        let app = axum::Router::new()
+            .route("/big", get(|| async { "x".repeat(10_000) }))
+            .route(
+                "/endless",
+                get(|| async {
+                    let chunks = futures_util::stream::repeat_with(|| Ok::<_, std::io::Error>(vec![b'y'; 4096]));
+                    Body::from_stream(chunks)
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = reqwest::Client::new();
+        let fetch = |path: &str, cap| send_capped(client.get(format!("http://{addr}{path}")), None, cap);
+        assert_eq!(fetch("/big", 20_000).await.unwrap().len(), 10_000);
+        assert!(matches!(
+            fetch("/big", 5_000).await,
+            Err(ProviderError::Malformed { .. })
+        ));
+        assert!(matches!(
+            fetch("/endless", 100_000).await,
+            Err(ProviderError::Malformed { .. })
+        ));
+    }
 
     #[test]
     fn base_urls_are_checked_and_trimmed() {

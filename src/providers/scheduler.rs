@@ -447,7 +447,7 @@ impl KeyScheduler {
     /// retirements and cooldowns written by this or another process (cooldowns only ever get
     /// longer by merging).
     pub async fn refresh(&self) -> store::Result<()> {
-        let rows = self.shared.store.list_keys().await?;
+        let rows = self.shared.store.list_keys(crate::domain::Window::ALL).await?;
         let groups = self.shared.store.list_group_cooldowns().await?;
         let now_wall = Utc::now();
         let now = Instant::now();
@@ -671,6 +671,29 @@ impl KeyScheduler {
             key,
             done: false,
         }
+    }
+
+    /// Keys that cannot be used whatever their stored state says, with the reason: an API key
+    /// whose secret does not decrypt with the configured master key (changed or lost), a
+    /// configuration key that left the configuration.
+    pub fn secret_problems(&self) -> HashMap<KeyId, &'static str> {
+        let inner = self.shared.lock();
+        inner
+            .slots
+            .iter()
+            .filter(|s| s.id != LOCAL_SLOT && s.secret.is_none())
+            .map(|s| {
+                let reason = match s.origin {
+                    _ if s.decrypt_failed => {
+                        "the secret cannot be decrypted with the configured security.master_key (was it changed?); \
+                         add the key again or restore the old master key"
+                    }
+                    KeyOrigin::Config => "the key is no longer in the configuration",
+                    KeyOrigin::Api => "the secret is not available",
+                };
+                (s.id, reason)
+            })
+            .collect()
     }
 
     /// Every key with its live state (the local slot excluded).

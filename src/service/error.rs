@@ -63,6 +63,9 @@ pub enum ServiceError {
     Conflict { kind: Conflict, message: String },
     #[error("{message}")]
     Unprocessable { kind: Unprocessable, message: String },
+    /// The input is larger than the server takes (`limit` bytes).
+    #[error("{message}")]
+    TooLarge { limit: usize, message: String },
     #[error("every eligible provider key is cooling down")]
     RateLimited { retry_after: Duration },
     #[error("provider failed: {message}")]

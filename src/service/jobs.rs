@@ -26,11 +26,17 @@ impl JobService {
             .ok_or(ServiceError::NotFound(Missing::Job))
     }
 
-    pub async fn list(&self, world: WorldId) -> ServiceResult<Vec<Job>> {
+    /// Jobs of `world` newest first, with one of `statuses` (all when empty), in `window`.
+    pub async fn list(
+        &self,
+        world: WorldId,
+        statuses: &[crate::domain::JobStatus],
+        window: crate::domain::Window,
+    ) -> ServiceResult<Vec<Job>> {
         if self.store.get_world(world).await?.is_none() {
             return Err(ServiceError::NotFound(Missing::World));
         }
-        Ok(self.store.list_jobs(world).await?)
+        Ok(self.store.list_jobs(world, statuses, window).await?)
     }
 
     pub async fn pause(&self, id: JobId) -> ServiceResult<Job> {

@@ -143,8 +143,13 @@ impl KeyService {
         Ok(stored)
     }
 
-    pub async fn list(&self) -> ServiceResult<Vec<StoredKey>> {
-        Ok(self.store.list_keys().await?)
+    pub async fn list(&self, window: crate::domain::Window) -> ServiceResult<Vec<StoredKey>> {
+        Ok(self.store.list_keys(window).await?)
+    }
+
+    /// Why keys that look enabled cannot be used (see [`KeyScheduler::secret_problems`]).
+    pub fn problems(&self) -> std::collections::HashMap<KeyId, &'static str> {
+        self.scheduler.secret_problems()
     }
 
     pub async fn set_enabled(&self, id: KeyId, enabled: bool) -> ServiceResult<StoredKey> {

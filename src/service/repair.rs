@@ -150,7 +150,7 @@ impl RepairService {
     }
 
     async fn startup(&self) {
-        let worlds = match self.inner.store.list_worlds().await {
+        let worlds = match self.inner.store.list_worlds(crate::domain::Window::ALL).await {
             Ok(worlds) => worlds,
             Err(err) => {
                 tracing::warn!(error = %err, "startup repair could not list worlds");
@@ -197,7 +197,11 @@ impl RepairService {
     /// Runs a re-ingest replaced or abandoned whose points or rows are still there. The rows of
     /// a run whose re-ingest failed stay, so that job keeps listing its failed chunks.
     async fn remove_retired_runs(&self, world: WorldId) -> crate::store::Result<()> {
-        let jobs = self.inner.store.list_jobs(world).await?;
+        let jobs = self
+            .inner
+            .store
+            .list_jobs(world, &[], crate::domain::Window::ALL)
+            .await?;
         for run in self.inner.store.world_runs(world).await? {
             if run.status != RunStatus::Retired {
                 continue;

@@ -16,6 +16,7 @@ use crate::providers::Providers;
 use crate::providers::scheduler::KeyScheduler;
 use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
+use tokio_util::sync::CancellationToken;
 
 /// A source upload as received; its title, URL and metadata already parsed at the edge.
 pub struct AddSource {
@@ -51,6 +52,8 @@ pub struct SourceService {
     engine: JobEngine,
     scheduler: KeyScheduler,
     providers: Providers,
+    /// The longest text an upload may become (`server.max_body_bytes`): HTML conversion stops past it.
+    max_text_bytes: usize,
 }
 
 impl SourceService {
@@ -60,6 +63,7 @@ impl SourceService {
         engine: JobEngine,
         scheduler: KeyScheduler,
         providers: Providers,
+        max_text_bytes: usize,
     ) -> Self {
         Self {
             store,
@@ -67,6 +71,7 @@ impl SourceService {
             engine,
             scheduler,
             providers,
+            max_text_bytes,
         }
     }
 
@@ -81,13 +86,28 @@ impl SourceService {
             Some(ct) if !ct.is_empty() => ct.to_ascii_lowercase(),
             _ => SourceFormat::guess(&filename).media_type().to_owned(),
         };
-        let mut text = chunking::prepare_text(&content_type, &req.text).map_err(|err| match err {
+        // Converting a large HTML page takes seconds of CPU: off the async workers, and stopped
+        // when this request is dropped (the client went away or the request timed out).
+        let abandoned = CancellationToken::new();
+        let _abandon_on_drop = abandoned.clone().drop_guard();
+        let (limit, raw, ct) = (self.max_text_bytes, req.text, content_type.clone());
+        let stop = abandoned.clone();
+        let prepared =
+            tokio::task::spawn_blocking(move || chunking::prepare_text(&ct, raw, limit, &|| stop.is_cancelled()))
+                .await
+                .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
+        let mut text = prepared.map_err(|err| match err {
             ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
                 Invalid::Request,
                 "content_type",
                 format!("unsupported content type `{ct}` (use text/plain, text/markdown or text/html)"),
             ),
             ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
+            ChunkError::TooLarge { limit } => ServiceError::TooLarge {
+                limit,
+                message: format!("the text this page converts to is larger than {limit} bytes (server.max_body_bytes)"),
+            },
+            ChunkError::Stopped => ServiceError::internal("the upload was abandoned"),
         })?;
         // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
         // every backend alike.
@@ -112,7 +132,7 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text).await?;
+            (text, chunks, parents) = self.split(&world, text, &abandoned).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -159,7 +179,12 @@ impl SourceService {
 
     /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
     /// checking that the provider has a usable key. Returns the text with its chunks and their parents.
-    async fn split(&self, world: &World, text: String) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
+    async fn split(
+        &self,
+        world: &World,
+        text: String,
+        abandoned: &CancellationToken,
+    ) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
         // Chunks nobody could embed would wait forever: refused before anything is written.
         super::require_key(&self.scheduler, world.embedding.provider).await?;
         // Counted in the model's own tokens where quarry has its tokenizer.
@@ -172,13 +197,15 @@ impl SourceService {
             })?;
         // Splitting a large upload takes seconds of CPU: keep it off the async workers.
         let profile = world.chunking;
+        let stop = abandoned.clone();
         let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
-            let chunks = chunking::split_with(&text, profile, counter.as_ref());
+            let chunks = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())?;
             let parents = chunking::parents_of(&text, &chunks, profile.parent_max_tokens);
-            (text, chunks, parents)
+            Some((text, chunks, parents))
         })
         .await
-        .map_err(|e| ServiceError::internal(format!("chunking failed: {e}")))?;
+        .map_err(|e| ServiceError::internal(format!("chunking failed: {e}")))?
+        .ok_or_else(|| ServiceError::internal("the upload was abandoned"))?;
         if chunks.is_empty() {
             return Err(ServiceError::invalid(
                 Invalid::Request,
@@ -266,12 +293,13 @@ impl SourceService {
         }
     }
 
-    pub async fn list(&self, world_id: WorldId) -> ServiceResult<Vec<SourceView>> {
+    /// Sources of the world by book number, in `window`.
+    pub async fn list(&self, world_id: WorldId, window: crate::domain::Window) -> ServiceResult<Vec<SourceView>> {
         if self.store.get_world(world_id).await?.is_none() {
             return Err(ServiceError::NotFound(Missing::World));
         }
         let mut views = Vec::new();
-        for source in self.store.list_sources(world_id).await? {
+        for source in self.store.list_sources(world_id, window).await? {
             let counts = self.store.source_counts(world_id, source.id).await?;
             views.push(SourceView { source, counts });
         }

@@ -136,7 +136,7 @@ impl WorldService {
         };
         if self
             .store
-            .list_jobs(id)
+            .list_jobs(id, &[], crate::domain::Window::ALL)
             .await?
             .into_iter()
             .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal())
@@ -210,8 +210,9 @@ impl WorldService {
         Ok(WorldView { world, stats })
     }
 
-    pub async fn list(&self) -> ServiceResult<Vec<WorldView>> {
-        let worlds = self.store.list_worlds().await?;
+    /// Worlds by creation, in `window`.
+    pub async fn list(&self, window: crate::domain::Window) -> ServiceResult<Vec<WorldView>> {
+        let worlds = self.store.list_worlds(window).await?;
         let mut views = Vec::with_capacity(worlds.len());
         for world in worlds {
             let stats = self.store.world_stats(world.id).await?;
@@ -236,7 +237,7 @@ impl WorldService {
         }
         if self
             .store
-            .list_jobs(id)
+            .list_jobs(id, &[], crate::domain::Window::ALL)
             .await?
             .into_iter()
             .any(|j| j.kind == JobKind::Reingest && !j.status.is_terminal())

@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{EventRow, JobErrorRow, JobRow, ListedJobErrorRow, corrupt, in_list, wide};
 use super::{JobStore, Result};
+use crate::domain::Window;
 use crate::domain::{Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, MAX_JOB_ERRORS, RunId, WorldId};
 
 /// Job `id`'s row.
@@ -176,10 +177,11 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
         row.into_job(errors).map(Some)
     }
 
-    async fn list_jobs(&self, world: WorldId) -> Result<Vec<Job>> {
+    async fn list_jobs(&self, world: WorldId, statuses: &[JobStatus], window: Window) -> Result<Vec<Job>> {
+        // `$4`…`$9`: the statuses kept (fewer are padded by repeating one; none means all).
         const LIST_JOBS: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
              rate_limited, reused, created_at, started_at, finished_at FROM jobs WHERE world_id = $1 \
-             ORDER BY created_at DESC, id";
+             AND status IN ($4, $5, $6, $7, $8, $9) ORDER BY created_at DESC, id LIMIT $2 OFFSET $3";
         // The first `MAX_JOB_ERRORS` failed entries of each job: `$1` that limit, then the job
         // ids, then the end.
         const LIST_JOB_ERRORS: &str = "SELECT e.job_id, e.book_number, e.chunk_number, e.last_error_code, \
@@ -188,7 +190,15 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
              ROW_NUMBER() OVER (PARTITION BY m.job_id ORDER BY c.book_number, c.chunk_number) AS n \
              FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.state = 'failed' AND m.job_id IN ";
         const LIST_JOB_ERRORS_END: &str = ") e WHERE e.n <= $1 ORDER BY e.job_id, e.book_number, e.chunk_number";
-        let rows: Vec<JobRow> = sqlx::query_as(LIST_JOBS).bind(world.0).fetch_all(&self.pool).await?;
+        let kept: &[JobStatus] = if statuses.is_empty() { &JobStatus::ALL } else { statuses };
+        let mut query = sqlx::query_as::<DB, JobRow>(LIST_JOBS)
+            .bind(world.0)
+            .bind(wide(window.limit))
+            .bind(wide(window.offset));
+        for i in 0..JobStatus::ALL.len() {
+            query = query.bind(kept[i.min(kept.len() - 1)].as_str());
+        }
+        let rows: Vec<JobRow> = query.fetch_all(&self.pool).await?;
         // The errors of every listed job, a few hundred jobs per read.
         let mut errors: HashMap<Uuid, Vec<JobErrorRow>> = HashMap::new();
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id_uuid()).collect();

@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
-use super::rows::{GroupCooldownRow, KeyRow, narrow};
+use super::rows::{GroupCooldownRow, KeyRow, narrow, wide};
 use super::{KeyStore, Result};
+use crate::domain::Window;
 use crate::domain::{GroupCooldown, KeyId, NewKey, ProviderKind, StoredKey};
 
 /// Columns of a [`KeyRow`].
@@ -58,9 +59,17 @@ impl<DB: Backend> KeyStore for SqlStore<DB> {
         row.map(TryInto::try_into).transpose()
     }
 
-    async fn list_keys(&self) -> Result<Vec<StoredKey>> {
-        const LIST_KEYS: &str = concat!("SELECT ", key_columns!(), " FROM provider_keys ORDER BY created_at, id");
-        let rows: Vec<KeyRow> = sqlx::query_as(LIST_KEYS).fetch_all(&self.pool).await?;
+    async fn list_keys(&self, window: Window) -> Result<Vec<StoredKey>> {
+        const LIST_KEYS: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM provider_keys ORDER BY created_at, id LIMIT $1 OFFSET $2"
+        );
+        let rows: Vec<KeyRow> = sqlx::query_as(LIST_KEYS)
+            .bind(wide(window.limit))
+            .bind(wide(window.offset))
+            .fetch_all(&self.pool)
+            .await?;
         rows.into_iter().map(TryInto::try_into).collect()
     }
 

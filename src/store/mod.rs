@@ -61,6 +61,7 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::Window;
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
     ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind, RunId, RunInfo, Source,
@@ -138,7 +139,8 @@ pub trait WorldStore: Send + Sync {
     async fn create_world(&self, world: NewWorld) -> Result<World>;
     async fn get_world(&self, id: WorldId) -> Result<Option<World>>;
     /// All worlds, oldest first.
-    async fn list_worlds(&self) -> Result<Vec<World>>;
+    /// Worlds by creation, the rows of `window`.
+    async fn list_worlds(&self, window: Window) -> Result<Vec<World>>;
     /// Counts over the world's active run.
     async fn world_stats(&self, id: WorldId) -> Result<WorldStats>;
     /// Returns the updated world, `None` if it does not exist.
@@ -162,7 +164,7 @@ pub trait SourceStore: Send + Sync {
     async fn add_source(&self, source: &NewSource, chunks: Vec<NewChunk>, job: JobId) -> Result<(Source, Job)>;
     async fn get_source(&self, world: WorldId, id: SourceId) -> Result<Option<Source>>;
     /// Sources of a world by book number.
-    async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>>;
+    async fn list_sources(&self, world: WorldId, window: Window) -> Result<Vec<Source>>;
     /// Chunk state counts of one source in the world's active run.
     async fn source_counts(&self, world: WorldId, id: SourceId) -> Result<SourceCounts>;
     /// The stored text of a source; `None` when the world has no such source.
@@ -184,7 +186,9 @@ pub trait SourceStore: Send + Sync {
 pub trait JobStore: Send + Sync {
     async fn get_job(&self, id: JobId) -> Result<Option<Job>>;
     /// Jobs of a world, newest first.
-    async fn list_jobs(&self, world: WorldId) -> Result<Vec<Job>>;
+    /// Jobs of `world` newest first, those with one of `statuses` (all when empty), the rows of
+    /// `window`.
+    async fn list_jobs(&self, world: WorldId, statuses: &[JobStatus], window: Window) -> Result<Vec<Job>>;
     /// Moves a job to `to` if its status is one of `from` (setting `finished_at` for terminal
     /// statuses). Returns the updated job, or `None` when the job is missing or in another
     /// status (the caller tells the two apart).
@@ -444,7 +448,7 @@ pub trait KeyStore: Send + Sync {
     async fn upsert_config_key(&self, key: NewKey) -> Result<StoredKey>;
     async fn get_key(&self, id: KeyId) -> Result<Option<StoredKey>>;
     /// Every key, oldest first.
-    async fn list_keys(&self) -> Result<Vec<StoredKey>>;
+    async fn list_keys(&self, window: Window) -> Result<Vec<StoredKey>>;
     /// Enables or disables a key; enabling also lifts a retirement. `None` if missing.
     async fn set_key_enabled(&self, id: KeyId, enabled: bool, now: DateTime<Utc>) -> Result<Option<StoredKey>>;
     async fn delete_key(&self, id: KeyId) -> Result<bool>;

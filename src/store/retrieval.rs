@@ -138,18 +138,19 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
     }
 
     async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>> {
-        let rows: Vec<(Uuid, i64, i64)> = sqlx::query_as(
-            "SELECT source_id, COUNT(*), CAST(COALESCE(SUM(token_count), 0) AS BIGINT) FROM chunks \
-             WHERE world_id = $1 AND run_id = $2 GROUP BY source_id",
+        let rows: Vec<(Uuid, i64, i64, i64)> = sqlx::query_as(
+            "SELECT source_id, MIN(book_number), COUNT(*), CAST(COALESCE(SUM(token_count), 0) AS BIGINT) \
+             FROM chunks WHERE world_id = $1 AND run_id = $2 GROUP BY source_id",
         )
         .bind(world.0)
         .bind(run.0)
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|(source, chunks, tokens)| {
+            .map(|(source, book, chunks, tokens)| {
                 Ok(SourceSize {
                     source_id: SourceId(source),
+                    book_number: narrow("chunks", book)?,
                     chunks: narrow("chunks", chunks)?,
                     tokens: narrow("chunks", tokens)?,
                 })

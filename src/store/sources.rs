@@ -14,6 +14,7 @@ use super::jobs::{NewJobRow, finish_if_done, insert_event, job_status_text, sele
 use super::rows::{ChunkStateRow, CountsRow, SourceRow, corrupt, found, narrow, wide};
 use super::worlds::lock_world;
 use super::{Error, Result, SourceStore};
+use crate::domain::Window;
 use crate::domain::{
     ChunkPage, Job, JobEventData, JobId, JobKind, JobStatus, NewChunk, NewSource, RunId, Source, SourceCounts,
     SourceDeletion, SourceId, WorldId, point_id,
@@ -166,13 +167,18 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             .transpose()
     }
 
-    async fn list_sources(&self, world: WorldId) -> Result<Vec<Source>> {
+    async fn list_sources(&self, world: WorldId, window: Window) -> Result<Vec<Source>> {
         const LIST_SOURCES: &str = concat!(
             "SELECT ",
             source_columns!(),
-            " FROM sources WHERE world_id = $1 ORDER BY book_number"
+            " FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3"
         );
-        let rows: Vec<SourceRow> = sqlx::query_as(LIST_SOURCES).bind(world.0).fetch_all(&self.pool).await?;
+        let rows: Vec<SourceRow> = sqlx::query_as(LIST_SOURCES)
+            .bind(world.0)
+            .bind(wide(window.limit))
+            .bind(wide(window.offset))
+            .fetch_all(&self.pool)
+            .await?;
         rows.into_iter().map(TryInto::try_into).collect()
     }
 

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{StatsRow, WorldRow, narrow, wide};
 use super::{Result, WorldStore};
+use crate::domain::Window;
 use crate::domain::{NewWorld, World, WorldId, WorldStats};
 
 /// Columns of a [`WorldRow`].
@@ -73,9 +74,17 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         row.map(TryInto::try_into).transpose()
     }
 
-    async fn list_worlds(&self) -> Result<Vec<World>> {
-        const LIST_WORLDS: &str = concat!("SELECT ", world_columns!(), " FROM worlds ORDER BY created_at, id");
-        let rows: Vec<WorldRow> = sqlx::query_as(LIST_WORLDS).fetch_all(&self.pool).await?;
+    async fn list_worlds(&self, window: Window) -> Result<Vec<World>> {
+        const LIST_WORLDS: &str = concat!(
+            "SELECT ",
+            world_columns!(),
+            " FROM worlds ORDER BY created_at, id LIMIT $1 OFFSET $2"
+        );
+        let rows: Vec<WorldRow> = sqlx::query_as(LIST_WORLDS)
+            .bind(wide(window.limit))
+            .bind(wide(window.offset))
+            .fetch_all(&self.pool)
+            .await?;
         rows.into_iter().map(TryInto::try_into).collect()
     }
 

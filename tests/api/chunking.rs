@@ -6,6 +6,11 @@ use proptest::prelude::*;
 use std::sync::OnceLock;
 
 use quarry::chunking::{ChunkError, count_tokens, prepare_text, split, split_with};
+
+/// [`prepare_text`] without a size limit, never stopped.
+fn prepare(content_type: &str, raw: &str) -> Result<String, ChunkError> {
+    prepare_text(content_type, raw.to_owned(), usize::MAX, &|| false)
+}
 use quarry::domain::{ChunkingProfile, NewChunk};
 use quarry::providers::local::WordPieceCounter;
 
@@ -261,7 +266,7 @@ proptest! {
     #[test]
     fn whitespace_only_text_has_no_chunks(text in "[ \t\r\n\u{a0}\u{3000}]{0,64}", profile in profiles()) {
         prop_assert!(split(&text, profile).is_empty());
-        prop_assert_eq!(prepare_text("text/plain", &text), Err(ChunkError::Empty));
+        prop_assert_eq!(prepare("text/plain", &text), Err(ChunkError::Empty));
     }
 
     #[test]
@@ -271,7 +276,7 @@ proptest! {
             "<script>x<y</script>", "<b>", "&amp;", "&nbsp;", "<", "&#x1F600;"]).prop_map(str::to_owned),
     ], 0..24)) {
         let html = body.concat();
-        match prepare_text("text/html", &html) {
+        match prepare("text/html", &html) {
             Ok(text) => {
                 prop_assert!(!text.contains("\n\n\n"), "{text:?}");
                 // Trimmed, except the indentation of a leading <pre> line.
@@ -405,7 +410,7 @@ fn html_script_and_style_are_stripped_and_entities_decoded() {
                 <script>var a = '<p>not text</p>';</script></head><body>\
                 <h1>Caf&eacute; &amp; Bar</h1><p>Fish&nbsp;&lt;3 chips &#x1F41F;</p>\
                 <ul><li>one</li><li>two</li></ul><p>a<br>b</p></body></html>";
-    let text = prepare_text("text/html; charset=utf-8", html).expect("html converts");
+    let text = prepare("text/html; charset=utf-8", html).expect("html converts");
     assert_eq!(text, "# Café & Bar\n\nFish <3 chips 🐟\n\n- one\n- two\n\na\nb");
 }
 
@@ -418,14 +423,14 @@ fn plain_text_and_markdown_are_stored_unchanged() {
         "Text/Markdown; charset=UTF-8",
         "text/plain;charset=utf-8",
     ] {
-        assert_eq!(prepare_text(content_type, raw).as_deref(), Ok(raw), "{content_type}");
+        assert_eq!(prepare(content_type, raw).as_deref(), Ok(raw), "{content_type}");
     }
 }
 
 #[test]
 fn unknown_content_types_are_rejected_by_name() {
     for content_type in ["application/pdf", "image/png", "", "text/csv", "texthtml"] {
-        let error = prepare_text(content_type, "some text").expect_err(content_type);
+        let error = prepare(content_type, "some text").expect_err(content_type);
         assert_eq!(error, ChunkError::UnsupportedContentType(content_type.to_owned()));
         assert!(error.to_string().contains(content_type));
     }
@@ -433,10 +438,10 @@ fn unknown_content_types_are_rejected_by_name() {
 
 #[test]
 fn whitespace_only_sources_are_empty() {
-    assert_eq!(prepare_text("text/plain", " \n\t\r\n "), Err(ChunkError::Empty));
-    assert_eq!(prepare_text("text/markdown", ""), Err(ChunkError::Empty));
+    assert_eq!(prepare("text/plain", " \n\t\r\n "), Err(ChunkError::Empty));
+    assert_eq!(prepare("text/markdown", ""), Err(ChunkError::Empty));
     assert_eq!(
-        prepare_text(
+        prepare(
             "text/html",
             "<html><head><title>t</title></head><body> <p>&nbsp;</p><script>x</script></body>"
         ),

@@ -283,3 +283,27 @@ async fn without_a_usable_key_sources_are_refused_and_a_waiting_job_is_told_why(
     );
     assert_eq!(fake.stats().items_embedded, 0);
 }
+
+#[tokio::test]
+async fn keys_that_no_longer_decrypt_after_a_master_key_change_are_listed_as_unusable() {
+    let app = spawn_app_with(with_master_key).await;
+    let (status, key) = app
+        .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{key}");
+    assert_eq!(
+        (key["usable"].clone(), key["problem"].clone()),
+        (json!(true), Value::Null)
+    );
+    // Another master key (32 other bytes): the sealed secret cannot be opened any more.
+    let app = app
+        .restart_with(|s| {
+            s.security.master_key = Some(SecretString::from("ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="));
+        })
+        .await;
+    let (_, list) = app.get("/v1/provider-keys").await;
+    let listed = &list["keys"][0];
+    assert_eq!(listed["enabled"], true, "{list}");
+    assert_eq!(listed["usable"], false, "{list}");
+    assert!(listed["problem"].as_str().unwrap().contains("master_key"), "{list}");
+}

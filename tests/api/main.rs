@@ -8,6 +8,7 @@ mod chunking;
 mod errors;
 mod fake_providers;
 mod fake_rerank;
+mod hardening;
 mod ingestion;
 mod keys;
 mod local_model;

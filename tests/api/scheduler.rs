@@ -255,7 +255,7 @@ async fn rejected_keys_are_retired_persistently_until_re_enabled() {
         assert_eq!(secret_of(&lease), "good");
         lease.finish(Outcome::Success).await;
     }
-    let stored = f.store.list_keys().await.unwrap();
+    let stored = f.store.list_keys(quarry::domain::Window::ALL).await.unwrap();
     let bad = stored.iter().find(|k| k.retired).expect("retirement persisted");
     assert!(bad.retired_reason.as_deref().unwrap().contains("API_KEY_INVALID"));
 
@@ -269,7 +269,7 @@ async fn rejected_keys_are_retired_persistently_until_re_enabled() {
     // With every key retired there is nothing to wait for.
     let s3 = scheduler(&f, keys(&["lonely"], None), pool(4, None)).await;
     let lonely = s3.status().into_iter().find(|k| k.label.contains("#1")).unwrap().key_id;
-    for k in f.store.list_keys().await.unwrap() {
+    for k in f.store.list_keys(quarry::domain::Window::ALL).await.unwrap() {
         if k.id != lonely {
             f.store.set_key_enabled(k.id, false, chrono::Utc::now()).await.unwrap();
         }

@@ -357,7 +357,13 @@ async fn delete_removes_everything_the_world_owns_and_nothing_else() {
     assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
     let store = &app.state.store;
     assert!(store.get_source(doomed_id, doomed_source).await.unwrap().is_none());
-    assert!(store.list_sources(doomed_id).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_sources(doomed_id, quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.get_job(doomed_job).await.unwrap().is_none());
     assert_eq!(
         app.state

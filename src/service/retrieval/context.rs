@@ -198,10 +198,31 @@ impl RetrievalService {
         }
         answer.quality.level = QualityLevel::Unrated;
         let phase = Instant::now();
-        let windows: Vec<(SourceId, u32, u32)> = sizes.iter().map(|s| (s.source_id, 0, u32::MAX)).collect();
+        // Only what can fit is read: whole sources in reading order while their tokens fit, then
+        // the start of the next (every chunk holds at least one token, so no more chunks than
+        // the budget left can fit).
+        let mut in_order: Vec<&SourceSize> = sizes.iter().collect();
+        in_order.sort_unstable_by_key(|s| s.book_number);
+        let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
+        let mut room = u64::from(budget);
+        for size in in_order {
+            if size.tokens <= room {
+                room -= size.tokens;
+                windows.push((size.source_id, 0, u32::MAX));
+                continue;
+            }
+            if room > 0 {
+                windows.push((size.source_id, 0, u32::try_from(room - 1).unwrap_or(u32::MAX)));
+            }
+            break;
+        }
         let mut chunks = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
         chunks.sort_unstable_by_key(|v| (v.chunk.book_number, v.chunk.chunk_number));
-        let fitted = fit_reading_order(chunks, budget);
+        let total: u64 = sizes.iter().map(|s| s.chunks).sum();
+        let mut fitted = fit_reading_order(chunks, budget);
+        fitted.left_out = usize::try_from(total)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(fitted.chunks.len());
         if fitted.left_out > 0 {
             answer.warnings.push(Warning {
                 code: "context_truncated",

@@ -623,10 +623,14 @@ impl RetrievalService {
         let sources = match &settings.filter {
             None => None,
             Some(filter) => {
-                let sources: Vec<SourceId> = (self.store.list_sources(world.id).await?.iter())
-                    .filter(|s| filter.matches(s))
-                    .map(|s| s.id)
-                    .collect();
+                let sources: Vec<SourceId> = (self
+                    .store
+                    .list_sources(world.id, crate::domain::Window::ALL)
+                    .await?
+                    .iter())
+                .filter(|s| filter.matches(s))
+                .map(|s| s.id)
+                .collect();
                 if sources.is_empty() {
                     answer.warnings.push(Warning {
                         code: "filter_matched_nothing",

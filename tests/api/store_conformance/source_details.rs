@@ -51,9 +51,13 @@ async fn sources_keep_their_title_url_and_metadata(store: Arc<dyn Store>) {
         store.get_source(world.id, described.id).await.unwrap().unwrap().details,
         details()
     );
-    let listed: Vec<SourceDetails> = (store.list_sources(world.id).await.unwrap().into_iter())
-        .map(|s| s.details)
-        .collect();
+    let listed: Vec<SourceDetails> = (store
+        .list_sources(world.id, quarry::domain::Window::ALL)
+        .await
+        .unwrap()
+        .into_iter())
+    .map(|s| s.details)
+    .collect();
     assert_eq!(listed, [details(), SourceDetails::default()]);
 
     // By id, for retrieval's hits: those of the world only, missing ones absent.
@@ -119,7 +123,10 @@ macro_rules! pre_0005_source_reads_back_without_details {
         let old = store.get_source(world, source).await.unwrap().expect("the old source");
         assert_eq!((old.filename.as_str(), old.book_number), ("old.txt", 1));
         assert_eq!(old.details, SourceDetails::default(), "no title, no URL, metadata {{}}");
-        assert_eq!(store.list_sources(world).await.unwrap(), std::slice::from_ref(&old));
+        assert_eq!(
+            store.list_sources(world, quarry::domain::Window::ALL).await.unwrap(),
+            std::slice::from_ref(&old)
+        );
         assert_eq!(
             store.source_details(world, &[source]).await.unwrap(),
             [(source, SourceDetails::default())]

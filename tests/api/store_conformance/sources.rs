@@ -36,7 +36,7 @@ async fn sources_chunks_and_jobs(store: Arc<dyn Store>) {
         "a source belongs to one world"
     );
     let books: Vec<u32> = store
-        .list_sources(world.id)
+        .list_sources(world.id, quarry::domain::Window::ALL)
         .await
         .unwrap()
         .iter()
@@ -68,7 +68,10 @@ async fn sources_chunks_and_jobs(store: Arc<dyn Store>) {
     assert!(job.errors.is_empty());
     assert_eq!(store.get_job(job.id).await.unwrap(), Some(job.clone()));
     assert_eq!(store.get_job(JobId::new()).await.unwrap(), None);
-    let jobs = store.list_jobs(world.id).await.unwrap();
+    let jobs = store
+        .list_jobs(world.id, &[], quarry::domain::Window::ALL)
+        .await
+        .unwrap();
     assert_eq!(jobs.len(), 2);
     assert!(jobs.iter().all(|j| j.world_id == world.id));
 }
@@ -97,8 +100,20 @@ async fn adding_to_a_missing_world_writes_nothing(store: Arc<dyn Store>) {
     let missing = WorldId::new();
     let result = add_one_chunk(&store, missing, RunId::new()).await;
     assert!(result.is_err());
-    assert!(store.list_sources(missing).await.unwrap().is_empty());
-    assert!(store.list_jobs(missing).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_sources(missing, quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .list_jobs(missing, &[], quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 conformance!(a_source_cut_for_a_run_the_world_no_longer_serves_is_refused);
@@ -109,8 +124,20 @@ async fn a_source_cut_for_a_run_the_world_no_longer_serves_is_refused(store: Arc
     // after a re-ingest switched it): refused, nothing written, the book number not spent.
     let result = add_one_chunk(&store, world.id, new).await;
     assert!(matches!(result, Err(quarry::store::Error::RunChanged)), "{result:?}");
-    assert!(store.list_sources(world.id).await.unwrap().is_empty());
-    assert!(store.list_jobs(world.id).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_sources(world.id, quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .list_jobs(world.id, &[], quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.get_world(world.id).await.unwrap().unwrap().active_run, old);
     let (source, job) = add_source(&store, world.id, 1).await;
     assert_eq!((source.book_number, job.run_id), (1, old));
@@ -353,14 +380,22 @@ async fn deleting_a_source_removes_its_rows_and_keeps_jobs_coherent(store: Arc<d
         }
     );
     let books: Vec<u32> = store
-        .list_sources(world.id)
+        .list_sources(world.id, quarry::domain::Window::ALL)
         .await
         .unwrap()
         .iter()
         .map(|s| s.book_number)
         .collect();
     assert_eq!(books, [2], "the kept source keeps its book number");
-    assert_eq!(store.list_jobs(world.id).await.unwrap().len(), 3, "jobs stay");
+    assert_eq!(
+        store
+            .list_jobs(world.id, &[], quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .len(),
+        3,
+        "jobs stay"
+    );
     assert_eq!(
         store.world_stats(other.id).await.unwrap().chunks,
         1,

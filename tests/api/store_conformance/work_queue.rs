@@ -90,7 +90,10 @@ async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc
     assert_eq!(finished.errors[0].code, "provider_error");
     // The world's listing reads the same errors for this job, and none for the others.
     add_source(&store, world.id, 2).await;
-    let listed = store.list_jobs(world.id).await.unwrap();
+    let listed = store
+        .list_jobs(world.id, &[], quarry::domain::Window::ALL)
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 2, "{listed:?}");
     for other in &listed {
         if other.id == job.id {
@@ -256,6 +259,7 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
         sizes,
         [quarry::domain::SourceSize {
             source_id: source.id,
+            book_number: source.book_number,
             chunks: 4,
             tokens
         }]

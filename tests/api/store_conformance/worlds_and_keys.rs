@@ -35,7 +35,13 @@ async fn worlds_round_trip(store: Arc<dyn Store>) {
     );
 
     let second = store.create_world(new_world("Second")).await.unwrap();
-    let listed: Vec<WorldId> = store.list_worlds().await.unwrap().into_iter().map(|w| w.id).collect();
+    let listed: Vec<WorldId> = store
+        .list_worlds(quarry::domain::Window::ALL)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
     assert_eq!(listed, vec![req.id, second.id], "oldest first");
 
     let later = (Utc::now() + chrono::Duration::seconds(5)).trunc_subsecs(6);
@@ -61,7 +67,13 @@ async fn delete_cascades_within_one_world(store: Arc<dyn Store>) {
     assert_eq!(store.get_world(doomed.id).await.unwrap(), None);
     assert_eq!(store.get_source(doomed.id, doomed_source.id).await.unwrap(), None);
     assert_eq!(store.get_job(doomed_job.id).await.unwrap(), None);
-    assert!(store.list_jobs(doomed.id).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_jobs(doomed.id, &[], quarry::domain::Window::ALL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.world_stats(doomed.id).await.unwrap(), WorldStats::default());
     assert!(store.world_collections(doomed.id).await.unwrap().is_empty());
 
@@ -93,7 +105,7 @@ async fn keys_are_counted_per_provider(store: Arc<dyn Store>) {
     // Mirroring the same configuration key again keeps one row (and its id).
     let again = store.upsert_config_key(key("…abcd:01234567")).await.unwrap();
     assert_eq!(again.id, first.id);
-    assert_eq!(store.list_keys().await.unwrap().len(), 1);
+    assert_eq!(store.list_keys(quarry::domain::Window::ALL).await.unwrap().len(), 1);
     assert_eq!(store.count_eligible_keys(ProviderKind::Google).await.unwrap(), 1);
     assert_eq!(store.count_eligible_keys(ProviderKind::OpenAi).await.unwrap(), 0);
 
