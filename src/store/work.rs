@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{WorkRow, wide};
-use super::{Result, WorkStore};
-use crate::domain::{ChunkId, JobId, RunId, WorkItem};
+use super::{Result, WorkStore, vectors};
+use crate::domain::{ChunkId, EmbeddedVector, JobId, RunId, WorkItem};
 
 /// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3`
 /// lease end, `$4` now. Ends with the backend's [`Backend::CLAIM_LOCK`] and `)`: the Postgres
@@ -72,28 +72,42 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         owner: &str,
         job: JobId,
         run: RunId,
-        done: &[(ChunkId, String)],
+        done: &[EmbeddedVector],
         reused: u64,
         now: DateTime<Utc>,
     ) -> Result<u64> {
         let mut tx = self.begin().await?;
         let mut marked = 0u64;
-        for (chunk, hash) in done {
+        for embedded in done {
             let result = sqlx::query(
                 "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
                  lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
                  WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
                  AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)",
             )
-            .bind(chunk.0)
+            .bind(embedded.chunk_id.0)
             .bind(owner)
-            .bind(hash)
+            .bind(&embedded.text_sha256)
             .bind(now)
             .bind(job.0)
             .bind(run.0)
             .execute(&mut *tx)
             .await?;
-            marked += result.rows_affected();
+            if result.rows_affected() == 0 {
+                continue;
+            }
+            marked += 1;
+            // Kept with the mark, never without it: a kept vector always belongs to an entry
+            // that was embedded with it.
+            sqlx::query(
+                "INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) VALUES ($1, $2, $3) \
+                 ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
+            )
+            .bind(embedded.chunk_id.0)
+            .bind(&embedded.text_sha256)
+            .bind(vectors::encode(&embedded.dense))
+            .execute(&mut *tx)
+            .await?;
         }
         if marked > 0 {
             sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")

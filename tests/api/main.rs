@@ -9,6 +9,7 @@ mod errors;
 mod fake_providers;
 mod fake_rerank;
 mod ingestion;
+mod kept_vectors;
 mod keys;
 mod local_model;
 mod log_secrets;
