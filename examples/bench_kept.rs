@@ -13,8 +13,9 @@
 //! created on the server given, dropped afterwards) with one world of `--chunks` chunks, marked
 //! embedded through the store's own `complete_work` in claims of 32, as the workers do. Sizes
 //! come from SQLite's `dbstat` and PostgreSQL's `pg_total_relation_size`. The write overhead is
-//! the kept-vector statement alone, run again over the same rows in transactions of 32: what the
-//! marking transaction does more than it did before vectors were kept.
+//! the kept-vector statement alone (one multi-row upsert per claim), run again over the same
+//! rows in transactions of 32: what the marking transaction does more than it did before
+//! vectors were kept. Timings depend on the build: run it with `--release`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -38,11 +39,11 @@ usage: bench_kept [options]
 /// Entries per claim and per marking transaction, as the workers claim them.
 const CLAIM: u32 = 32;
 
-/// Writes every kept vector again with the statement the marking runs (an upsert of the same
-/// row, bytes and all), `CLAIM` rows per transaction begun with `$begin`, on connection
-/// `$conn`. Evaluates to the time it took. (A macro: the same body over two connection types.)
+/// Writes every kept vector again with the statement the marking runs (one upsert of a claim's
+/// rows, bytes and all), `CLAIM` rows per transaction begun with `$begin`, on connection `$conn`
+/// of database `$db`. Evaluates to the time it took. (A macro: one body, two databases.)
 macro_rules! keep_again {
-    ($conn:expr, $begin:expr) => {{
+    ($conn:expr, $begin:expr, $db:ty) => {{
         let conn = $conn;
         let rows: Vec<(uuid::Uuid, String, Vec<u8>)> =
             sqlx::query_as("SELECT chunk_id, text_sha256, dense FROM chunk_vectors")
@@ -52,17 +53,17 @@ macro_rules! keep_again {
         for claim in rows.chunks(CLAIM as usize) {
             let started = Instant::now();
             sqlx::raw_sql($begin).execute(&mut *conn).await?;
-            for (chunk, hash, dense) in claim {
-                sqlx::query(
-                    "INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) VALUES ($1, $2, $3) \
-                     ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
-                )
-                .bind(*chunk)
-                .bind(hash.as_str())
-                .bind(dense.as_slice())
-                .execute(&mut *conn)
-                .await?;
-            }
+            let mut insert =
+                sqlx::QueryBuilder::<$db>::new("INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) ");
+            insert.push_values(claim, |mut row, (chunk, hash, dense)| {
+                row.push_bind(*chunk)
+                    .push_bind(hash.as_str())
+                    .push_bind(dense.as_slice());
+            });
+            insert.push(
+                " ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
+            );
+            insert.build().execute(&mut *conn).await?;
             sqlx::raw_sql("COMMIT").execute(&mut *conn).await?;
             total += started.elapsed();
         }
@@ -187,7 +188,7 @@ async fn measure_sqlite(chunks: u32, dims: u32) -> Result<Measured> {
     )
     .fetch_one(&mut conn)
     .await?;
-    let keep = keep_again!(&mut conn, "BEGIN IMMEDIATE");
+    let keep = keep_again!(&mut conn, "BEGIN IMMEDIATE", sqlx::Sqlite);
     Ok(Measured {
         bytes_per_chunk: bytes as f64 / f64::from(chunks),
         mark_ms_per_claim: per_claim(mark, chunks),
@@ -216,7 +217,7 @@ async fn measure_postgres(admin: &str, chunks: u32, dims: u32) -> Result<Measure
         let bytes: i64 = sqlx::query_scalar("SELECT pg_total_relation_size('chunk_vectors')")
             .fetch_one(&mut db)
             .await?;
-        let keep = keep_again!(&mut db, "BEGIN");
+        let keep = keep_again!(&mut db, "BEGIN", sqlx::Postgres);
         db.close().await?;
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Measured {
             bytes_per_chunk: bytes as f64 / f64::from(chunks),

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::QueryBuilder;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{WorkRow, wide};
@@ -21,6 +22,10 @@ const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
      ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
+
+/// Kept vectors written per statement when entries are marked embedded (three parameters each;
+/// a claim is 32).
+const VECTORS_PER_STATEMENT: usize = 64;
 
 #[async_trait]
 impl<DB: Backend> WorkStore for SqlStore<DB> {
@@ -77,7 +82,7 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         now: DateTime<Utc>,
     ) -> Result<u64> {
         let mut tx = self.begin().await?;
-        let mut marked = 0u64;
+        let mut kept: Vec<&EmbeddedVector> = Vec::with_capacity(done.len());
         for embedded in done {
             let result = sqlx::query(
                 "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
@@ -93,22 +98,26 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
             .bind(run.0)
             .execute(&mut *tx)
             .await?;
-            if result.rows_affected() == 0 {
-                continue;
+            if result.rows_affected() > 0 {
+                kept.push(embedded);
             }
-            marked += 1;
-            // Kept with the mark, never without it: a kept vector always belongs to an entry
-            // that was embedded with it.
-            sqlx::query(
-                "INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) VALUES ($1, $2, $3) \
-                 ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
-            )
-            .bind(embedded.chunk_id.0)
-            .bind(&embedded.text_sha256)
-            .bind(vectors::encode(&embedded.dense))
-            .execute(&mut *tx)
-            .await?;
         }
+        // The vectors of the entries just marked, and only those: a kept vector always belongs
+        // to a mark. One statement per claim (a chunk is marked at most once above, so no row
+        // comes twice).
+        for batch in kept.chunks(VECTORS_PER_STATEMENT) {
+            let mut insert = QueryBuilder::<DB>::new("INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) ");
+            insert.push_values(batch, |mut row, embedded| {
+                row.push_bind(embedded.chunk_id.0)
+                    .push_bind(&embedded.text_sha256)
+                    .push_bind(vectors::encode(&embedded.dense));
+            });
+            insert.push(
+                " ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
+            );
+            insert.build().execute(&mut *tx).await?;
+        }
+        let marked = kept.len() as u64;
         if marked > 0 {
             sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")
                 .bind(job.0)
