@@ -76,10 +76,13 @@ pub async fn reingest_world(
     Ok((StatusCode::ACCEPTED, axum::Json(job.into())))
 }
 
-/// Start a `repair` job: points without a chunk are deleted, stale points are deleted and their
-/// chunks embedded again, embedded chunks without a point are embedded again, and pending
-/// chunks whose point is already right are marked embedded without a provider call. The
-/// reconciliation runs in the background; follow it with `GET /v1/jobs/{job_id}` or its events.
+/// Start a `repair` job: a lost collection is created again, points without a chunk are
+/// deleted, stale points are deleted and their chunks embedded again, embedded chunks without a
+/// point get it back from the vector the store kept (no provider call; chunks embedded before
+/// vectors were kept are embedded again), and pending chunks whose point is already right are
+/// marked embedded without a provider call. The reconciliation runs in the background; follow
+/// it with `GET /v1/jobs/{job_id}` or its events (its `progress` event counts what it found,
+/// `points_restored` among them).
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/repair", tag = "jobs",
     params(("world_id" = Uuid, Path)),
     responses(

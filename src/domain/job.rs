@@ -174,12 +174,19 @@ pub struct RepairSummary {
     pub orphan_points_deleted: u64,
     pub stale_points_deleted: u64,
     pub missing_points_requeued: u64,
+    /// Missing points written again from the vectors the store kept (no provider call).
+    pub points_restored: u64,
     pub entries_adopted: u64,
 }
 
 impl RepairSummary {
     pub fn changed_anything(&self) -> bool {
-        self.orphan_points_deleted + self.stale_points_deleted + self.missing_points_requeued + self.entries_adopted > 0
+        self.orphan_points_deleted
+            + self.stale_points_deleted
+            + self.missing_points_requeued
+            + self.points_restored
+            + self.entries_adopted
+            > 0
     }
 }
 

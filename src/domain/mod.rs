@@ -20,7 +20,7 @@ pub use source::{
     SourceDeletion, SourceFormat, SourceSize, media_essence,
 };
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
-pub use work::{ManifestEntry, RunInfo, WorkItem};
+pub use work::{EmbeddedVector, KeptPoint, ManifestEntry, RunInfo, WorkItem};
 pub use world::{
     BUILTIN_OPENAI_MODELS, ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats,
 };

@@ -25,6 +25,33 @@ pub struct WorkItem {
     pub hybrid: bool,
 }
 
+/// A vector a worker wrote to a claimed entry's point, as it reports it: the store marks the
+/// entry embedded and keeps the vector, so that the point can be written again without a
+/// provider (repair).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddedVector {
+    pub chunk_id: ChunkId,
+    /// Hash of the text the vector was made from.
+    pub text_sha256: String,
+    pub dense: Vec<f32>,
+}
+
+/// An embedded entry whose vector the store kept (made from the chunk's current text), with
+/// everything its point carries: what repair writes a lost point again from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeptPoint {
+    pub chunk_id: ChunkId,
+    pub point_id: uuid::Uuid,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub token_count: u32,
+    pub text_sha256: String,
+    /// For the BM25 terms of a hybrid world's point, computed again from the text.
+    pub chunk_text: String,
+    pub dense: Vec<f32>,
+}
+
 /// A manifest entry as repair sees it: what the store says about one slot's vector.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ManifestEntry {

@@ -42,7 +42,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::domain::Window;
 use crate::domain::{
-    ChunkId, Job, JobCounts, JobEventData, JobId, JobKind, JobStatus, RunId, RunStatus, WorkItem, WorldId, now,
+    ChunkId, EmbeddedVector, Job, JobCounts, JobEventData, JobId, JobKind, JobStatus, RunId, RunStatus, WorkItem,
+    WorldId, now,
 };
 use crate::providers::Providers;
 use crate::store::{ReingestStep, Store};
@@ -244,8 +245,8 @@ impl JobEngine {
 
     // ----- reports from the workers ---------------------------------------------------------
 
-    /// Marks `done` (chunk and the text hash its vector was made from) embedded for `owner`,
-    /// `reused` of them with a vector reused for identical text. The store refuses entries
+    /// Marks `done` (chunk, the text hash its vector was made from, the vector) embedded for
+    /// `owner` and keeps the vectors, `reused` of them reused for identical text. The store refuses entries
     /// whose job is no longer running under `run` (paused, cancelled, switched): returns how
     /// many were marked.
     pub async fn report_embedded(
@@ -253,7 +254,7 @@ impl JobEngine {
         owner: &str,
         job: JobId,
         run: RunId,
-        done: &[(ChunkId, String)],
+        done: &[EmbeddedVector],
         reused: u64,
     ) -> crate::store::Result<u64> {
         self.store().complete_work(owner, job, run, done, reused, now()).await

@@ -6,7 +6,10 @@
 //! - a point with no manifest entry (its chunk or run is gone) is an orphan: deleted;
 //! - a point whose payload does not match its slot (text hash, run, source or chunk number, or
 //!   an unreadable payload) is stale: deleted, and the slot queued for embedding again;
-//! - an entry marked embedded whose point is missing is queued for embedding again;
+//! - an entry marked embedded whose point is missing gets it back from the vector the store
+//!   kept for it, without a provider call ("restored"; a lost collection, made again first, is
+//!   refilled this way); only an entry with no usable kept vector (embedded before vectors were
+//!   kept) is queued for embedding again;
 //! - a pending entry (not held by a worker) whose point exists and matches is marked embedded
 //!   without any provider call ("adopted"), and counted on its job if that job is still live.
 //!
@@ -29,15 +32,17 @@ use uuid::Uuid;
 use super::{Missing, ServiceError, ServiceResult};
 pub use crate::domain::RepairSummary;
 use crate::domain::{
-    ChunkId, Job, JobEventData, JobId, JobKind, JobStatus, ManifestEntry, ManifestState, RunId, RunStatus, World,
-    WorldId, now,
+    ChunkId, Job, JobEventData, JobId, JobKind, JobStatus, ManifestEntry, ManifestState, RunId, RunInfo, RunStatus,
+    World, WorldId, now,
 };
 use crate::jobs::JobEngine;
 use crate::store::Store;
-use crate::vector::{PointFilter, VectorRepo};
+use crate::vector::{Point, PointFilter, PointPayload, VectorRepo};
 
 /// Points read per scroll page.
 const PAGE: usize = 512;
+/// Lost points written again per vector-store write, from the vectors the store kept.
+const RESTORE_BATCH: usize = 256;
 
 struct Inner {
     store: Arc<dyn Store>,
@@ -233,7 +238,7 @@ impl RepairService {
         let mut summary = RepairSummary::default();
         // A collection the vector store lost (a wiped folder, a new server) is made again first,
         // the world's and that of a re-ingest building into another profile: their embedded
-        // entries then miss their points below and are queued to be embedded anew.
+        // entries then miss their points below and get them back from the kept vectors.
         let runs = store.world_runs(world.id).await?;
         let mut profiles = vec![&world.embedding];
         profiles.extend(
@@ -346,7 +351,8 @@ impl RepairService {
             self.requeue(world, run, &chunks, "stale_point", job).await?;
         }
 
-        // Embedded entries without a point: requeue those still missing now.
+        // Embedded entries without a point, still missing now: written again from the vectors
+        // the store kept; those without one (embedded before vectors were kept) are requeued.
         let mut missing: HashMap<RunId, Vec<&ManifestEntry>> = HashMap::new();
         for entry in entries.values() {
             if entry.state == ManifestState::Embedded && !seen.contains(&entry.point_id) {
@@ -354,10 +360,12 @@ impl RepairService {
             }
         }
         for (run, lost) in missing {
-            let Some(collection) = kept.get(&run) else { continue };
+            let Some(info) = runs.iter().find(|r| r.id == run && r.status != RunStatus::Retired) else {
+                continue;
+            };
             let ids: Vec<Uuid> = lost.iter().map(|e| e.point_id).collect();
             let present: HashSet<Uuid> = vectors
-                .retrieve(collection, &ids)
+                .retrieve(&info.collection, &ids)
                 .await?
                 .into_iter()
                 .map(|p| p.id)
@@ -367,6 +375,9 @@ impl RepairService {
                 .filter(|e| !present.contains(&e.point_id))
                 .map(|e| e.chunk_id)
                 .collect();
+            let restored = self.restore(world, info, &chunks).await?;
+            summary.points_restored += restored.len() as u64;
+            let chunks: Vec<ChunkId> = chunks.into_iter().filter(|c| !restored.contains(c)).collect();
             summary.missing_points_requeued += self.requeue(world, run, &chunks, "point_missing", job).await?;
         }
 
@@ -382,6 +393,68 @@ impl RepairService {
             self.inner.engine.wake();
         }
         Ok(summary)
+    }
+
+    /// Writes the points of `chunks` (embedded entries of `run` whose points are missing) again
+    /// from the vectors the store kept, with BM25 terms computed from their text when the world
+    /// is hybrid: no provider call. Returns the chunks whose points now stand; the others have
+    /// no usable kept vector (none kept, or not of the run's dimensions).
+    ///
+    /// A slot deleted meanwhile (its source, its run retired by a switch) must not keep a point
+    /// written after its deletion removed the others: as after a worker's refused completion,
+    /// the points written are checked against the store once more and those of vanished slots
+    /// deleted.
+    async fn restore(&self, world: &World, run: &RunInfo, chunks: &[ChunkId]) -> ServiceResult<HashSet<ChunkId>> {
+        let (store, vectors) = (&self.inner.store, &self.inner.vectors);
+        let dimensions = run.embedding.dimensions as usize;
+        let mut restored = HashSet::new();
+        for batch in chunks.chunks(RESTORE_BATCH) {
+            let kept = store.kept_points(world.id, run.id, batch).await?;
+            let points: Vec<Point> = kept
+                .into_iter()
+                .filter(|k| k.dense.len() == dimensions && k.dense.iter().all(|x| x.is_finite()))
+                .map(|k| Point {
+                    id: k.point_id,
+                    sparse: world.hybrid.then(|| crate::sparse::document(&k.chunk_text)),
+                    dense: k.dense,
+                    payload: PointPayload {
+                        world_id: world.id,
+                        run_id: run.id,
+                        source_id: k.source_id,
+                        book_number: k.book_number,
+                        chunk_number: k.chunk_number,
+                        text_sha256: k.text_sha256,
+                        token_count: k.token_count,
+                    },
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let ids: Vec<Uuid> = points.iter().map(|p| p.id).collect();
+            vectors.upsert(&run.collection, points).await?;
+            let live = store
+                .world_runs(world.id)
+                .await?
+                .iter()
+                .any(|r| r.id == run.id && r.status != RunStatus::Retired);
+            let standing: HashMap<Uuid, ChunkId> = if live {
+                store
+                    .chunks_by_points(world.id, run.id, &ids)
+                    .await?
+                    .into_iter()
+                    .map(|c| (c.point_id, c.chunk.id))
+                    .collect()
+            } else {
+                HashMap::new()
+            };
+            let vanished: Vec<Uuid> = ids.iter().filter(|id| !standing.contains_key(id)).copied().collect();
+            if !vanished.is_empty() {
+                vectors.delete_points(&run.collection, &vanished).await?;
+            }
+            restored.extend(standing.into_values());
+        }
+        Ok(restored)
     }
 
     /// Requeues `chunks` of `run`; the active run's go to `job` when given. Returns how many.

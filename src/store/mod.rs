@@ -40,6 +40,7 @@
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
+//! - `vectors.rs`: the bytes a kept vector is stored as (`chunk_vectors`).
 //! - `sqlite.rs`, `postgres.rs`: connecting, and the migrations.
 
 mod backend;
@@ -52,6 +53,7 @@ mod rows;
 mod runs;
 mod sources;
 pub mod sqlite;
+mod vectors;
 mod work;
 mod worlds;
 
@@ -63,9 +65,10 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::Window;
 use crate::domain::{
-    ChunkId, ChunkPage, ChunkView, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, KeyId,
-    ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind, RunId, RunInfo, Source,
-    SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceSize, StoredKey, WorkItem, World, WorldId, WorldStats,
+    ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
+    JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind,
+    RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceSize, StoredKey, WorkItem,
+    World, WorldId, WorldStats,
 };
 
 /// Errors from a store backend.
@@ -229,14 +232,15 @@ pub trait WorkStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<Vec<WorkItem>>;
     /// Marks leased entries embedded with the text hash their vector was made from — only if
-    /// `owner` still holds them and their job is still running under `run`. Adds `embedded`
-    /// (and `reused`) to the job's counters. Returns how many were marked.
+    /// `owner` still holds them and their job is still running under `run` — and keeps each
+    /// marked entry's vector (replacing one kept before), in the same transaction. Adds
+    /// `embedded` (and `reused`) to the job's counters. Returns how many were marked.
     async fn complete_work(
         &self,
         owner: &str,
         job: JobId,
         run: RunId,
-        done: &[(ChunkId, String)],
+        done: &[EmbeddedVector],
         reused: u64,
         now: DateTime<Utc>,
     ) -> Result<u64>;
@@ -341,6 +345,11 @@ pub trait RepairStore: Send + Sync {
         chunks: &[ChunkId],
         now: DateTime<Utc>,
     ) -> Result<(u64, Vec<JobId>)>;
+    /// The kept vectors of those of `chunks` whose entries in `run` of `world` are embedded and
+    /// whose vector was made from the chunk's current text, with what their points carry. A
+    /// chunk embedded before vectors were kept, or whose kept bytes do not decode, is absent
+    /// (repair embeds it again). One round trip per hundred chunks.
+    async fn kept_points(&self, world: WorldId, run: RunId, chunks: &[ChunkId]) -> Result<Vec<KeptPoint>>;
     /// Creates a running job with no entries yet.
     async fn create_job(&self, world: WorldId, run: RunId, kind: JobKind, now: DateTime<Utc>) -> Result<Job>;
 }

@@ -7,8 +7,8 @@ use uuid::Uuid;
 use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown, Job,
-    JobCounts, JobError, JobEvent, JobId, KeyId, KeyOrigin, ManifestEntry, Metadata, RunId, SealedSecret, Source,
-    SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
+    JobCounts, JobError, JobEvent, JobId, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata, RunId, SealedSecret,
+    Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 /// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
@@ -43,6 +43,42 @@ impl TryFrom<ManifestRow> for ManifestEntry {
             text_sha256: r.text_sha256,
             leased: r.leased,
         })
+    }
+}
+
+/// An embedded entry with its kept vector (`RepairStore::kept_points`).
+#[derive(sqlx::FromRow)]
+pub(super) struct KeptRow {
+    chunk_id: Uuid,
+    point_id: Uuid,
+    source_id: Uuid,
+    book_number: i64,
+    chunk_number: i64,
+    token_count: i64,
+    text_sha256: String,
+    chunk_text: String,
+    dense: Vec<u8>,
+}
+
+impl KeptRow {
+    /// The point to write again; `None` when the kept bytes are not a vector (the chunk is
+    /// then embedded again, as one without a kept vector would be).
+    pub(super) fn into_point(self) -> Result<Option<KeptPoint>> {
+        let Some(dense) = super::vectors::decode(&self.dense) else {
+            tracing::warn!(chunk = %self.chunk_id, bytes = self.dense.len(), "a kept vector does not decode; ignored");
+            return Ok(None);
+        };
+        Ok(Some(KeptPoint {
+            chunk_id: ChunkId(self.chunk_id),
+            point_id: self.point_id,
+            source_id: SourceId(self.source_id),
+            book_number: narrow("chunks", self.book_number)?,
+            chunk_number: narrow("chunks", self.chunk_number)?,
+            token_count: narrow("chunks", self.token_count)?,
+            text_sha256: self.text_sha256,
+            chunk_text: self.chunk_text,
+            dense,
+        }))
     }
 }
 

@@ -8,13 +8,13 @@ use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::jobs::{NewJobRow, add_job_total, lock_job_status, select_job, set_job_status};
-use super::rows::{ManifestRow, corrupt, found, narrow, wide};
+use super::rows::{KeptRow, ManifestRow, corrupt, found, in_list, narrow, wide};
 use super::sources::{ChunkPlacement, insert_chunks};
 use super::worlds::lock_world;
 use super::{NewRun, ReingestStep, RepairStore, Result, RunStore, SourceChunks};
 use crate::domain::{
-    ChunkId, ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, JobStatus, ManifestEntry, RunId, RunInfo,
-    RunStatus, SourceId, WorldId,
+    ChunkId, ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, JobStatus, KeptPoint, ManifestEntry, RunId,
+    RunInfo, RunStatus, SourceId, WorldId,
 };
 
 /// Locks run `id`'s row and reads its status (SQLite: takes the write lock before anything is
@@ -386,6 +386,29 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
         }
         tx.commit().await?;
         Ok((adopted, jobs))
+    }
+
+    async fn kept_points(&self, world: WorldId, run: RunId, chunks: &[ChunkId]) -> Result<Vec<KeptPoint>> {
+        // Looked up by chunk id (every join is on a primary key); `$1`, `$2` world and run, then
+        // the chunk ids. A vector made from other text than the chunk has now is not its vector.
+        const KEPT: &str = "SELECT m.chunk_id, m.point_id, m.source_id, c.book_number, c.chunk_number, \
+             c.token_count, c.text_sha256, c.chunk_text, v.dense \
+             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN chunk_vectors v ON v.chunk_id = m.chunk_id \
+             WHERE m.world_id = $1 AND m.run_id = $2 AND m.state = 'embedded' AND v.text_sha256 = c.text_sha256 \
+             AND m.chunk_id IN ";
+        let mut kept = Vec::with_capacity(chunks.len());
+        for batch in chunks.chunks(100) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!("{KEPT}{}", in_list(3, batch.len())));
+            let mut query = sqlx::query_as::<DB, KeptRow>(sql).bind(world.0).bind(run.0);
+            for chunk in batch {
+                query = query.bind(chunk.0);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                kept.extend(row.into_point()?);
+            }
+        }
+        Ok(kept)
     }
 
     async fn create_job(&self, world: WorldId, run: RunId, kind: JobKind, now: DateTime<Utc>) -> Result<Job> {

@@ -2,11 +2,12 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::QueryBuilder;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{WorkRow, wide};
-use super::{Result, WorkStore};
-use crate::domain::{ChunkId, JobId, RunId, WorkItem};
+use super::{Result, WorkStore, vectors};
+use crate::domain::{ChunkId, EmbeddedVector, JobId, RunId, WorkItem};
 
 /// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3`
 /// lease end, `$4` now. Ends with the backend's [`Backend::CLAIM_LOCK`] and `)`: the Postgres
@@ -21,6 +22,10 @@ const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
      ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
+
+/// Kept vectors written per statement when entries are marked embedded (three parameters each;
+/// a claim is 32).
+const VECTORS_PER_STATEMENT: usize = 64;
 
 #[async_trait]
 impl<DB: Backend> WorkStore for SqlStore<DB> {
@@ -72,29 +77,47 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         owner: &str,
         job: JobId,
         run: RunId,
-        done: &[(ChunkId, String)],
+        done: &[EmbeddedVector],
         reused: u64,
         now: DateTime<Utc>,
     ) -> Result<u64> {
         let mut tx = self.begin().await?;
-        let mut marked = 0u64;
-        for (chunk, hash) in done {
+        let mut kept: Vec<&EmbeddedVector> = Vec::with_capacity(done.len());
+        for embedded in done {
             let result = sqlx::query(
                 "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
                  lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
                  WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
                  AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)",
             )
-            .bind(chunk.0)
+            .bind(embedded.chunk_id.0)
             .bind(owner)
-            .bind(hash)
+            .bind(&embedded.text_sha256)
             .bind(now)
             .bind(job.0)
             .bind(run.0)
             .execute(&mut *tx)
             .await?;
-            marked += result.rows_affected();
+            if result.rows_affected() > 0 {
+                kept.push(embedded);
+            }
         }
+        // The vectors of the entries just marked, and only those: a kept vector always belongs
+        // to a mark. One statement per claim (a chunk is marked at most once above, so no row
+        // comes twice).
+        for batch in kept.chunks(VECTORS_PER_STATEMENT) {
+            let mut insert = QueryBuilder::<DB>::new("INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) ");
+            insert.push_values(batch, |mut row, embedded| {
+                row.push_bind(embedded.chunk_id.0)
+                    .push_bind(&embedded.text_sha256)
+                    .push_bind(vectors::encode(&embedded.dense));
+            });
+            insert.push(
+                " ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
+            );
+            insert.build().execute(&mut *tx).await?;
+        }
+        let marked = kept.len() as u64;
         if marked > 0 {
             sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")
                 .bind(job.0)

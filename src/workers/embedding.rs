@@ -35,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::ReuseScope;
-use crate::domain::{ChunkId, JobEventData, JobId, JobStatus, ProviderKind, RunStatus, WarningCode, WorkItem, now};
+use crate::domain::{
+    ChunkId, EmbeddedVector, JobEventData, JobId, JobStatus, ProviderKind, RunStatus, WarningCode, WorkItem, now,
+};
 use crate::jobs::{JobEngine, Notice};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{
@@ -449,11 +451,12 @@ impl EmbeddingWorkers {
         };
         target.sizer.grow();
         engine.clear_notice(job, Notice::ProviderUnavailable);
-        let points: Vec<Point> = sendable
+        // The vectors are reported with the marks too (the store keeps them): the points get copies.
+        let (done, points): (Vec<EmbeddedVector>, Vec<Point>) = sendable
             .iter()
             .zip(vectors)
-            .map(|(item, dense)| point_of(item, dense))
-            .collect();
+            .map(|(item, dense)| (embedded(item, dense.clone()), point_of(item, dense)))
+            .unzip();
         match self.write(&sendable[0].collection, points).await {
             Ok(()) => {}
             Err(err @ (VectorError::Unavailable(_) | VectorError::Io(_))) => {
@@ -490,7 +493,6 @@ impl EmbeddingWorkers {
             }
         }
         // Confirmed by the vector store: now, and only now, the entries are embedded.
-        let done: Vec<(ChunkId, String)> = sendable.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
         let marked = engine.report_embedded(owner, job, sendable[0].run_id, &done, 0).await?;
         if marked < done.len() as u64 {
             self.drop_dead_points(&sendable).await?;
@@ -630,15 +632,17 @@ impl EmbeddingWorkers {
         if reusable.is_empty() {
             return Ok((rest, 0));
         }
-        let new_points: Vec<Point> = reusable
+        let (done, new_points): (Vec<EmbeddedVector>, Vec<Point>) = reusable
             .iter()
-            .filter_map(|item| Some(point_of(item, (*by_hash.get(item.text_sha256.as_str())?).clone())))
-            .collect();
+            .filter_map(|item| {
+                let dense = (*by_hash.get(item.text_sha256.as_str())?).clone();
+                Some((embedded(item, dense.clone()), point_of(item, dense)))
+            })
+            .unzip();
         if let Err(err) = self.shared.vectors.upsert(&collection, new_points).await {
             tracing::warn!(%job, error = %err, "writing reused vectors failed; embedding instead");
             return Ok((reusable.into_iter().chain(rest).collect(), 0));
         }
-        let done: Vec<(ChunkId, String)> = reusable.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
         let marked = self
             .shared
             .engine
@@ -779,6 +783,15 @@ fn point_of(item: &WorkItem, dense: Vec<f32>) -> Point {
             text_sha256: item.text_sha256.clone(),
             token_count: item.token_count,
         },
+    }
+}
+
+/// What a worker reports for `item` once `dense` is written to its point.
+fn embedded(item: &WorkItem, dense: Vec<f32>) -> EmbeddedVector {
+    EmbeddedVector {
+        chunk_id: item.chunk_id,
+        text_sha256: item.text_sha256.clone(),
+        dense,
     }
 }
 

@@ -10,6 +10,7 @@ mod fake_providers;
 mod fake_rerank;
 mod hardening;
 mod ingestion;
+mod kept_vectors;
 mod keys;
 mod local_model;
 mod log_secrets;

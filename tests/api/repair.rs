@@ -54,9 +54,15 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     let collection = s.world["collection"].as_str().unwrap().to_owned();
     let vectors = &s.app.state.vectors;
 
-    // 1. A point lost from the vector store.
+    // 1. A point lost from the vector store, of a chunk embedded before the store kept vectors
+    //    (a point whose vector is kept is written again without the provider: kept_vectors.rs).
     let lost = point_of(&s, &sentence(1)).await;
     vectors.delete_points(&collection, &[lost]).await.unwrap();
+    s.sql(
+        "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE chunk_text = ?)",
+        &[sentence(1).as_str()],
+    )
+    .await;
     // 2. A chunk whose text changed under its point.
     let changed = "The river cities of the south trade glass and silk.";
     s.rewrite_chunk(&sentence(2), changed).await;
@@ -238,10 +244,13 @@ async fn drain_until_completed(s: &Setup, job: &str) -> Value {
     }
 }
 
+/// A world embedded before the store kept vectors (kept_vectors.rs has the case with them): its
+/// lost vectors can only be embedded again.
 #[tokio::test]
 async fn a_collection_lost_from_the_vector_store_is_made_again_and_refilled_at_startup() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
+    s.sql("DELETE FROM chunk_vectors", &[]).await;
     let collection = s.world["collection"].as_str().unwrap().to_owned();
     let s = restart_without_collection(s, &collection, true).await;
     let deadline = Instant::now() + Duration::from_secs(20);

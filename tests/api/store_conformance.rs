@@ -106,9 +106,24 @@ async fn claim(store: &Arc<dyn Store>, owner: &str, limit: u32) -> Vec<quarry::d
         .unwrap()
 }
 
+/// What a worker reports for `items`: each with a vector of its profile's length, whose values
+/// tell the chunks apart.
+fn vectors_of(items: &[quarry::domain::WorkItem]) -> Vec<quarry::domain::EmbeddedVector> {
+    items
+        .iter()
+        .map(|i| quarry::domain::EmbeddedVector {
+            chunk_id: i.chunk_id,
+            text_sha256: i.text_sha256.clone(),
+            dense: (0..i.profile.dimensions)
+                .map(|d| i.chunk_number as f32 + d as f32 / 1024.0)
+                .collect(),
+        })
+        .collect()
+}
+
 /// Marks `items` embedded for `owner` under their job and run.
 async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::WorkItem]) -> u64 {
-    let done: Vec<_> = items.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+    let done = vectors_of(items);
     store
         .complete_work(owner, items[0].job_id, items[0].run_id, &done, 0, Utc::now())
         .await
@@ -117,6 +132,7 @@ async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::
 
 mod connect;
 mod job_events;
+mod kept_vectors;
 mod reingest;
 mod source_details;
 mod sources;

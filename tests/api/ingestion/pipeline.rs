@@ -191,8 +191,14 @@ async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
         .await
         .unwrap();
     assert!(!items.is_empty());
-    let done: Vec<(quarry::domain::ChunkId, String)> =
-        items.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+    let done: Vec<quarry::domain::EmbeddedVector> = items
+        .iter()
+        .map(|i| quarry::domain::EmbeddedVector {
+            chunk_id: i.chunk_id,
+            text_sha256: i.text_sha256.clone(),
+            dense: vec![0.5; i.profile.dimensions as usize],
+        })
+        .collect();
     let marked = store
         .complete_work("gone", items[0].job_id, items[0].run_id, &done, 0, now)
         .await

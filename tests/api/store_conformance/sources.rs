@@ -9,7 +9,7 @@ use quarry::domain::{
 };
 use quarry::store::Store;
 
-use super::{add_source, chunks, claim, complete, new_world};
+use super::{add_source, chunks, claim, complete, new_world, vectors_of};
 
 conformance!(sources_chunks_and_jobs);
 async fn sources_chunks_and_jobs(store: Arc<dyn Store>) {
@@ -515,7 +515,7 @@ async fn deleting_the_last_pending_slot_finishes_a_running_job(store: Arc<dyn St
     );
     assert_eq!(job.errors.len(), 1);
     assert_eq!(job.errors[0].code, "provider_error");
-    let late = [(on(doomed.id, 0).chunk_id, d0.text_sha256.clone())];
+    let late = vectors_of(&[on(doomed.id, 0)]);
     assert_eq!(
         store.complete_work("r", repair, run, &late, 0, now).await.unwrap(),
         0,

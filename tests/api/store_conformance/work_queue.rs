@@ -7,7 +7,7 @@ use chrono::{SubsecRound, Utc};
 use quarry::domain::{JobKind, JobStatus, RunId, SourceId, WorldId};
 use quarry::store::Store;
 
-use super::{add_source, claim, complete, new_world};
+use super::{add_source, claim, complete, new_world, vectors_of};
 
 conformance!(work_is_leased_to_one_owner_and_completed_only_while_running);
 async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc<dyn Store>) {
@@ -24,7 +24,7 @@ async fn work_is_leased_to_one_owner_and_completed_only_while_running(store: Arc
     assert!(claim(&store, "owner-c", 10).await.is_empty(), "everything is leased");
 
     // Only the holder can complete; nothing is marked for another owner.
-    let done: Vec<_> = a.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+    let done = vectors_of(&a);
     assert_eq!(
         store
             .complete_work("owner-b", job.id, world.active_run, &done, 0, Utc::now())
@@ -120,7 +120,7 @@ async fn expired_leases_return_to_the_queue(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(taken.len(), 2, "an expired lease is pending again");
-    let done: Vec<_> = short.iter().map(|i| (i.chunk_id, i.text_sha256.clone())).collect();
+    let done = vectors_of(&short);
     assert_eq!(
         store
             .complete_work("crashed", short[0].job_id, short[0].run_id, &done, 0, later)
