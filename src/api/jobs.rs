@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiPath, ApiQuery};
-use crate::domain::{Job, JobId, JobStatus, WorldId};
+use crate::domain::{Job, JobId, JobKind, JobStatus, WorldId};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -45,14 +45,57 @@ pub struct JobErrorDto {
     pub message: String,
 }
 
+/// What a job does: `ingest` (new sources), `reingest` (the world under a new profile) or
+/// `repair`.
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKindDto {
+    Ingest,
+    Reingest,
+    Repair,
+}
+
+impl From<JobKind> for JobKindDto {
+    fn from(kind: JobKind) -> Self {
+        match kind {
+            JobKind::Ingest => Self::Ingest,
+            JobKind::Reingest => Self::Reingest,
+            JobKind::Repair => Self::Repair,
+        }
+    }
+}
+
+/// Where a job is in its life; `cancelled`, `completed` and `failed` are final.
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatusDto {
+    Queued,
+    Running,
+    Paused,
+    Cancelled,
+    Completed,
+    Failed,
+}
+
+impl From<JobStatus> for JobStatusDto {
+    fn from(status: JobStatus) -> Self {
+        match status {
+            JobStatus::Queued => Self::Queued,
+            JobStatus::Running => Self::Running,
+            JobStatus::Paused => Self::Paused,
+            JobStatus::Cancelled => Self::Cancelled,
+            JobStatus::Completed => Self::Completed,
+            JobStatus::Failed => Self::Failed,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct JobDto {
     pub id: Uuid,
     pub world_id: Uuid,
-    /// `ingest`, `reingest` or `repair`.
-    pub kind: String,
-    /// `queued`, `running`, `paused`, `cancelled`, `completed` or `failed`.
-    pub status: String,
+    pub kind: JobKindDto,
+    pub status: JobStatusDto,
     pub run_id: Uuid,
     pub counts: JobCountsDto,
     /// The first 100 failed chunks, by book and chunk number. `counts.failed` counts them all;
@@ -68,8 +111,8 @@ impl From<Job> for JobDto {
         JobDto {
             id: j.id.0,
             world_id: j.world_id.0,
-            kind: j.kind.as_str().to_owned(),
-            status: j.status.as_str().to_owned(),
+            kind: j.kind.into(),
+            status: j.status.into(),
             run_id: j.run_id.0,
             counts: JobCountsDto {
                 total: j.counts.total,
@@ -119,9 +162,9 @@ pub async fn get_job(
 /// Jobs of a world, newest first; `status` keeps those with one of the given statuses.
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/jobs", tag = "jobs",
     params(("world_id" = Uuid, Path),
-        ("status" = Option<String>, Query,
-            description = "only jobs with one of these statuses, comma-separated (`queued`, `running`, `paused`, `cancelled`, `completed`, `failed`)"),
-        ("offset" = Option<u64>, Query, description = "jobs to skip (default 0)", minimum = 0),
+        ("status" = Option<Vec<JobStatusDto>>, Query, style = Form, explode = false, min_items = 1,
+            description = "only jobs with one of these statuses, comma-separated, e.g. `queued,running`"),
+        ("offset" = Option<u64>, Query, description = "jobs to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
         ("limit" = Option<u32>, Query, description = "jobs to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = JobList),
         (status = 400, description = "invalid_request (`details.field`: `status`, `offset`, `limit` or an unknown parameter)", body = ErrorBody),
@@ -274,6 +317,29 @@ impl Drop for StreamSlot {
     }
 }
 
+/// The event id in `Last-Event-ID` (0, the start, when absent): an integer from 0 to 2^63 - 1.
+/// Anything else is `invalid_request`: replaying from the start instead would hand the client
+/// every event again as if they were new.
+fn last_event_id(headers: &axum::http::HeaderMap) -> Result<i64, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(0);
+    };
+    value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<i64>().ok())
+        .ok_or_else(|| {
+            ApiError::invalid_request(format!(
+                "Last-Event-ID must be an event id, an integer from 0 to {}, not `{}`",
+                i64::MAX,
+                String::from_utf8_lossy(value.as_bytes())
+            ))
+            .with_details(serde_json::json!({ "field": "Last-Event-ID" }))
+        })
+}
+
 struct EventCursor {
     _slot: StreamSlot,
     state: AppState,
@@ -289,8 +355,10 @@ struct EventCursor {
 /// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
 /// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/events", tag = "jobs",
-    params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, description = "resume after this event id")),
+    params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, minimum = 0, maximum = 9223372036854775807_i64,
+        description = "resume after this event id (the `id` of the last event received); absent: from the start")),
     responses((status = 200, description = "text/event-stream of job events", content_type = "text/event-stream"),
+        (status = 400, description = "invalid_request (`details.field`: `Last-Event-ID` when it is not an event id)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "job_not_found", body = ErrorBody),
         (status = 503, description = "server_busy (`server.max_event_streams` streams are open, or `server.max_event_streams_per_client` of this client's; see `Retry-After`) or store_unavailable", body = ErrorBody)),
     security(("bearer" = [])))]
@@ -301,6 +369,7 @@ pub async fn job_events(
     extensions: axum::http::Extensions,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
+    let last = last_event_id(&headers)?;
     let job = state.jobs.get(id).await?;
     // Each open stream polls the store: their number is bounded, in all and per client.
     let client = crate::serve::peer(&extensions).map(|addr| addr.ip());
@@ -316,11 +385,6 @@ pub async fn job_events(
         };
         ApiError::new(ErrorCode::ServerBusy, message)
     })?;
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(0);
     let keep_alive = state.sse_keep_alive;
     let cursor = EventCursor {
         _slot: slot,

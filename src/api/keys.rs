@@ -38,18 +38,33 @@ pub fn metrics_router() -> Router<AppState> {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
-    /// `google` or `openai`.
-    #[schema(example = "google")]
+    /// The provider the key is for (the reranker's keys are `rerank`).
+    #[schema(value_type = KeyProvider, example = "google")]
     pub provider: String,
-    /// The API key. Stored encrypted; never returned.
-    #[schema(value_type = String, example = "AIza...")]
+    /// The API key, exactly as the provider issued it: 1 to 1024 visible ASCII characters
+    /// (`!` to `~`), no whitespace (it is sent in an HTTP header). Stored encrypted; never
+    /// returned.
+    #[schema(value_type = String, example = "AIza...", min_length = 1, max_length = 1024, pattern = r"^[!-~]+$")]
     pub secret: SecretString,
-    #[schema(example = "team-a")]
+    /// At most 200 characters as sent, no control characters; stored without surrounding
+    /// whitespace, and a blank label is none (the key is then named after its fingerprint).
+    #[schema(example = "team-a", max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub label: Option<String>,
     /// Keys of one quota group (e.g. one Google Cloud project) share one quota: a rate limit on
-    /// one cools them all down.
-    #[schema(example = "project-1")]
+    /// one cools them all down. As `label`: at most 200 characters, no control characters, blank
+    /// is none.
+    #[schema(example = "project-1", max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub quota_group: Option<String>,
+}
+
+/// The providers that take keys.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents `provider`, which the handler parses itself
+pub enum KeyProvider {
+    Google,
+    Openai,
+    Rerank,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -185,7 +200,7 @@ pub async fn create_key(
 
 /// Every key: API keys and (read-only) configuration keys. Secrets are never returned.
 #[utoipa::path(get, path = "/v1/provider-keys", tag = "providers",
-    params(("offset" = Option<u64>, Query, description = "keys to skip (default 0)", minimum = 0),
+    params(("offset" = Option<u64>, Query, description = "keys to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
         ("limit" = Option<u32>, Query, description = "keys to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = KeyList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]

@@ -26,7 +26,9 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReingestRequest {
+    #[serde(default, deserialize_with = "super::de::object")]
     pub embedding: Option<EmbeddingRequest>,
+    #[serde(default, deserialize_with = "super::de::object")]
     pub chunking: Option<ChunkingRequest>,
 }
 

@@ -6,6 +6,7 @@
 //! the router itself answers (unknown route, wrong method, timeout, body limit) → request
 //! timeout → body limit; `/v1/*` additionally requires a bearer token.
 
+mod de;
 pub mod error;
 pub mod extract;
 pub mod health;

@@ -51,7 +51,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         health::readyz,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
-    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes),
+    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes, &Links),
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
@@ -227,6 +227,83 @@ impl Modify for ErrorCodes {
     }
 }
 
+/// OpenAPI `links`: which operation a response's ids lead to, so that clients (and the
+/// stateful phase of `scripts/fuzz-api`) can chain create world → add source → its job →
+/// retrieve → delete without guessing. Each entry: the operation and status answering, the
+/// link's name, the operation it leads to and its parameters (runtime expressions on the
+/// response body).
+const LINKS: &[(&str, &str, &str, &str, &[(&str, &str)])] = {
+    const WORLD: &[(&str, &str)] = &[("world_id", "$response.body#/id")];
+    const SOURCE: &[(&str, &str)] = &[
+        ("world_id", "$response.body#/source/world_id"),
+        ("source_id", "$response.body#/source/id"),
+    ];
+    const SOURCE_WORLD: &[(&str, &str)] = &[("world_id", "$response.body#/source/world_id")];
+    const SOURCE_JOB: &[(&str, &str)] = &[("job_id", "$response.body#/job/id")];
+    const JOB: &[(&str, &str)] = &[("job_id", "$response.body#/id")];
+    const JOB_WORLD: &[(&str, &str)] = &[("world_id", "$response.body#/world_id")];
+    const KEY: &[(&str, &str)] = &[("key_id", "$response.body#/key_id")];
+    &[
+        ("create_world", "201", "GetWorld", "get_world", WORLD),
+        ("create_world", "201", "UpdateWorld", "update_world", WORLD),
+        ("create_world", "201", "AddSource", "add_source", WORLD),
+        ("create_world", "201", "ListSources", "list_sources", WORLD),
+        ("create_world", "201", "ListJobs", "list_jobs", WORLD),
+        ("create_world", "201", "Retrieve", "retrieve", WORLD),
+        ("create_world", "201", "Reingest", "reingest_world", WORLD),
+        ("create_world", "201", "Repair", "repair_world", WORLD),
+        ("create_world", "201", "DeleteWorld", "delete_world", WORLD),
+        ("add_source", "202", "GetSource", "get_source", SOURCE),
+        ("add_source", "202", "SourceText", "source_text", SOURCE),
+        ("add_source", "202", "ListChunks", "list_chunks", SOURCE),
+        ("add_source", "202", "DeleteSource", "delete_source", SOURCE),
+        ("add_source", "202", "GetJob", "get_job", SOURCE_JOB),
+        ("add_source", "202", "JobEvents", "job_events", SOURCE_JOB),
+        ("add_source", "202", "PauseJob", "pause_job", SOURCE_JOB),
+        ("add_source", "202", "CancelJob", "cancel_job", SOURCE_JOB),
+        ("add_source", "202", "Retrieve", "retrieve", SOURCE_WORLD),
+        ("add_source", "202", "DeleteWorld", "delete_world", SOURCE_WORLD),
+        ("get_job", "200", "ListJobs", "list_jobs", JOB_WORLD),
+        ("get_job", "200", "ResumeJob", "resume_job", JOB),
+        ("pause_job", "200", "ResumeJob", "resume_job", JOB),
+        ("reingest_world", "202", "GetJob", "get_job", JOB),
+        ("reingest_world", "202", "CancelJob", "cancel_job", JOB),
+        ("reingest_world", "202", "Retrieve", "retrieve", JOB_WORLD),
+        ("repair_world", "202", "GetJob", "get_job", JOB),
+        ("create_key", "201", "UpdateKey", "update_key", KEY),
+        ("create_key", "201", "DeleteKey", "delete_key", KEY),
+    ]
+};
+
+struct Links;
+
+impl Modify for Links {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::link::LinkBuilder;
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let Some(id) = operation.operation_id.clone() else { continue };
+                for (from, status, name, to, parameters) in LINKS {
+                    if *from != id {
+                        continue;
+                    }
+                    let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status) else {
+                        continue;
+                    };
+                    let link = parameters
+                        .iter()
+                        .fold(LinkBuilder::new().operation_id(*to), |link, (param, expr)| {
+                            link.parameter(*param, *expr)
+                        })
+                        .build();
+                    response.links.insert((*name).to_owned(), RefOr::T(link));
+                }
+            }
+        }
+    }
+}
+
 /// Whether `text` names `code` as a word of its own (`not_found` is not named by
 /// `world_not_found`).
 fn names(text: &str, code: &str) -> bool {
@@ -266,6 +343,34 @@ mod tests {
             );
         }
         assert!(names("world_not_found or not_found", "not_found"));
+    }
+
+    #[test]
+    fn every_link_is_in_the_document_and_leads_to_an_operation_with_its_parameters() {
+        let document: serde_json::Value = serde_json::from_str(&document()).unwrap();
+        let operations: Vec<&serde_json::Value> = document["paths"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|item| item.as_object().unwrap().values())
+            .collect();
+        let by_id = |id: &str| {
+            operations
+                .iter()
+                .find(|op| op["operationId"] == id)
+                .unwrap_or_else(|| panic!("no operation {id}"))
+        };
+        for (from, status, name, to, parameters) in LINKS {
+            let link = &by_id(from)["responses"][*status]["links"][*name];
+            assert_eq!(link["operationId"], *to, "{from} {status} {name}");
+            let target = by_id(to);
+            for (param, _) in *parameters {
+                let declared = target["parameters"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["name"] == *param));
+                assert!(declared, "{to} has no parameter {param}");
+            }
+        }
         assert!(!names("world_not_found", "not_found"));
     }
 }

@@ -316,7 +316,7 @@ fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
             "book_numbers" => {
                 let numbers = items
                     .iter()
-                    .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| *n >= 1))
+                    .map(|v| natural(v).and_then(|n| u32::try_from(n).ok()).filter(|n| *n >= 1))
                     .collect::<Option<Vec<_>>>()
                     .ok_or_else(|| bad(&field, format!("{field} must hold book numbers (integers ≥ 1)")))?;
                 filter.book_numbers = Some(numbers);
@@ -340,18 +340,26 @@ fn parse_filter(value: &Value) -> Result<SourceFilter, ApiError> {
     Ok(filter)
 }
 
+/// `value` as a non-negative integer: a JSON integer, or a number with no fractional part.
+fn natural(value: &Value) -> Option<u64> {
+    let Value::Number(n) = value else { return None };
+    n.as_u64().or_else(|| {
+        // 2^64 is exactly representable; every non-negative f64 below it with no fractional
+        // part is a u64.
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(f))
+            .map(|f| f as u64)
+    })
+}
+
 fn bad(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidRetrievalSettings, message).with_details(json!({ "field": field }))
 }
 
-/// A JSON integer in `0..=max`, or the error naming `field`.
+/// A JSON integer in `0..=max`, or the error naming `field`. A number with no fractional part
+/// (`8.0`) is the integer it is, as JSON Schema counts it (see [`super::de`]).
 fn bounded_integer(field: &str, value: &Value, max: u64) -> Result<u64, ApiError> {
-    let n = match value {
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| bad(field, format!("{field} must be a non-negative integer")))?,
-        _ => return Err(bad(field, format!("{field} must be a non-negative integer"))),
-    };
+    let n = natural(value).ok_or_else(|| bad(field, format!("{field} must be a non-negative integer")))?;
     if n > max {
         return Err(bad(field, format!("{field} must be at most {max}")));
     }
@@ -363,8 +371,11 @@ fn bounded_integer(field: &str, value: &Value, max: u64) -> Result<u64, ApiError
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)] // documents the body; the handler reads it as raw JSON
 pub struct RetrieveRequest {
-    /// The question; surrounding whitespace is stripped, and a blank query is `empty_query`.
-    #[schema(example = "who rules the northern isles?")]
+    /// The question: not only whitespace (a blank query is `empty_query`); surrounding
+    /// whitespace is stripped. At most 65536 bytes of UTF-8, and no more tokens than the
+    /// world's model takes (`input_too_large`, 422).
+    #[schema(example = "who rules the northern isles?", min_length = 1,
+        pattern = r"[^\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")]
     pub query: String,
     /// Results wanted (integer ≥ 0, at most 1000, default 8), clamped to the number of embedded
     /// chunks. 0 returns the empty answer without any provider or vector store call.
@@ -380,7 +391,7 @@ pub struct RetrieveRequest {
     /// when the corpus has at most `retrieval.full_context_threshold` tokens, 30,000 by
     /// default, and fits the budget; else `hybrid` on a hybrid world, `dense` otherwise).
     #[schema(example = "dense")]
-    pub mode: Option<String>,
+    pub mode: Option<RetrieveMode>,
     /// How a hybrid search fuses its dense and BM25 rankings (modes `hybrid` and `auto`;
     /// default `auto`).
     pub fusion: Option<RetrieveFusion>,
@@ -392,9 +403,10 @@ pub struct RetrieveRequest {
     /// hit's parent — the run of consecutive chunks, cut at headings and paragraphs up to the
     /// world's `chunking.parent_max_tokens`, that it belongs to — once per parent, listed in
     /// `parents`; a parent larger than the room left is cut around its matched chunks) or
-    /// `none` (the default unless `neighbors` > 0).
+    /// `none` (the default unless `neighbors` > 0; `none` and `parent` with `neighbors` > 0
+    /// contradict each other).
     #[schema(example = "parent")]
-    pub expand: Option<String>,
+    pub expand: Option<RetrieveExpand>,
     /// The context's token budget (1 to 1048576; default `retrieval.max_context_tokens`,
     /// 32768). The best hits are expanded first: in rank order, each hit and then its
     /// neighbours (nearest first), before the next hit; what does not fit is left out with the
@@ -415,6 +427,37 @@ pub struct RetrieveRequest {
     /// Only search these sources. Each list given must match (any entry of it); an empty match
     /// answers no results with the warning `filter_matched_nothing`.
     pub filter: Option<RetrieveFilter>,
+}
+
+/// How a retrieval searches (`mode`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub enum RetrieveMode {
+    Dense,
+    Hybrid,
+    Auto,
+    Full,
+}
+
+/// How hits are widened in the context (`expand`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub enum RetrieveExpand {
+    None,
+    Neighbors,
+    Parent,
+}
+
+/// How a hybrid search fuses its rankings (`fusion.method`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the body; the handler reads it as raw JSON
+pub enum RetrieveFusionMethod {
+    Auto,
+    Rrf,
+    Dbsf,
 }
 
 /// Reranking settings.
@@ -440,7 +483,7 @@ pub struct RetrieveFusion {
     /// the dense search alone (chosen by measurement on real FAQs, see BENCHMARKS.md). `rrf`: weighted reciprocal rank fusion. `dbsf`: Qdrant's distribution-based
     /// score fusion. Weights alone mean `rrf`.
     #[schema(example = "rrf")]
-    pub method: Option<String>,
+    pub method: Option<RetrieveFusionMethod>,
     /// The dense ranking's weight in `rrf` (0 to 100, default 1; not both 0). Qdrant's weighted
     /// RRF (k 60): a list's positions count as divided by its weight, so weight 3 makes its
     /// third hit score like an unweighted first; 0 leaves the list out.

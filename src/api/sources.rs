@@ -35,17 +35,25 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddSourceRequest {
-    #[schema(example = "ch1.md")]
+    /// At most 255 characters as sent, no control characters; a path keeps its last segment,
+    /// which must not be blank. Stored without surrounding whitespace.
+    #[schema(example = "ch1.md", min_length = 1, max_length = 255,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
     pub filename: String,
-    /// UTF-8 text.
+    /// The document's text: not only whitespace, no NUL character (U+0000).
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$")]
     pub text: String,
-    /// `text/plain`, `text/markdown` or `text/html` (converted to text); guessed from the
-    /// filename when absent.
-    #[schema(example = "text/markdown")]
+    /// `text/plain`, `text/markdown` or `text/html` (converted to text), in any case, with
+    /// parameters or not (`text/html; charset=utf-8`); guessed from the filename when absent
+    /// or blank.
+    #[schema(example = "text/markdown",
+        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
     pub content_type: Option<String>,
-    /// A title for the source (1 to 1000 characters, one line); shown on the source and on its
-    /// retrieval hits.
-    #[schema(example = "The Northern Isles, chapter 1")]
+    /// A title for the source (1 to 1000 characters as sent, not only whitespace, no control
+    /// characters: one line); shown on the source and on its retrieval hits, without
+    /// surrounding whitespace.
+    #[schema(example = "The Northern Isles, chapter 1", min_length = 1, max_length = 1000,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub title: Option<String>,
     /// Where the source comes from: an absolute `http` or `https` URL of at most 2048 characters.
     #[schema(example = "https://example.com/isles/ch1")]
@@ -65,11 +73,15 @@ pub struct AddSourceUpload {
     /// the fields below are sent.
     #[schema(value_type = String, format = Binary, content_media_type = "application/octet-stream")]
     pub file: Vec<u8>,
-    /// Overrides the `file` part's filename.
+    /// Overrides the `file` part's filename; as `filename` in the JSON body.
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
     pub filename: Option<String>,
-    /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`.
+    /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`,
+    /// as `content_type` in the JSON body.
+    #[schema(pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
     pub content_type: Option<String>,
     /// As `title` in the JSON body.
+    #[schema(min_length = 1, max_length = 1000, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub title: Option<String>,
     /// As `url` in the JSON body.
     pub url: Option<String>,
@@ -313,7 +325,7 @@ fn parse_details(
 /// Sources of a world, by book number, with chunk state counts.
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/sources", tag = "sources",
     params(("world_id" = Uuid, Path),
-        ("offset" = Option<u64>, Query, description = "sources to skip (default 0)", minimum = 0),
+        ("offset" = Option<u64>, Query, description = "sources to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
         ("limit" = Option<u32>, Query, description = "sources to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = SourceList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found", body = ErrorBody)),
@@ -453,7 +465,7 @@ impl From<ChunkPage> for ChunkList {
 /// `offset` and `limit` are checked before anything is looked up.
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/{source_id}/chunks", tag = "sources",
     params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path),
-        ("offset" = Option<u64>, Query, description = "chunks to skip (default 0)", minimum = 0),
+        ("offset" = Option<u64>, Query, description = "chunks to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
         ("limit" = Option<u32>, Query, description = "chunks to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = ChunkList),
         (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody),

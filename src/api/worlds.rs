@@ -26,17 +26,29 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+/// The providers a world can embed with.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents `provider`, which the handler parses itself
+pub enum EmbeddingProvider {
+    Google,
+    Openai,
+    Local,
+}
+
 /// The embedding profile of a new world.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddingRequest {
-    /// `google`, `openai` or `local`.
-    #[schema(example = "google")]
+    #[schema(value_type = EmbeddingProvider, example = "google")]
     pub provider: String,
+    /// A model of the provider, as `GET /v1/models` lists them (`invalid_embedding_profile`
+    /// otherwise).
     #[schema(example = "gemini-embedding-001")]
     pub model: String,
-    /// Output size; defaults to the model's default.
-    #[schema(example = 768)]
+    /// Output size, within the model's `allowed_dimensions`; defaults to the model's default.
+    #[schema(example = 768, minimum = 1)]
+    #[serde(default, deserialize_with = "super::de::integer")]
     pub dimensions: Option<i64>,
 }
 
@@ -46,24 +58,32 @@ pub struct EmbeddingRequest {
 pub struct ChunkingRequest {
     /// Largest chunk, in the model's tokens: 16 up to the model's chunk limit (254 for the local
     /// model, its input limit for the others). Default 512, capped at three quarters of the limit.
-    #[schema(example = 512)]
+    #[schema(example = 512, minimum = 16)]
+    #[serde(default, deserialize_with = "super::de::integer")]
     pub max_tokens: Option<i64>,
     /// Tokens of context carried from the previous chunk (default 64, at most half of max_tokens).
-    #[schema(example = 64)]
+    #[schema(example = 64, minimum = 0)]
+    #[serde(default, deserialize_with = "super::de::integer")]
     pub overlap_tokens: Option<i64>,
     /// Largest parent (a run of consecutive chunks that `expand: parent` retrieves), in the
     /// same tokens: max_tokens up to 1048576. Default four times max_tokens, at most
     /// `retrieval.max_context_tokens`. Parents are not embedded.
-    #[schema(example = 2048)]
+    #[schema(example = 2048, minimum = 16, maximum = 1048576)]
+    #[serde(default, deserialize_with = "super::de::integer")]
     pub parent_max_tokens: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorldRequest {
-    #[schema(example = "Aerth")]
+    /// 1 to 200 characters as sent, not only whitespace, no control characters (it is one
+    /// line); stored without surrounding whitespace.
+    #[schema(example = "Aerth", min_length = 1, max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub name: String,
+    #[serde(deserialize_with = "super::de::required_object")]
     pub embedding: EmbeddingRequest,
+    #[serde(default, deserialize_with = "super::de::object")]
     pub chunking: Option<ChunkingRequest>,
     /// Store BM25 sparse vectors too, enabling `mode: hybrid` retrieval.
     #[serde(default)]
@@ -74,6 +94,9 @@ pub struct CreateWorldRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWorldRequest {
+    /// The new name, as `name` of a new world.
+    #[schema(example = "Aerth", min_length = 1, max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub name: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub embedding: Option<Value>,
@@ -195,7 +218,7 @@ pub async fn create_world(
 
 /// List every world with its counts.
 #[utoipa::path(get, path = "/v1/worlds", tag = "worlds",
-    params(("offset" = Option<u64>, Query, description = "worlds to skip (default 0)", minimum = 0),
+    params(("offset" = Option<u64>, Query, description = "worlds to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
         ("limit" = Option<u32>, Query, description = "worlds to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
     responses((status = 200, body = WorldList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]

@@ -23,7 +23,8 @@ pub struct FieldError {
     pub message: String,
 }
 
-/// A validated source title: trimmed, 1..=1000 chars, no control characters (it is one line).
+/// A validated source title: 1..=1000 chars as sent, not only whitespace, no control characters
+/// (it is one line); kept trimmed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceTitle(String);
 
@@ -31,17 +32,16 @@ impl SourceTitle {
     pub const MAX_CHARS: usize = 1000;
 
     pub fn parse(raw: &str) -> Result<Self, String> {
-        let title = raw.trim();
-        if title.is_empty() {
+        if raw.trim().is_empty() {
             return Err("title must not be blank".into());
         }
-        if title.chars().count() > Self::MAX_CHARS {
+        if raw.chars().count() > Self::MAX_CHARS {
             return Err(format!("title must be at most {} characters", Self::MAX_CHARS));
         }
-        if title.chars().any(char::is_control) {
+        if raw.chars().any(char::is_control) {
             return Err("title must not contain control characters".into());
         }
-        Ok(Self(title.to_owned()))
+        Ok(Self(raw.trim().to_owned()))
     }
 
     pub fn into_inner(self) -> String {

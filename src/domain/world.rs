@@ -154,7 +154,9 @@ pub struct WorldStats {
     pub failed: u64,
 }
 
-/// A validated world name: trimmed, 1..=200 chars, no control characters.
+/// A validated world name: 1..=200 chars as sent, not only whitespace, no control characters;
+/// kept trimmed. The limits apply to the value as sent, which is what the OpenAPI document's
+/// `maxLength` and `pattern` describe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorldName(String);
 
@@ -162,17 +164,16 @@ impl WorldName {
     pub const MAX_CHARS: usize = 200;
 
     pub fn parse(raw: &str) -> Result<Self, String> {
-        let name = raw.trim();
-        if name.is_empty() {
+        if raw.trim().is_empty() {
             return Err("name must not be blank".into());
         }
-        if name.chars().count() > Self::MAX_CHARS {
+        if raw.chars().count() > Self::MAX_CHARS {
             return Err(format!("name must be at most {} characters", Self::MAX_CHARS));
         }
-        if name.chars().any(char::is_control) {
+        if raw.chars().any(char::is_control) {
             return Err("name must not contain control characters".into());
         }
-        Ok(Self(name.to_owned()))
+        Ok(Self(raw.trim().to_owned()))
     }
 
     pub fn into_inner(self) -> String {

@@ -17,6 +17,30 @@ use crate::store::{self, Store};
 /// Longest secret accepted through the API.
 pub const MAX_SECRET_BYTES: usize = 1024;
 
+/// Longest `label` and `quota_group`.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// A `label` or `quota_group` as sent: at most 200 characters, no control characters; kept
+/// trimmed, and absent when blank.
+fn optional_text(field: &str, raw: Option<&str>) -> ServiceResult<Option<String>> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw.chars().count() > MAX_TEXT_CHARS {
+        return Err(ServiceError::invalid(
+            Invalid::Request,
+            field,
+            format!("{field} must be at most {MAX_TEXT_CHARS} characters"),
+        ));
+    }
+    if raw.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            Invalid::Request,
+            field,
+            format!("{field} must not contain control characters"),
+        ));
+    }
+    Ok(Some(raw.trim()).filter(|t| !t.is_empty()).map(str::to_owned))
+}
+
 /// A key creation request, its provider parsed at the edge.
 pub struct CreateKey {
     pub provider: ProviderKind,
@@ -49,12 +73,14 @@ impl KeyService {
                 "the local provider uses no keys",
             ));
         }
-        let secret = req.secret.expose_secret().trim();
-        if secret.is_empty() || secret.chars().any(char::is_whitespace) {
+        // Checked as sent, not trimmed: what the OpenAPI document's `pattern` says. A provider
+        // key travels in an HTTP header, which takes visible ASCII only.
+        let secret = req.secret.expose_secret();
+        if secret.is_empty() || !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(ServiceError::invalid(
                 Invalid::Request,
                 "secret",
-                "secret must be non-empty and contain no whitespace",
+                "secret must be non-empty visible ASCII (`!` to `~`): no whitespace or other characters",
             ));
         }
         // Provider keys are tens of characters; anything this long is not one (and would be
@@ -63,46 +89,12 @@ impl KeyService {
             return Err(ServiceError::invalid(
                 Invalid::Request,
                 "secret",
-                format!("secret must be at most {MAX_SECRET_BYTES} bytes"),
+                format!("secret must be at most {MAX_SECRET_BYTES} characters"),
             ));
         }
         let secret = SecretString::from(secret.to_owned());
-        let label = match req.label.as_deref().map(str::trim) {
-            Some("") | None => None,
-            Some(l) if l.chars().count() > 200 => {
-                return Err(ServiceError::invalid(
-                    Invalid::Request,
-                    "label",
-                    "label must be at most 200 characters",
-                ));
-            }
-            Some(l) if l.chars().any(char::is_control) => {
-                return Err(ServiceError::invalid(
-                    Invalid::Request,
-                    "label",
-                    "label must not contain control characters",
-                ));
-            }
-            Some(l) => Some(l.to_owned()),
-        };
-        let quota_group = match req.quota_group.as_deref().map(str::trim) {
-            Some("") | None => None,
-            Some(g) if g.chars().count() > 200 => {
-                return Err(ServiceError::invalid(
-                    Invalid::Request,
-                    "quota_group",
-                    "quota_group must be at most 200 characters",
-                ));
-            }
-            Some(g) if g.chars().any(char::is_control) => {
-                return Err(ServiceError::invalid(
-                    Invalid::Request,
-                    "quota_group",
-                    "quota_group must not contain control characters",
-                ));
-            }
-            Some(g) => Some(g.to_owned()),
-        };
+        let label = optional_text("label", req.label.as_deref())?;
+        let quota_group = optional_text("quota_group", req.quota_group.as_deref())?;
         let Some(cipher) = &self.cipher else {
             return Err(ServiceError::conflict(
                 Conflict::MasterKeyMissing,

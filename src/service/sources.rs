@@ -82,6 +82,16 @@ impl SourceService {
             .await?
             .ok_or(ServiceError::NotFound(Missing::World))?;
         let filename = clean_filename(&req.filename)?;
+        // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
+        // every backend alike, in the text as sent (what the OpenAPI document's `pattern` says;
+        // an HTML page's conversion drops it, but the page is refused all the same).
+        if req.text.contains('\0') {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "text",
+                "the text contains a NUL character (U+0000); send the document as text",
+            ));
+        }
         let content_type = match req.content_type.as_deref().map(str::trim) {
             Some(ct) if !ct.is_empty() => ct.to_ascii_lowercase(),
             _ => SourceFormat::guess(&filename).media_type().to_owned(),
@@ -109,8 +119,7 @@ impl SourceService {
             },
             ChunkError::Stopped => ServiceError::internal("the upload was abandoned"),
         })?;
-        // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
-        // every backend alike.
+        // Checked again on the text to store (the conversion of a page must not bring one in).
         if text.contains('\0') {
             return Err(ServiceError::invalid(
                 Invalid::Request,
@@ -309,19 +318,21 @@ impl SourceService {
 
 /// The last path component, trimmed; 1..=255 chars.
 fn clean_filename(raw: &str) -> ServiceResult<String> {
+    // The limits apply to the name as sent (what the OpenAPI document's `maxLength` and
+    // `pattern` say); what is kept is its last path segment, trimmed.
+    if raw.chars().count() > 255 || raw.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            Invalid::Request,
+            "filename",
+            "filename must be at most 255 characters without control characters",
+        ));
+    }
     let name = raw.rsplit(['/', '\\']).next().unwrap_or(raw).trim();
     if name.is_empty() {
         return Err(ServiceError::invalid(
             Invalid::Request,
             "filename",
-            "filename must not be blank",
-        ));
-    }
-    if name.chars().count() > 255 || name.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            Invalid::Request,
-            "filename",
-            "filename must be at most 255 characters without control characters",
+            "filename must not be blank (nor end with `/` or `\\`)",
         ));
     }
     Ok(name.to_owned())

@@ -1,0 +1,80 @@
+"""scripts/fuzz-api's helper: seeds the server under test, and holds the schemathesis hooks.
+
+`python fuzz-api-hooks.py seed BASE TOKEN OUT` creates a hybrid world on the local model with
+one source, waits for its ingest job to finish, and writes the ids to OUT as shell variables.
+Loaded by schemathesis (`hooks` in the generated config), the module registers its hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.request
+
+SEED_TEXT = """# The Northern Isles
+
+The northern isles are ruled by a council of harbour masters, who meet each spring in the
+old customs house. Their ships carry wool, salted fish and peat to the mainland.
+
+## Weather
+
+Storms come from the west between October and March. The ferry does not sail in a gale.
+"""
+
+
+def _call(base: str, token: str, method: str, path: str, body: dict | None = None) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read() or b"null")
+
+
+def seed(base: str, token: str, out: str) -> None:
+    world = _call(
+        base,
+        token,
+        "POST",
+        "/v1/worlds",
+        {
+            "name": "fuzz seed",
+            "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+            "hybrid": True,
+        },
+    )
+    added = _call(
+        base,
+        token,
+        "POST",
+        f"/v1/worlds/{world['id']}/sources",
+        {
+            "filename": "isles.md",
+            "text": SEED_TEXT,
+            "title": "The Northern Isles",
+            "url": "https://example.com/isles",
+            "metadata": {"lang": "en"},
+        },
+    )
+    job = added["job"]
+    deadline = time.monotonic() + 120
+    while job["status"] not in ("completed", "failed", "cancelled"):
+        if time.monotonic() > deadline:
+            sys.exit(f"fuzz-api: the seed source was not embedded within 120 s: {job}")
+        time.sleep(0.2)
+        job = _call(base, token, "GET", f"/v1/jobs/{job['id']}")
+    if job["status"] != "completed":
+        sys.exit(f"fuzz-api: the seed source's job ended {job['status']}: {job}")
+    with open(out, "w", encoding="utf-8") as fd:
+        fd.write(f"QUARRY_FUZZ_WORLD_ID={world['id']}\n")
+        fd.write(f"QUARRY_FUZZ_SOURCE_ID={added['source']['id']}\n")
+        fd.write(f"QUARRY_FUZZ_JOB_ID={job['id']}\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "seed":
+        seed(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit("usage: fuzz-api-hooks.py seed BASE_URL TOKEN OUT_FILE")
