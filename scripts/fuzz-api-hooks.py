@@ -73,8 +73,86 @@ def seed(base: str, token: str, out: str) -> None:
         fd.write(f"QUARRY_FUZZ_JOB_ID={job['id']}\n")
 
 
+# Refusals of schema-valid requests that are right: the request is well formed by the document,
+# but the server judges it against something no JSON Schema can state. Each entry is an error
+# code (and the fields it may name; None: any), with the reason. Anything else a valid request
+# is refused with, `invalid_request` above all, fails the run.
+WELL_FORMED_BUT_REFUSED = {
+    # The model registry judges provider, model and dimensions together (which models a
+    # provider has, and each model's range of dimensions; configuration can add models).
+    "invalid_embedding_profile": None,
+    # Chunk sizes are judged against the model's input limit and against each other
+    # (overlap at most half of max_tokens, parents at least max_tokens).
+    "invalid_chunking_profile": None,
+    # Settings that contradict each other or the world: `fusion` outside modes hybrid and
+    # auto, `expand` none/parent with neighbors > 0, `mode: hybrid` on a dense world,
+    # `rerank.top_n` above `rerank.candidates`, both fusion weights 0, weights with a method
+    # other than rrf.
+    "invalid_retrieval_settings": {
+        "fusion",
+        "expand",
+        "mode",
+        "rerank.top_n",
+        "fusion.dense_weight",
+        "fusion.method",
+    },
+    # A query with more tokens than the world's model takes (422).
+    "input_too_large": {"query"},
+}
+
+
+def _error(response) -> tuple[str | None, str | None]:
+    try:
+        error = json.loads(response.content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None, None
+    details = error.get("details") or {}
+    return error.get("code"), details.get("field") if isinstance(details, dict) else None
+
+
+def _curl(case) -> str:
+    try:
+        return case.as_curl_command(headers={"Authorization": "Bearer [token]"})
+    except Exception as err:  # a log line, never a failure of the run
+        return f"(no curl command: {err})"
+
+
+def _register_hooks() -> None:
+    import os
+
+    import schemathesis
+
+    log = os.environ.get("QUARRY_FUZZ_FAILURE_LOG")
+
+    @schemathesis.hook
+    def filter_failure(context, failure, case, response) -> bool:
+        code, field = _error(response)
+        if log:
+            with open(log, "a", encoding="utf-8") as fd:
+                fd.write(
+                    json.dumps(
+                        {
+                            "failure": failure.code,
+                            "operation": failure.operation,
+                            "status": response.status_code,
+                            "error": code,
+                            "field": field,
+                            "body": response.content.decode("utf-8", "replace")[:500],
+                            "curl": _curl(case),
+                        }
+                    )
+                    + "\n"
+                )
+        if failure.code != "ST202" or code not in WELL_FORMED_BUT_REFUSED:
+            return True
+        fields = WELL_FORMED_BUT_REFUSED[code]
+        return fields is not None and field not in fields
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "seed":
         seed(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.exit("usage: fuzz-api-hooks.py seed BASE_URL TOKEN OUT_FILE")
+else:
+    _register_hooks()

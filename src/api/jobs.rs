@@ -355,7 +355,7 @@ struct EventCursor {
 /// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
 /// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/events", tag = "jobs",
-    params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, minimum = 0, maximum = 9223372036854775807_i64,
+    params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, maximum = 9223372036854775807_i64,
         description = "resume after this event id (the `id` of the last event received); absent: from the start")),
     responses((status = 200, description = "text/event-stream of job events", content_type = "text/event-stream"),
         (status = 400, description = "invalid_request (`details.field`: `Last-Event-ID` when it is not an event id)", body = ErrorBody),

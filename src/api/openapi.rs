@@ -51,7 +51,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         health::readyz,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
-    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes, &Links),
+    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes, &Links, &Rules),
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
@@ -300,6 +300,44 @@ impl Modify for Links {
                     response.links.insert((*name).to_owned(), RefOr::T(link));
                 }
             }
+        }
+    }
+}
+
+/// Rules the derived schemas cannot state: a source's `url` pattern (one constant, which the
+/// server matches too), and that a world update sets at least one field (`{}`, or only
+/// `null`s, is `invalid_request`: there is nothing to update).
+struct Rules;
+
+impl Modify for Rules {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, Type};
+        let Some(components) = openapi.components.as_mut() else { return };
+        for name in ["AddSourceRequest", "AddSourceUpload"] {
+            if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name)
+                && let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url")
+            {
+                url.pattern = Some(crate::domain::SourceUrl::PATTERN.to_owned());
+            }
+        }
+        if let Some(update) = components.schemas.remove("UpdateWorldRequest") {
+            let set = |field: &str, kind: Type| {
+                ObjectBuilder::new()
+                    .required(field)
+                    .property(field, ObjectBuilder::new().schema_type(kind))
+                    .build()
+            };
+            let one_field = AnyOfBuilder::new()
+                .item(set("name", Type::String))
+                .item(set("embedding", Type::Object))
+                .item(set("chunking", Type::Object))
+                .item(set("hybrid", Type::Boolean))
+                .build();
+            let schema = AllOfBuilder::new().item(update).item(Schema::AnyOf(one_field)).build();
+            components
+                .schemas
+                .insert("UpdateWorldRequest".to_owned(), RefOr::T(Schema::AllOf(schema)));
         }
     }
 }

@@ -500,16 +500,48 @@ pub struct RetrieveFusion {
 #[allow(dead_code)] // documents the body; the handler reads it as raw JSON
 pub struct RetrieveFilter {
     /// Source ids (1 to 1000).
+    #[schema(min_items = 1, max_items = 1000)]
     pub source_ids: Option<Vec<Uuid>>,
-    /// Book numbers (1 to 1000).
+    /// Book numbers (1 to 1000 of them, each at least 1).
+    #[schema(value_type = Option<Vec<BookNumber>>, min_items = 1, max_items = 1000)]
     pub book_numbers: Option<Vec<u32>>,
     /// Exact file names as stored (1 to 1000).
+    #[schema(min_items = 1, max_items = 1000)]
     pub filenames: Option<Vec<String>>,
     /// Metadata a source must have: every key given, each with exactly this value (1 to 64
     /// keys, with the limits of a source's `metadata`).
-    #[schema(example = json!({"lang": "en"}))]
+    #[schema(value_type = Option<MetadataFilter>, example = json!({"lang": "en"}))]
     pub metadata: Option<BTreeMap<String, String>>,
 }
+
+/// A source's book number: 1 to 2^32 - 1.
+pub struct BookNumber;
+
+impl utoipa::PartialSchema for BookNumber {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, KnownFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(u32::MAX))
+            .build()
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for BookNumber {}
+
+/// The metadata a retrieval filter asks for: a source's metadata rules, 1 key at least.
+pub struct MetadataFilter;
+
+impl utoipa::PartialSchema for MetadataFilter {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::sources::metadata_schema(1).into()
+    }
+}
+
+impl utoipa::ToSchema for MetadataFilter {}
 
 /// One verified hit. Text comes from the store, never from the vector store.
 #[derive(Debug, Serialize, ToSchema)]

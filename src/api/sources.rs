@@ -55,38 +55,75 @@ pub struct AddSourceRequest {
     #[schema(example = "The Northern Isles, chapter 1", min_length = 1, max_length = 1000,
         pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub title: Option<String>,
-    /// Where the source comes from: an absolute `http` or `https` URL of at most 2048 characters.
-    #[schema(example = "https://example.com/isles/ch1")]
+    /// Where the source comes from: an absolute `http` or `https` URL of at most 2048
+    /// characters, taken as sent (see the pattern: a host name or IP address, no user
+    /// information, no whitespace or control characters).
+    #[schema(example = "https://example.com/isles/ch1", max_length = 2048, pattern = "(set from SourceUrl::PATTERN)")]
     pub url: Option<String>,
     /// Flat string metadata: at most 64 keys of 1 to 64 characters from `A-Z a-z 0-9 _ . -`,
     /// each with a string value of at most 1024 characters. Retrieval can filter on it
     /// (`filter.metadata`).
-    #[schema(value_type = Option<BTreeMap<String, String>>, example = json!({"lang": "en", "kind": "chapter"}))]
+    #[schema(value_type = Option<SourceMetadata>, example = json!({"lang": "en", "kind": "chapter"}))]
     pub metadata: Option<Value>,
 }
 
-/// The `multipart/form-data` form of a source upload.
-#[derive(Debug, ToSchema)]
+/// A source's metadata as the document states it (the handler reads it as JSON and
+/// [`Metadata::parse`] judges it by the same rules).
+pub struct SourceMetadata;
+
+impl utoipa::PartialSchema for SourceMetadata {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        metadata_schema(0).into()
+    }
+}
+
+impl utoipa::ToSchema for SourceMetadata {}
+
+/// Flat string metadata with at least `min_keys` keys: [`Metadata`]'s rules as JSON Schema.
+pub(super) fn metadata_schema(min_keys: usize) -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    let value = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(Metadata::MAX_VALUE_CHARS));
+    let key = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(format!("^[A-Za-z0-9_.-]{{1,{}}}$", Metadata::MAX_KEY_CHARS)));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::RefOr(value.build().into())))
+        .property_names(Some(key.build()))
+        .min_properties((min_keys > 0).then_some(min_keys))
+        .max_properties(Some(Metadata::MAX_KEYS))
+        .build()
+}
+
+/// The `multipart/form-data` form of a source upload. A part left out is not given; an empty
+/// one is (there is no `null` in a form). Any other part is refused.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)] // Read part by part in `read_upload`; here for the OpenAPI document.
 pub struct AddSourceUpload {
-    /// The document as UTF-8 text. Its part's filename and content type name the source unless
-    /// the fields below are sent.
-    #[schema(value_type = String, format = Binary, content_media_type = "application/octet-stream")]
+    /// The document as UTF-8 text, as `text` in the JSON body (not only whitespace, no NUL
+    /// character). Its part's filename and content type name the source unless the fields
+    /// below are sent.
+    #[schema(value_type = String, content_media_type = "text/plain", min_length = 1,
+        pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$")]
     pub file: Vec<u8>,
     /// Overrides the `file` part's filename; as `filename` in the JSON body.
-    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
+    #[schema(nullable = false, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
     pub filename: Option<String>,
     /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`,
     /// as `content_type` in the JSON body.
-    #[schema(pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
+    #[schema(nullable = false, pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
     pub content_type: Option<String>,
     /// As `title` in the JSON body.
-    #[schema(min_length = 1, max_length = 1000, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(nullable = false, min_length = 1, max_length = 1000, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
     pub title: Option<String>,
     /// As `url` in the JSON body.
+    #[schema(nullable = false, max_length = 2048, pattern = "(set from SourceUrl::PATTERN)")]
     pub url: Option<String>,
     /// As `metadata` in the JSON body, written as JSON text: `{"lang": "en"}`.
-    #[schema(example = r#"{"lang": "en"}"#)]
+    #[schema(value_type = Option<SourceMetadata>, nullable = false, example = json!({"lang": "en"}))]
     pub metadata: Option<String>,
 }
 

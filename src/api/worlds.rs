@@ -102,6 +102,8 @@ pub struct UpdateWorldRequest {
     pub embedding: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub chunking: Option<Value>,
+    /// `true` alone turns a dense world hybrid.
+    #[schema(value_type = Option<bool>)]
     pub hybrid: Option<Value>,
 }
 

@@ -27,6 +27,10 @@ fn property<'a>(doc: &'a Value, schema: &str, path: &[&str]) -> &'a Value {
 }
 
 fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    // `allOf [object, extra rules]`: the object's properties.
+    if let Some(first) = schema["allOf"].as_array().and_then(|all| all.first()) {
+        return resolve(doc, first);
+    }
     if let Some(reference) = schema["$ref"].as_str() {
         let name = reference.rsplit('/').next().unwrap();
         return resolve(doc, &doc["components"]["schemas"][name]);
