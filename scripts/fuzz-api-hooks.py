@@ -11,6 +11,7 @@ import json
 import sys
 import time
 import urllib.request
+import uuid
 
 SEED_TEXT = """# The Northern Isles
 
@@ -123,6 +124,23 @@ def _register_hooks() -> None:
     import schemathesis
 
     log = os.environ.get("QUARRY_FUZZ_FAILURE_LOG")
+
+    # The seeded world and source stay: deleting them would leave every later operation on
+    # them a 404. DELETE is exercised on what the stateful phase creates and on unknown ids.
+    seeded = {
+        "world_id": os.environ.get("QUARRY_FUZZ_WORLD_ID"),
+        "source_id": os.environ.get("QUARRY_FUZZ_SOURCE_ID"),
+    }
+
+    @schemathesis.hook
+    def map_path_parameters(context, path_parameters):
+        operation = context.operation
+        if operation is None or operation.method.upper() != "DELETE":
+            return path_parameters
+        last = operation.path.rstrip("/").rsplit("/", 1)[-1].strip("{}")
+        if last in seeded and path_parameters.get(last) == seeded[last]:
+            path_parameters = {**path_parameters, last: str(uuid.uuid4())}
+        return path_parameters
 
     @schemathesis.hook
     def filter_failure(context, failure, case, response) -> bool:

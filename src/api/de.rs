@@ -102,7 +102,10 @@ impl<'de> Visitor<'de> for Integral {
             return Err(E::invalid_value(Unexpected::Float(v), &AN_INTEGER));
         }
         if !(-LIMIT..LIMIT).contains(&v) {
-            return Err(E::invalid_value(Unexpected::Float(v), &"an integer from -2^63 to 2^63 - 1"));
+            return Err(E::invalid_value(
+                Unexpected::Float(v),
+                &"an integer from -2^63 to 2^63 - 1",
+            ));
         }
         Ok(v as i64)
     }
@@ -175,7 +178,15 @@ mod tests {
 
     #[test]
     fn fractions_strings_and_huge_numbers_are_refused() {
-        for bad in ["2261.5", "\"12\"", "true", "1e19", "9223372036854775808", "-1e300", "[1]"] {
+        for bad in [
+            "2261.5",
+            "\"12\"",
+            "true",
+            "1e19",
+            "9223372036854775808",
+            "-1e300",
+            "[1]",
+        ] {
             let err = parse(&format!(r#"{{"needed": {{"n": {bad}}}}}"#)).unwrap_err();
             assert!(err.contains("expected") || err.contains("invalid"), "{bad}: {err}");
         }

@@ -86,9 +86,11 @@ pub fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
                 Some(inner) => inner.to_string(),
                 None => err.body_text(),
             };
-            // serde names the Rust type it expected ("expected struct CreateWorldRequest"):
-            // what the client needs to hear is which value is not an object.
-            let message = match (&field, message.contains("expected struct ")) {
+            // serde names the Rust type it expected ("expected struct CreateWorldRequest"), and
+            // `de::object` says "expected a JSON object": what the client needs to hear is
+            // which value is not an object.
+            let not_object = message.contains("expected struct ") || message.contains("expected a JSON object");
+            let message = match (&field, not_object) {
                 (None, true) => "the body must be a JSON object".to_owned(),
                 (Some(field), true) => format!("`{field}` must be a JSON object"),
                 (_, false) => message,

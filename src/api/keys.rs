@@ -53,7 +53,11 @@ pub struct CreateKeyRequest {
     /// Keys of one quota group (e.g. one Google Cloud project) share one quota: a rate limit on
     /// one cools them all down. As `label`: at most 200 characters, no control characters, blank
     /// is none.
-    #[schema(example = "project-1", max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        example = "project-1",
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub quota_group: Option<String>,
 }
 

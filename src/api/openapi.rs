@@ -283,7 +283,9 @@ impl Modify for Links {
         use utoipa::openapi::link::LinkBuilder;
         for item in openapi.paths.paths.values_mut() {
             for operation in operations(item) {
-                let Some(id) = operation.operation_id.clone() else { continue };
+                let Some(id) = operation.operation_id.clone() else {
+                    continue;
+                };
                 for (from, status, name, to, parameters) in LINKS {
                     if *from != id {
                         continue;
@@ -313,7 +315,9 @@ impl Modify for Rules {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::RefOr;
         use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, Type};
-        let Some(components) = openapi.components.as_mut() else { return };
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
         for name in ["AddSourceRequest", "AddSourceUpload"] {
             if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name)
                 && let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url")

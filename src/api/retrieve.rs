@@ -374,8 +374,11 @@ pub struct RetrieveRequest {
     /// The question: not only whitespace (a blank query is `empty_query`); surrounding
     /// whitespace is stripped. At most 65536 bytes of UTF-8, and no more tokens than the
     /// world's model takes (`input_too_large`, 422).
-    #[schema(example = "who rules the northern isles?", min_length = 1,
-        pattern = r"[^\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")]
+    #[schema(
+        example = "who rules the northern isles?",
+        min_length = 1,
+        pattern = r"[^\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub query: String,
     /// Results wanted (integer ≥ 0, at most 1000, default 8), clamped to the number of embedded
     /// chunks. 0 returns the empty answer without any provider or vector store call.
@@ -519,7 +522,7 @@ pub struct BookNumber;
 
 impl utoipa::PartialSchema for BookNumber {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, KnownFormat, Type};
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
         ObjectBuilder::new()
             .schema_type(Type::Integer)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))

@@ -37,28 +37,45 @@ pub fn router() -> Router<AppState> {
 pub struct AddSourceRequest {
     /// At most 255 characters as sent, no control characters; a path keeps its last segment,
     /// which must not be blank. Stored without surrounding whitespace.
-    #[schema(example = "ch1.md", min_length = 1, max_length = 255,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
+    #[schema(
+        example = "ch1.md",
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$"
+    )]
     pub filename: String,
     /// The document's text: not only whitespace, no NUL character (U+0000).
-    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$")]
+    #[schema(
+        min_length = 1,
+        pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$"
+    )]
     pub text: String,
     /// `text/plain`, `text/markdown` or `text/html` (converted to text), in any case, with
     /// parameters or not (`text/html; charset=utf-8`); guessed from the filename when absent
     /// or blank.
-    #[schema(example = "text/markdown",
-        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
+    #[schema(
+        example = "text/markdown",
+        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$"
+    )]
     pub content_type: Option<String>,
     /// A title for the source (1 to 1000 characters as sent, not only whitespace, no control
     /// characters: one line); shown on the source and on its retrieval hits, without
     /// surrounding whitespace.
-    #[schema(example = "The Northern Isles, chapter 1", min_length = 1, max_length = 1000,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        example = "The Northern Isles, chapter 1",
+        min_length = 1,
+        max_length = 1000,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub title: Option<String>,
     /// Where the source comes from: an absolute `http` or `https` URL of at most 2048
     /// characters, taken as sent (see the pattern: a host name or IP address, no user
     /// information, no whitespace or control characters).
-    #[schema(example = "https://example.com/isles/ch1", max_length = 2048, pattern = "(set from SourceUrl::PATTERN)")]
+    #[schema(
+        example = "https://example.com/isles/ch1",
+        max_length = 2048,
+        pattern = "(set from SourceUrl::PATTERN)"
+    )]
     pub url: Option<String>,
     /// Flat string metadata: at most 64 keys of 1 to 64 characters from `A-Z a-z 0-9 _ . -`,
     /// each with a string value of at most 1024 characters. Retrieval can filter on it
@@ -110,14 +127,27 @@ pub struct AddSourceUpload {
         pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$")]
     pub file: Vec<u8>,
     /// Overrides the `file` part's filename; as `filename` in the JSON body.
-    #[schema(nullable = false, min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000/\\][^\u0000-\u001f\u007f-\u009f/\\]*$"
+    )]
     pub filename: Option<String>,
     /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`,
     /// as `content_type` in the JSON body.
-    #[schema(nullable = false, pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$")]
+    #[schema(
+        nullable = false,
+        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$"
+    )]
     pub content_type: Option<String>,
     /// As `title` in the JSON body.
-    #[schema(nullable = false, min_length = 1, max_length = 1000, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 1000,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub title: Option<String>,
     /// As `url` in the JSON body.
     #[schema(nullable = false, max_length = 2048, pattern = "(set from SourceUrl::PATTERN)")]

@@ -78,8 +78,12 @@ pub struct ChunkingRequest {
 pub struct CreateWorldRequest {
     /// 1 to 200 characters as sent, not only whitespace, no control characters (it is one
     /// line); stored without surrounding whitespace.
-    #[schema(example = "Aerth", min_length = 1, max_length = 200,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        example = "Aerth",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
     #[serde(deserialize_with = "super::de::required_object")]
     pub embedding: EmbeddingRequest,
@@ -95,8 +99,12 @@ pub struct CreateWorldRequest {
 #[serde(deny_unknown_fields)]
 pub struct UpdateWorldRequest {
     /// The new name, as `name` of a new world.
-    #[schema(example = "Aerth", min_length = 1, max_length = 200,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        example = "Aerth",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub embedding: Option<Value>,
