@@ -567,3 +567,59 @@ async fn retrieval_enums_and_paging_bounds_are_documented_as_the_server_checks_t
         assert_eq!(status == StatusCode::OK, ok, "{query}: {body}");
     }
 }
+
+#[tokio::test]
+async fn a_source_url_is_refused_exactly_when_the_documented_pattern_refuses_it() {
+    let app = spawn_app().await;
+    let world = world(&app).await;
+    let doc = document(&app).await;
+    for schema in ["AddSourceRequest", "AddSourceUpload"] {
+        let url = property(&doc, schema, &["url"]);
+        assert_eq!(url["pattern"], quarry::domain::SourceUrl::PATTERN, "{schema}");
+        assert_eq!(url["maxLength"], 2048, "{schema}");
+    }
+    let url = property(&doc, "AddSourceRequest", &["url"]);
+    let mut values: Vec<String> = [
+        "https://example.com",
+        "HTTP://Example.COM:8080/a/b?c=d#e",
+        "https://[::1]/x",
+        "https://[2001:db8::8a2e:370:7334]:443/",
+        "https://例え.jp/ページ",
+        "http://127.0.0.1:65535/",
+        "http://127.0.0.1:65536/",
+        "http://256.1.1.1/",
+        "https://1.2.3/",
+        "https://user@example.com/",
+        "https://example.com./",
+        "https://-a.com/",
+        "ftp://example.com/",
+        "http:example.com",
+        "https://",
+        " https://example.com",
+        "https://example.com/ a",
+    ]
+    .map(String::from)
+    .to_vec();
+    values.extend(tricky_chars().into_iter().map(|c| format!("https://example.com/{c}")));
+    values.extend([
+        format!("https://example.com/{}", "a".repeat(2048 - 20)),
+        format!("https://example.com/{}", "a".repeat(2048 - 19)),
+    ]);
+    assert_agree(url, values, |value| {
+        let app = &app;
+        let world = &world;
+        // A refused URL comes before the text is looked at; the text here is blank, so an
+        // accepted URL shows as a refusal naming `text`.
+        async move {
+            let (status, body) = app
+                .post(
+                    &format!("/v1/worlds/{world}/sources"),
+                    json!({"filename": "a.md", "text": " ", "url": value}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+            body["error"]["details"]["field"] == "text"
+        }
+    })
+    .await;
+}
