@@ -227,12 +227,21 @@ impl Modify for ErrorCodes {
     }
 }
 
+/// One link: from (operation, status), its name, to (operation), parameters.
+type Link = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 /// OpenAPI `links`: which operation a response's ids lead to, so that clients (and the
 /// stateful phase of `scripts/fuzz-api`) can chain create world → add source → its job →
 /// retrieve → delete without guessing. Each entry: the operation and status answering, the
 /// link's name, the operation it leads to and its parameters (runtime expressions on the
 /// response body).
-const LINKS: &[(&str, &str, &str, &str, &[(&str, &str)])] = {
+const LINKS: &[Link] = {
     const WORLD: &[(&str, &str)] = &[("world_id", "$response.body#/id")];
     const SOURCE: &[(&str, &str)] = &[
         ("world_id", "$response.body#/source/world_id"),

@@ -499,7 +499,9 @@ async fn retrieval_enums_and_paging_bounds_are_documented_as_the_server_checks_t
     let world = world(&app).await;
     let doc = document(&app).await;
     let retrieve = format!("/v1/worlds/{world}/retrieve");
-    let cases: [(&[&str], Vec<&str>, fn(&str) -> Value); 3] = [
+    // (the setting's path in the body, its documented values, a body setting it)
+    type Case = (&'static [&'static str], Vec<&'static str>, fn(&str) -> Value);
+    let cases: [Case; 3] = [
         (
             &["mode"],
             vec!["dense", "hybrid", "auto", "full"],
