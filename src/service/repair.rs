@@ -271,6 +271,7 @@ impl RepairService {
             }
         }
 
+        summary.failed_chunks = entries.values().filter(|e| e.state == ManifestState::Failed).count() as u64;
         let mut seen: HashSet<Uuid> = HashSet::new();
         let mut orphans: HashMap<String, Vec<Uuid>> = HashMap::new();
         let mut stale: Vec<(String, Uuid, RunId, ChunkId)> = Vec::new();

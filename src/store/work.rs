@@ -119,12 +119,16 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         }
         let marked = kept.len() as u64;
         if marked > 0 {
-            sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")
-                .bind(job.0)
-                .bind(wide(marked))
-                .bind(wide(reused.min(marked)))
-                .execute(&mut *tx)
-                .await?;
+            // A job that gets chunks embedded is no longer waiting.
+            sqlx::query(
+                "UPDATE jobs SET embedded = embedded + $2, reused = reused + $3, waiting_reason = NULL, \
+                 waiting_until = NULL WHERE id = $1",
+            )
+            .bind(job.0)
+            .bind(wide(marked))
+            .bind(wide(reused.min(marked)))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(marked)
@@ -171,6 +175,30 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
              WHERE lease_owner = $1 AND state = 'pending'",
         )
         .bind(owner)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE manifest_entries SET lease_expires_at = $2, updated_at = $3 \
+             WHERE lease_owner = $1 AND state = 'pending'",
+        )
+        .bind(owner)
+        .bind(until)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn release_all_leases(&self, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
+             WHERE lease_owner IS NOT NULL AND state = 'pending'",
+        )
         .bind(now)
         .execute(&self.pool)
         .await?;

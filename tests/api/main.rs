@@ -23,5 +23,6 @@ mod retrieval;
 mod scheduler;
 mod sources;
 mod store_conformance;
+mod takeover;
 mod vector_conformance;
 mod worlds;

@@ -267,6 +267,17 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert!(tokens > 0);
     assert!(store.source_sizes(other.id, run).await.unwrap().is_empty());
     assert!(store.source_sizes(world.id, RunId::new()).await.unwrap().is_empty());
+    // A second source adds its own size; deleting it takes its size away again.
+    let (second, _) = add_source(&store, world.id, 3).await;
+    let mut sizes = store.source_sizes(world.id, run).await.unwrap();
+    sizes.sort_by_key(|s| s.book_number);
+    assert_eq!(sizes.len(), 2);
+    assert_eq!((sizes[1].source_id, sizes[1].chunks), (second.id, 3));
+    let now = Utc::now().trunc_subsecs(6);
+    store.delete_source(world.id, second.id, now).await.unwrap().unwrap();
+    let sizes = store.source_sizes(world.id, run).await.unwrap();
+    assert_eq!(sizes.len(), 1);
+    assert_eq!(sizes[0].source_id, source.id);
 
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);
