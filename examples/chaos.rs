@@ -21,6 +21,10 @@
 //! - no point without an entry (no orphan), and as many points as chunks;
 //! - the API's world stats agree.
 //!
+//! With `--outage-s 300` (and `--kills 0`) it is the outage check instead: the fake answers 30 %
+//! of calls (`--outage-percent`) 503 "The model is overloaded" for five minutes, then recovers,
+//! and every chunk must end embedded with no attempt spent (jobs `completed`, none failed).
+//!
 //! It prints, per backend, the kills made, the wall time, and the embedding calls and texts the
 //! fake served against the chunks (texts embedded more than once: work lost to a kill in flight).
 //! Exits non-zero when an invariant fails.
@@ -49,6 +53,9 @@ usage: chaos [options]
   --latency-ms N   the fake provider's latency per call (default 150)
   --postgres URL   also run on PostgreSQL: a database is created on this server and dropped after
   --quarry PATH    the quarry binary (default target/release/quarry, or $CARGO_TARGET_DIR/release/quarry)
+  --workers N      quarry's embedding workers (default 8)
+  --outage-s S     the fake answers a share of calls 503 \"overloaded\" for S seconds from the first
+  --outage-percent P   that share, in percent (default 30)
   --seed N         seed for the kill times (default: from the clock)
 ";
 
@@ -62,6 +69,9 @@ struct Options {
     postgres: Option<String>,
     quarry: PathBuf,
     seed: u64,
+    workers: u32,
+    outage: Option<Duration>,
+    outage_percent: u32,
 }
 
 fn options() -> Result<Options> {
@@ -76,6 +86,9 @@ fn options() -> Result<Options> {
         seed: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
             .as_nanos() as u64,
+        workers: 8,
+        outage: None,
+        outage_percent: 30,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -88,6 +101,9 @@ fn options() -> Result<Options> {
             "--postgres" => o.postgres = Some(value()?),
             "--quarry" => o.quarry = value()?.into(),
             "--seed" => o.seed = value()?.parse()?,
+            "--workers" => o.workers = value()?.parse()?,
+            "--outage-s" => o.outage = Some(Duration::from_secs_f64(value()?.parse()?)),
+            "--outage-percent" => o.outage_percent = value()?.parse()?,
             "-h" | "--help" => {
                 print!("{HELP}");
                 std::process::exit(0);
@@ -216,6 +232,7 @@ struct Outcome {
     restart_ms: Vec<f64>,
     wall: Duration,
     calls: u64,
+    overloaded: u64,
     texts: u64,
     failures: Vec<String>,
 }
@@ -226,6 +243,7 @@ async fn run(o: &Options, backend: &'static str, store_url: &str, rng: &mut Rng)
         keys: vec!["chaos-key".into()],
         quota: None,
         latency: o.latency,
+        outage: o.outage.map(|length| (o.outage_percent, length)),
     })
     .await?;
     let port = free_port()?;
@@ -236,9 +254,10 @@ async fn run(o: &Options, backend: &'static str, store_url: &str, rng: &mut Rng)
             "[server]\naddr = \"127.0.0.1:{port}\"\n\n[auth]\ntokens = [\"{TOKEN}\"]\n\n\
              [store]\nurl = \"{store_url}\"\n\n[vectors]\npath = \"{}\"\n\n\
              [providers.openai]\nbase_url = \"{}\"\nkeys = [\"chaos-key\"]\nmax_batch_size = 16\n\n\
-             [embedding]\nworkers = 8\n",
+             [embedding]\nworkers = {}\n",
             dir.path().join("vectors").display(),
-            fake.base_url()
+            fake.base_url(),
+            o.workers
         ),
     )?;
     let mut node = Node {
@@ -407,6 +426,7 @@ async fn run(o: &Options, backend: &'static str, store_url: &str, rng: &mut Rng)
         restart_ms,
         wall,
         calls: stats.ok,
+        overloaded: stats.overloaded,
         texts: stats.items,
         failures,
     })
@@ -454,11 +474,15 @@ async fn chaos() -> Result<bool> {
     let o = options()?;
     let mut rng = Rng(o.seed | 1);
     println!(
-        "chaos: {} kills per backend, {} sources x {} sentences, fake latency {} ms, seed {}",
+        "chaos: {} kills per backend, {} sources x {} sentences, {} workers, fake latency {} ms{}, seed {}",
         o.kills,
         o.sources,
         o.sentences,
+        o.workers,
         o.latency.as_millis(),
+        o.outage
+            .map(|l| format!(", {} % of calls 503 for {} s", o.outage_percent, l.as_secs()))
+            .unwrap_or_default(),
         o.seed
     );
     let mut outcomes = Vec::new();
@@ -473,9 +497,9 @@ async fn chaos() -> Result<bool> {
     }
     println!();
     println!(
-        "| backend | chunks | kills | restart ms (median / max) | wall s | embed calls | texts embedded | extra texts | invariants |"
+        "| backend | chunks | kills | restart ms (median / max) | wall s | embed calls | 503s | texts embedded | extra texts | invariants |"
     );
-    println!("| :-- | --: | --: | --: | --: | --: | --: | --: | :-- |");
+    println!("| :-- | --: | --: | --: | --: | --: | --: | --: | --: | :-- |");
     let mut ok = true;
     for out in &outcomes {
         let mut restarts = out.restart_ms.clone();
@@ -489,7 +513,7 @@ async fn chaos() -> Result<bool> {
         };
         ok &= out.failures.is_empty();
         println!(
-            "| {} | {} | {} | {:.0} / {:.0} | {:.1} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} / {:.0} | {:.1} | {} | {} | {} | {} | {} |",
             out.backend,
             out.chunks,
             out.kills,
@@ -497,6 +521,7 @@ async fn chaos() -> Result<bool> {
             max,
             out.wall.as_secs_f64(),
             out.calls,
+            out.overloaded,
             out.texts,
             out.texts.saturating_sub(out.chunks),
             verdict
