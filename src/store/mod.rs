@@ -354,13 +354,14 @@ pub trait RepairStore: Send + Sync {
     /// Every manifest entry of `run`; `leased` is judged against `now`.
     async fn manifest_entries(&self, world: WorldId, run: RunId, now: DateTime<Utc>) -> Result<Vec<ManifestEntry>>;
     /// Marks pending, unleased entries embedded because a point made from their current text
-    /// exists; counts them as embedded on the live jobs holding them. Returns how many were
-    /// marked and the jobs holding them (to be finished if they are done).
+    /// exists (each given with the point's vector, which is kept as a worker's mark keeps it);
+    /// counts them as embedded on the live jobs holding them. Returns how many were marked and
+    /// the jobs holding them (to be finished if they are done).
     async fn adopt_entries(
         &self,
         world: WorldId,
         run: RunId,
-        chunks: &[ChunkId],
+        points: &[EmbeddedVector],
         now: DateTime<Utc>,
     ) -> Result<(u64, Vec<JobId>)>;
     /// The kept vectors of those of `chunks` whose entries in `run` of `world` are embedded and
