@@ -421,6 +421,7 @@ fn requests_per_minute(o: &Options) -> u32 {
 async fn ingest_once(o: &Options, k: usize, told: bool, window: Duration) -> Result<IngestRow> {
     let keys: Vec<String> = (0..k).map(|i| format!("sk-bench-{i}")).collect();
     let fake = Fake::start(FakeConfig {
+        outage: None,
         keys: keys.clone(),
         quota: Some((o.quota, window)),
         latency: Duration::from_millis(o.latency_ms),
@@ -513,6 +514,7 @@ async fn find_world(quarry: &Quarry, name: &str) -> Result<Option<Value>> {
 async fn retrieval(o: &Options) -> Result<()> {
     let keys: Vec<String> = (0..2).map(|i| format!("sk-bench-{i}")).collect();
     let fake = Fake::start(FakeConfig {
+        outage: None,
         keys: keys.clone(),
         quota: None,
         latency: Duration::ZERO,

@@ -17,6 +17,7 @@ use crate::config::{ConfigError, Settings, VectorKind};
 use crate::crypto::SecretCipher;
 use crate::domain::ProviderKind;
 use crate::jobs::JobEngine;
+use crate::providers::breaker::Breakers;
 use crate::providers::google::GoogleProvider;
 use crate::providers::http::HttpOptions;
 use crate::providers::local::LocalProvider;
@@ -102,6 +103,7 @@ impl App {
             tracker.clone(),
             cancel.clone(),
         );
+        let breakers = Arc::new(Breakers::new(settings.embedding.breaker.config()));
         let workers = EmbeddingWorkers::new(
             store.clone(),
             vectors.clone(),
@@ -109,6 +111,7 @@ impl App {
             registry.clone(),
             scheduler.clone(),
             engine.clone(),
+            breakers.clone(),
             WorkerConfig {
                 workers: settings.embedding.workers,
                 max_attempts: settings.embedding.max_attempts,
@@ -166,6 +169,7 @@ impl App {
             engine,
             workers: workers.clone(),
             scheduler: scheduler.clone(),
+            breakers,
             shutdown: cancel.clone(),
             max_body_bytes: settings.server.max_body_bytes,
             event_streams: Arc::new(crate::api::jobs::EventStreams::new(
@@ -212,6 +216,15 @@ impl App {
                     }
                 }
             });
+        }
+        if settings.vectors.kind == VectorKind::Embedded {
+            // Embedded vectors are one process's (their folder is locked), so no other process
+            // works on this store: the leases still held are this process's previous life's,
+            // and its work resumes now instead of after they run out.
+            let released = store.release_all_leases(crate::domain::now()).await?;
+            if released > 0 {
+                tracing::info!(entries = released, "gave back the leases a previous process held");
+            }
         }
         let run_workers = settings.embedding.workers > 0;
         let start_workers = {

@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
@@ -326,11 +327,54 @@ pub struct EmbeddingSettings {
     pub reuse: ReuseScope,
     /// Reconcile every world's manifests with its points in the background at startup.
     pub repair_on_startup: bool,
-    /// How long a worker's claim on entries lasts; entries of a process that died are claimed
-    /// again after this. Longer than one provider call; a claim outlived by slow work only costs
-    /// a duplicate embedding (the first answer is then dropped).
+    /// How long a worker's claim on entries lasts between renewals: a worker renews its claims
+    /// every third of this while it works on them, so entries of a process that died are
+    /// claimed again by another within this time (a restarted embedded process gives them back
+    /// at startup instead).
     #[serde(deserialize_with = "whole::deserialize")]
     pub lease_s: u64,
+    /// Circuit breakers per provider and model (`[embedding.breaker]`).
+    pub breaker: BreakerSettings,
+}
+
+/// When a provider's transient failures open its circuit breaker, and for how long.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerSettings {
+    /// Transient failures in a row (5xx, overloaded, timeouts, resets) that open the breaker.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub failures_to_open: u32,
+    /// The first pause of an open breaker; it doubles with each opening in a row.
+    pub open_s: f64,
+    /// The longest pause.
+    pub max_open_s: f64,
+    /// How long a provider may fail without one success before transient failures spend the
+    /// chunks' attempts (and chunks fail after `max_attempts`).
+    pub failure_budget_s: f64,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        let d = crate::providers::breaker::BreakerConfig::default();
+        Self {
+            failures_to_open: d.failures_to_open,
+            open_s: d.open_for.as_secs_f64(),
+            max_open_s: d.max_open_for.as_secs_f64(),
+            failure_budget_s: d.failure_budget.as_secs_f64(),
+        }
+    }
+}
+
+impl BreakerSettings {
+    pub fn config(&self) -> crate::providers::breaker::BreakerConfig {
+        let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
+        crate::providers::breaker::BreakerConfig {
+            failures_to_open: self.failures_to_open,
+            open_for: secs(self.open_s),
+            max_open_for: secs(self.max_open_s),
+            failure_budget: secs(self.failure_budget_s),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -423,7 +467,8 @@ impl Default for EmbeddingSettings {
             max_attempts: 3,
             reuse: ReuseScope::World,
             repair_on_startup: true,
-            lease_s: 120,
+            lease_s: 30,
+            breaker: BreakerSettings::default(),
         }
     }
 }
@@ -589,6 +634,24 @@ impl Settings {
         }
         if self.embedding.lease_s == 0 {
             return fail("embedding.lease_s must be at least 1".into());
+        }
+        let breaker = &self.embedding.breaker;
+        if breaker.failures_to_open == 0 {
+            return fail("embedding.breaker.failures_to_open must be at least 1".into());
+        }
+        for (key, value) in [
+            ("open_s", breaker.open_s),
+            ("max_open_s", breaker.max_open_s),
+            ("failure_budget_s", breaker.failure_budget_s),
+        ] {
+            if !(value.is_finite() && (0.0..=31_536_000.0).contains(&value)) {
+                return fail(format!(
+                    "embedding.breaker.{key} must be a number of seconds from 0 to one year"
+                ));
+            }
+        }
+        if breaker.max_open_s < breaker.open_s {
+            return fail("embedding.breaker.max_open_s must be at least embedding.breaker.open_s".into());
         }
         if !(1..=MAX_CONTEXT_TOKENS).contains(&self.retrieval.max_context_tokens) {
             return fail(format!(

@@ -30,6 +30,9 @@ pub struct FakeConfig {
     pub quota: Option<(u32, Duration)>,
     /// Added to every answer (successful or 429).
     pub latency: Duration,
+    /// `(P, L)`: for `L` from the first request on, `P` % of requests (evenly spread) answer
+    /// 503 "The model is overloaded", as a provider in an outage does.
+    pub outage: Option<(u32, Duration)>,
 }
 
 /// Counters, read while or after a run.
@@ -41,6 +44,8 @@ pub struct Counters {
     pub rejected: AtomicU64,
     /// Texts embedded in successful requests.
     pub items: AtomicU64,
+    /// Requests answered 503 by the outage.
+    pub overloaded: AtomicU64,
 }
 
 /// The quota windows requests arrived in: the first, the last, and how many requests the last
@@ -60,6 +65,9 @@ pub struct Stats {
     pub rate_limited: u64,
     pub rejected: u64,
     pub items: u64,
+    /// Requests the outage answered 503 (read by the chaos example).
+    #[allow(dead_code)]
+    pub overloaded: u64,
     /// Quota windows from the first request's to the last one's, inclusive (0 without a quota).
     pub windows: u64,
     /// Requests admitted in the last of those windows.
@@ -79,6 +87,8 @@ impl Stats {
 struct Shared {
     config: FakeConfig,
     started: Instant,
+    /// When the first request came (the outage starts then).
+    first: Mutex<Option<Instant>>,
     /// Per key: (window number, successful requests in it).
     windows: Mutex<Vec<(u64, u32)>>,
     span: Mutex<Option<Span>>,
@@ -99,6 +109,7 @@ impl Fake {
             windows: Mutex::new(vec![(0, 0); config.keys.len()]),
             config,
             started: Instant::now(),
+            first: Mutex::new(None),
             span: Mutex::new(None),
             counters: Counters::default(),
         });
@@ -138,6 +149,7 @@ impl Fake {
             rate_limited: c.rate_limited.load(Ordering::Relaxed),
             rejected: c.rejected.load(Ordering::Relaxed),
             items: c.items.load(Ordering::Relaxed),
+            overloaded: c.overloaded.load(Ordering::Relaxed),
             windows: span.map_or(0, |s| s.last - s.first + 1),
             last_window_ok: span.map_or(0, |s| s.last_admitted),
         }
@@ -207,7 +219,7 @@ impl Shared {
 
 async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let counters = &shared.counters;
-    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let n = counters.requests.fetch_add(1, Ordering::Relaxed);
     let key = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -228,6 +240,22 @@ async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body:
             return openai_error(StatusCode::BAD_REQUEST, &err.to_string(), "invalid_request_error");
         }
     };
+    if let Some((percent, length)) = shared.config.outage {
+        let first = *shared
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert_with(Instant::now);
+        if first.elapsed() < length && (n * u64::from(percent)) % 100 < u64::from(percent) {
+            counters.overloaded.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(shared.config.latency).await;
+            return openai_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The model is overloaded. Please try again later.",
+                "server_error",
+            );
+        }
+    }
     let verdict = shared.admit(key);
     if !shared.config.latency.is_zero() {
         tokio::time::sleep(shared.config.latency).await;

@@ -99,6 +99,8 @@ error_codes! {
     ProviderKeyExists => "provider_key_exists", CONFLICT, No, "the provider already has this key";
     ProviderKeyReadOnly => "provider_key_read_only", CONFLICT, No,
         "a key from the configuration is changed in the configuration, not through the API";
+    NothingToRetry => "nothing_to_retry", CONFLICT, No,
+        "the job (or world) has no failed chunk in a run its world serves or is building";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
     PayloadTooLarge => "payload_too_large", PAYLOAD_TOO_LARGE, No,
         "the body is larger than the route takes (`details.limit_bytes`)";
@@ -246,6 +248,7 @@ impl From<ServiceError> for ApiError {
                     Conflict::KeyExists => C::ProviderKeyExists,
                     Conflict::KeyReadOnly => C::ProviderKeyReadOnly,
                     Conflict::Duplicate => C::Conflict,
+                    Conflict::NothingToRetry => C::NothingToRetry,
                 };
                 ApiError::new(code, message)
             }

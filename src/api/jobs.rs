@@ -1,4 +1,5 @@
-//! `/v1/jobs/{job_id}` and `/v1/worlds/{world_id}/jobs`: read jobs, pause, resume, cancel.
+//! `/v1/jobs/{job_id}` and `/v1/worlds/{world_id}/jobs`: read jobs, pause, resume, cancel, retry
+//! failed chunks (of a job, or of a whole world).
 
 use axum::Router;
 use axum::extract::State;
@@ -19,6 +20,8 @@ pub fn router() -> Router<AppState> {
         .route("/v1/jobs/{job_id}/pause", post(pause_job))
         .route("/v1/jobs/{job_id}/resume", post(resume_job))
         .route("/v1/jobs/{job_id}/cancel", post(cancel_job))
+        .route("/v1/jobs/{job_id}/retry", post(retry_job))
+        .route("/v1/worlds/{world_id}/retry-failed", post(retry_failed))
         .route("/v1/jobs/{job_id}/events", get(job_events))
         .route("/v1/worlds/{world_id}/jobs", get(list_jobs))
 }
@@ -104,11 +107,31 @@ pub struct JobDto {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why a running job is not moving, when the workers know; `null` otherwise.
+    pub waiting: Option<WaitingDto>,
+}
+
+/// Why a running job is not moving.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WaitingDto {
+    /// `rate_limited` (every key of the provider is cooling down), `daily_quota` (every key's
+    /// daily quota is spent; `until` is the reset), `no_eligible_key` (no enabled key is left:
+    /// add or enable one), `provider_unavailable` (the provider failed repeatedly, or this
+    /// process cannot run its model) or `vector_store_unavailable`.
+    #[schema(example = "daily_quota")]
+    pub reason: String,
+    /// When the workers try again; `null` when that depends on you (a key to add).
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl From<Job> for JobDto {
     fn from(j: Job) -> Self {
+        let waiting = j.waiting_at(Utc::now()).map(|w| WaitingDto {
+            reason: w.reason.as_str().to_owned(),
+            until: w.until,
+        });
         JobDto {
+            waiting,
             id: j.id.0,
             world_id: j.world_id.0,
             kind: j.kind.into(),
@@ -244,6 +267,50 @@ pub async fn cancel_job(
     Ok(axum::Json(state.jobs.cancel(id).await?.into()))
 }
 
+/// Retry a job's failed chunks: they go back to pending with their attempts reset, the job's
+/// `failed` count drops by as many, and a `failed` job is `running` again (a `status` event, then
+/// `progress`). A running or paused job keeps its status. Chunks only of a run the world serves
+/// or is building: a failed re-ingest's run was retired (start a new re-ingest), and a cancelled
+/// job is not retried (`POST /v1/worlds/{world_id}/retry-failed` takes its chunks).
+#[utoipa::path(post, path = "/v1/jobs/{job_id}/retry", tag = "jobs", params(("job_id" = Uuid, Path)),
+    responses((status = 200, body = JobDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "job_not_found", body = ErrorBody),
+        (status = 409, description = "nothing_to_retry (no failed chunk), job_state_conflict (a cancelled job, a failed re-ingest)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn retry_job(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<JobId>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    Ok(axum::Json(state.jobs.retry(id).await?.into()))
+}
+
+/// What a world's retry put back in the queue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryFailedDto {
+    /// Chunks pending again.
+    pub retried: u64,
+    /// The jobs that took them, as they are now: each failed chunk under its own job when that
+    /// job can run again, the others under a repair job (or the world's running re-ingest).
+    pub jobs: Vec<JobDto>,
+}
+
+/// Retry every failed chunk of a world (in the run it serves and one a re-ingest is building).
+#[utoipa::path(post, path = "/v1/worlds/{world_id}/retry-failed", tag = "jobs", params(("world_id" = Uuid, Path)),
+    responses((status = 200, body = RetryFailedDto), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 409, description = "nothing_to_retry", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn retry_failed(
+    State(state): State<AppState>,
+    ApiPath(world): ApiPath<WorldId>,
+) -> Result<axum::Json<RetryFailedDto>, ApiError> {
+    let (retried, jobs) = state.jobs.retry_world(world).await?;
+    Ok(axum::Json(RetryFailedDto {
+        retried,
+        jobs: jobs.into_iter().map(Into::into).collect(),
+    }))
+}
+
 /// How often the event stream looks for new events.
 const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
@@ -346,14 +413,15 @@ struct EventCursor {
     job: JobId,
     last: i64,
     pending: std::collections::VecDeque<crate::domain::JobEvent>,
-    /// A terminal status event was sent.
+    /// The last status event sent was terminal (the stream ends unless more follows).
     done: bool,
     /// The job was seen finished; the next empty read ends the stream.
     over: bool,
 }
 
 /// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
-/// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status.
+/// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status that
+/// nothing follows (a retried job's stream goes on past its `failed`).
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/events", tag = "jobs",
     params(("job_id" = Uuid, Path), ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, maximum = 9223372036854775807_i64,
         description = "resume after this event id (the `id` of the last event received); absent: from the start")),
@@ -399,10 +467,10 @@ pub async fn job_events(
         loop {
             if let Some(event) = c.pending.pop_front() {
                 c.last = event.id;
-                let terminal = event.status().is_some_and(JobStatus::is_terminal);
-                if terminal {
-                    c.done = true;
-                    c.pending.clear();
+                // A terminal status ends the stream unless more follows it (a retried job runs
+                // again after `failed`).
+                if let Some(status) = event.status() {
+                    c.done = status.is_terminal();
                 }
                 let sse = Event::default()
                     .id(event.id.to_string())
@@ -410,12 +478,14 @@ pub async fn job_events(
                     .data(event.data);
                 return Some((Ok::<_, std::convert::Infallible>(sse), c));
             }
-            if c.done || c.state.shutdown.is_cancelled() {
+            if c.state.shutdown.is_cancelled() {
                 // Shutting down: the client reconnects with Last-Event-ID and misses nothing.
                 return None;
             }
             match c.state.store.job_events_after(c.job, c.last, 100).await {
                 Ok(events) if !events.is_empty() => c.pending.extend(events),
+                // The last event sent was a terminal status and nothing followed it.
+                Ok(_) if c.done => return None,
                 Ok(_) if c.over => {
                     // Read after the job was seen finished: its final status event, written
                     // with the status itself, predates Last-Event-ID.

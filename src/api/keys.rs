@@ -171,6 +171,26 @@ impl From<KeyStatus> for KeyStatusDto {
 pub struct ProviderDto {
     pub provider: String,
     pub keys: Vec<KeyStatusDto>,
+    /// This process's circuit breakers for the provider's models that failed since their last
+    /// success (a closed, healthy breaker is not listed).
+    pub breakers: Vec<BreakerDto>,
+}
+
+/// A circuit breaker: a run of transient failures (5xx, overloaded, timeouts) opens it, and
+/// while it is open the provider is not called for the model; work waits without spending
+/// attempts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BreakerDto {
+    pub model: String,
+    /// `closed` (failing, still called), `open` (not called until `open_until`) or `half_open`
+    /// (one probe call decides).
+    #[schema(example = "open")]
+    pub state: String,
+    /// Transient failures since the last success.
+    pub failures_in_row: u32,
+    pub open_until: Option<DateTime<Utc>>,
+    /// The first failure since the last success.
+    pub failing_since: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -268,6 +288,7 @@ pub async fn delete_key(
     responses((status = 200, body = ProviderList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn list_providers(State(state): State<AppState>) -> axum::Json<ProviderList> {
     let status = state.keys.status();
+    let breakers = state.breakers.views(std::time::Instant::now(), Utc::now());
     let providers = [ProviderKind::Google, ProviderKind::OpenAi, ProviderKind::Rerank]
         .into_iter()
         .map(|provider| ProviderDto {
@@ -277,6 +298,17 @@ pub async fn list_providers(State(state): State<AppState>) -> axum::Json<Provide
                 .filter(|k| k.provider == provider)
                 .cloned()
                 .map(Into::into)
+                .collect(),
+            breakers: breakers
+                .iter()
+                .filter(|b| b.provider == provider)
+                .map(|b| BreakerDto {
+                    model: b.model.clone(),
+                    state: b.state.to_owned(),
+                    failures_in_row: b.failures_in_row,
+                    open_until: b.open_until,
+                    failing_since: b.failing_since,
+                })
                 .collect(),
         })
         .collect();

@@ -37,6 +37,8 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         jobs::pause_job,
         jobs::resume_job,
         jobs::cancel_job,
+        jobs::retry_job,
+        jobs::retry_failed,
         jobs::job_events,
         maintenance::repair_world,
         maintenance::reingest_world,

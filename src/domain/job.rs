@@ -125,6 +125,36 @@ pub struct Job {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why the job is not moving, as the workers last found (see [`Waiting`]).
+    pub waiting: Option<Waiting>,
+}
+
+impl Job {
+    /// What the job waits for now: only a running job waits, and only until the time given.
+    pub fn waiting_at(&self, now: DateTime<Utc>) -> Option<&Waiting> {
+        self.waiting
+            .as_ref()
+            .filter(|w| self.status == JobStatus::Running && w.until.is_none_or(|until| until > now))
+    }
+}
+
+string_enum!(
+    /// Why a running job is not moving.
+    WaitReason {
+        RateLimited => "rate_limited",
+        DailyQuota => "daily_quota",
+        NoEligibleKey => "no_eligible_key",
+        ProviderUnavailable => "provider_unavailable",
+        VectorStoreUnavailable => "vector_store_unavailable",
+    }
+);
+
+/// Why a running job is not moving and until when (`None`: until something changes, e.g. a
+/// key is added).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: WaitReason,
+    pub until: Option<DateTime<Utc>>,
 }
 
 string_enum!(
@@ -164,6 +194,8 @@ string_enum!(
         ProviderUnavailable => "provider_unavailable",
         VectorStoreUnavailable => "vector_store_unavailable",
         VectorStoreRejected => "vector_store_rejected",
+        RateLimited => "rate_limited",
+        DailyQuota => "daily_quota",
     }
 );
 
@@ -177,6 +209,9 @@ pub struct RepairSummary {
     /// Missing points written again from the vectors the store kept (no provider call).
     pub points_restored: u64,
     pub entries_adopted: u64,
+    /// Chunks of the world's runs that failed for good and stay failed: a repair does not
+    /// retry them (`POST /v1/worlds/{world_id}/retry-failed` does).
+    pub failed_chunks: u64,
 }
 
 impl RepairSummary {

@@ -12,7 +12,7 @@ pub mod world;
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
-    RepairSummary, RunStatus, WarningCode,
+    RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,
 };
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{

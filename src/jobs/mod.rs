@@ -42,11 +42,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::domain::Window;
 use crate::domain::{
-    ChunkId, EmbeddedVector, Job, JobCounts, JobEventData, JobId, JobKind, JobStatus, RunId, RunStatus, WorkItem,
-    WorldId, now,
+    ChunkId, EmbeddedVector, Job, JobCounts, JobEventData, JobId, JobKind, JobStatus, RunId, RunStatus, WaitReason,
+    Waiting, WorkItem, WorldId, now,
 };
 use crate::providers::Providers;
-use crate::store::{ReingestStep, Store};
+use crate::store::{ReingestStep, Retry, Store};
 use crate::vector::{PointFilter, VectorRepo};
 
 /// How often idle workers look for running jobs nothing is left to claim in.
@@ -57,8 +57,10 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 pub enum Notice {
     /// No enabled key is left for the job's provider.
     NoKey,
-    /// This process cannot run the job's provider or model.
+    /// This process cannot run the job's provider or model, or its provider keeps failing.
     ProviderUnavailable,
+    /// Every key of the job's provider is cooling down (for this reason).
+    Waiting(WaitReason),
 }
 
 /// What a client's transition request came to.
@@ -159,6 +161,19 @@ impl JobEngine {
         Ok(true)
     }
 
+    /// Records why running `job` is not moving (shown on the job until a chunk of it is
+    /// embedded or `until` passes).
+    pub async fn waiting(
+        &self,
+        job: JobId,
+        reason: WaitReason,
+        until: Option<DateTime<Utc>>,
+    ) -> crate::store::Result<()> {
+        self.store()
+            .set_job_waiting(job, Some(&Waiting { reason, until }))
+            .await
+    }
+
     /// The trouble behind `notice` is over for `job`: the next occurrence is told again.
     pub fn clear_notice(&self, job: JobId, notice: Notice) {
         lock(&self.inner.notices).remove(&(job, notice));
@@ -221,6 +236,67 @@ impl JobEngine {
             }
         }
         Ok(transition)
+    }
+
+    /// Puts `id`'s failed chunks back in the queue (see [`crate::store::JobStore::retry_failed`]),
+    /// records the job's counts and wakes the workers.
+    pub async fn retry(&self, id: JobId) -> crate::store::Result<Retry> {
+        let retry = self.store().retry_failed(id, now()).await?;
+        if let Retry::Requeued(_) = retry {
+            self.retried(id).await?;
+            self.wake();
+        }
+        Ok(retry)
+    }
+
+    /// Puts every failed chunk of `world` (in a run it serves or is building) back in the
+    /// queue: each under its own job when that job can run again, the others (their job
+    /// cancelled, or a failed re-ingest's) under a repair job. Returns the jobs that took
+    /// chunks and how many each; empty when nothing had failed.
+    pub async fn retry_world(&self, world: WorldId) -> crate::store::Result<Vec<(JobId, u64)>> {
+        let store = self.store();
+        let failed = store.failed_entries(world).await?;
+        let mut jobs: Vec<JobId> = failed.iter().filter_map(|e| e.job).collect();
+        jobs.sort_by_key(|j| j.0);
+        jobs.dedup();
+        let mut took = Vec::new();
+        let mut own: HashSet<JobId> = HashSet::new();
+        for job in jobs {
+            if let Retry::Requeued(n) = store.retry_failed(job, now()).await? {
+                self.retried(job).await?;
+                took.push((job, n));
+                own.insert(job);
+            }
+        }
+        // What no job of its own runs again goes to a repair job (or the run's live re-ingest).
+        let mut loose: HashMap<RunId, Vec<ChunkId>> = HashMap::new();
+        for entry in failed.into_iter().filter(|e| e.job.is_none_or(|j| !own.contains(&j))) {
+            loose.entry(entry.run).or_default().push(entry.chunk);
+        }
+        for (run, chunks) in loose {
+            if let Some((job, n)) = store
+                .requeue_entries(world, run, &chunks, "retried", None, now())
+                .await?
+            {
+                self.retried(job).await?;
+                match took.iter_mut().find(|(j, _)| *j == job) {
+                    Some((_, count)) => *count += n,
+                    None => took.push((job, n)),
+                }
+            }
+        }
+        if !took.is_empty() {
+            self.wake();
+        }
+        Ok(took)
+    }
+
+    /// After a retry: the job's counts went back, so its next progress is recorded whatever
+    /// this process recorded before; this one is recorded now.
+    async fn retried(&self, job: JobId) -> crate::store::Result<()> {
+        lock(&self.inner.last_progress).remove(&job);
+        lock(&self.inner.notices).retain(|(j, _)| *j != job);
+        self.report_progress(job).await
     }
 
     /// Cancels a job that was created but turned out not to be needed (a repair request that

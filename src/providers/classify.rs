@@ -135,11 +135,13 @@ pub fn check_vectors(vectors: &[Vec<f32>], expected: usize, dimensions: u32) -> 
     Ok(())
 }
 
-/// Replaces every occurrence of `secret` in `text` and bounds the length. Redaction happens
-/// before truncation so a cut can never leave a prefix of the key behind.
+/// Replaces every occurrence of `secret` in `text` — in any letter case, and base64-encoded
+/// (standard or URL-safe, at any alignment, as in an echoed `Authorization: Basic` header) —
+/// and bounds the length. Redaction happens before truncation so a cut can never leave a prefix
+/// of the key behind.
 pub fn clean(text: &str, secret: Option<&str>) -> String {
     let mut text = match secret {
-        Some(secret) if !secret.is_empty() => text.replace(secret, "[REDACTED]"),
+        Some(secret) if !secret.is_empty() => redact(text, secret),
         _ => text.to_owned(),
     };
     // Messages are stored (a chunk's last error, job events); PostgreSQL text holds no U+0000.
@@ -155,6 +157,62 @@ pub fn clean(text: &str, secret: Option<&str>) -> String {
         text.push('…');
     }
     text
+}
+
+/// Shortest base64 run of a secret worth redacting (shorter ones would match by chance).
+const MIN_ENCODED_RUN: usize = 12;
+
+/// `text` with `secret` replaced wherever it shows, in any ASCII letter case and as base64.
+fn redact(text: &str, secret: &str) -> String {
+    let mut forms: Vec<String> = Vec::new();
+    // The characters of a base64 encoding that depend on the secret's bytes alone, for each of
+    // the three alignments the secret can have inside a longer encoded string.
+    use base64::Engine as _;
+    for engine in [
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ] {
+        for lead in 0..3usize {
+            let mut bytes = vec![0u8; lead];
+            bytes.extend_from_slice(secret.as_bytes());
+            let encoded = engine.encode(&bytes);
+            let skip = (lead * 4).div_ceil(3);
+            // The last character may mix in whatever byte follows the secret.
+            let end = encoded.len().saturating_sub(1);
+            if end > skip && end - skip >= MIN_ENCODED_RUN {
+                forms.push(encoded[skip..end].to_owned());
+            }
+        }
+    }
+    forms.sort();
+    forms.dedup();
+    // Byte ranges to cut: ASCII lower-casing keeps every byte offset, so the ranges found in the
+    // lower-cased text (for the secret) or the text itself (base64 is case-sensitive) hold.
+    let lowered = text.to_ascii_lowercase();
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let plain = secret.to_ascii_lowercase();
+    cuts.extend(lowered.match_indices(plain.as_str()).map(|(at, m)| (at, at + m.len())));
+    for form in &forms {
+        cuts.extend(text.match_indices(form.as_str()).map(|(at, m)| (at, at + m.len())));
+    }
+    if cuts.is_empty() {
+        return text.to_owned();
+    }
+    cuts.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in cuts {
+        if end <= at {
+            continue;
+        }
+        if start >= at {
+            out.push_str(&text[at..start]);
+            out.push_str("[REDACTED]");
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 fn transport_label(failure: TransportFailure) -> &'static str {
@@ -714,6 +772,38 @@ mod tests {
         };
         assert!(!message.contains("AIza"), "{message}");
         assert_eq!(clean("nothing to hide", Some("")), "nothing to hide");
+    }
+
+    #[test]
+    fn keys_are_redacted_in_any_case_and_base64_encoded() {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let url = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let echoes = [
+            format!("invalid key {}", KEY.to_ascii_uppercase()),
+            format!("invalid key {}", KEY.to_ascii_lowercase()),
+            format!("got {}", b64(KEY)),
+            format!("Authorization: Basic {}", b64(&format!("user:{KEY}"))),
+            format!("Authorization: Basic {}", b64(&format!("us:{KEY}"))),
+            format!("Authorization: Basic {}", b64(&format!("u:{KEY}:x"))),
+            format!("token={}", url(&format!("{KEY}?"))),
+        ];
+        for echo in &echoes {
+            let cleaned = clean(echo, Some(KEY));
+            assert!(cleaned.contains("[REDACTED]"), "{echo} -> {cleaned}");
+            assert!(
+                !cleaned.to_ascii_lowercase().contains(&KEY.to_ascii_lowercase()),
+                "{cleaned}"
+            );
+            for lead in ["", "u:", "us:", "user:"] {
+                let full = b64(&format!("{lead}{KEY}"));
+                assert!(!cleaned.contains(&full[full.len() / 2..]), "{echo} -> {cleaned}");
+            }
+        }
+        // Text that only resembles it stays.
+        assert_eq!(clean("a short AIza prefix", Some(KEY)), "a short AIza prefix");
+        // Non-ASCII text around an echo keeps its characters.
+        assert_eq!(clean(&format!("clé {KEY} été"), Some(KEY)), "clé [REDACTED] été");
     }
 
     #[test]

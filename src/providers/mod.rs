@@ -8,6 +8,7 @@
 //! down, do not spend the chunk's retry budget) from a dead key, a transient fault or a
 //! permanent refusal.
 
+pub mod breaker;
 mod call;
 pub mod classify;
 pub mod google;

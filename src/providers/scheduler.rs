@@ -71,8 +71,9 @@ pub enum Lane {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AcquireError {
     /// Keys exist but none became usable within the wait; try again after `retry_after`.
+    /// `daily`: the soonest key back is out of its daily quota (it comes back at the reset).
     #[error("every eligible key is busy or cooling down (retry after {retry_after:?})")]
-    RateLimited { retry_after: Duration },
+    RateLimited { retry_after: Duration, daily: bool },
     /// No enabled, unretired key exists for the provider.
     #[error("no eligible {0} key")]
     NoEligibleKey(ProviderKind),
@@ -612,9 +613,10 @@ impl KeyScheduler {
             };
             let now = Instant::now();
             if now >= deadline {
-                return Err(AcquireError::RateLimited {
-                    retry_after: self.retry_after(provider, now),
-                });
+                let retry_after = self.retry_after(provider, now);
+                // Daily cooldowns end at the reset: a wait that ends there is one.
+                let daily = retry_after.abs_diff(until_daily_reset(Utc::now())) <= Duration::from_secs(60);
+                return Err(AcquireError::RateLimited { retry_after, daily });
             }
             let wake = next_change.map_or(deadline, |at| at.min(deadline));
             tokio::select! {

@@ -40,6 +40,8 @@ pub enum Conflict {
     Duplicate,
     /// Configuration keys cannot be changed through the API.
     KeyReadOnly,
+    /// A retry found no failed chunk to put back in the queue.
+    NothingToRetry,
 }
 
 /// Why an input could not be processed although it was well formed.

@@ -19,8 +19,9 @@
 //! explicit `POST /v1/worlds/{id}/repair` job, or one created on demand) or, for a run being
 //! re-ingested, to the re-ingest job that owns it; the embedding workers do the rest.
 //!
-//! Repair runs at startup for every world (unless `embedding.repair_on_startup = false`) and on
-//! demand; both run in the background on the app's task tracker and stop at shutdown.
+//! Repair runs at startup for every world (unless `embedding.repair_on_startup = false`; the
+//! workers start once every world's collections exist, beside the reconciliation) and on demand;
+//! both run in the background on the app's task tracker and stop at shutdown.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -139,29 +140,45 @@ impl RepairService {
         Ok(job)
     }
 
-    /// Reconciles every world once, in the background (startup), finishes running jobs that
-    /// have nothing left to do (e.g. after a crash between the last write and the finish), and
-    /// then runs `then` (starting this process's embedding workers, so that they do not hold
-    /// leases on entries the reconciliation looks at).
+    /// At startup, in the background: makes every world's collections exist (a wiped vector
+    /// folder, a new server), then runs `then` (starting this process's embedding workers, which
+    /// must not write into a missing collection), then reconciles every world once and finishes
+    /// running jobs that have nothing left to do (e.g. after a crash between the last write and
+    /// the finish). The workers run during the reconciliation, as they do during a requested
+    /// repair: a process restarted again and again still gets work done between restarts.
     pub fn spawn_startup(&self, then: impl FnOnce() + Send + 'static) {
         let this = self.clone();
         self.inner.tracker.spawn(async move {
             let cancel = this.inner.cancel.clone();
             tokio::select! {
                 () = cancel.cancelled() => {}
-                () = this.startup() => then(),
+                () = this.startup(then) => {}
             }
         });
     }
 
-    async fn startup(&self) {
+    async fn startup(&self, then: impl FnOnce()) {
         let worlds = match self.inner.store.list_worlds(crate::domain::Window::ALL).await {
             Ok(worlds) => worlds,
             Err(err) => {
                 tracing::warn!(error = %err, "startup repair could not list worlds");
+                then();
                 return;
             }
         };
+        for world in &worlds {
+            // Collections first (workers must not write into a missing one), then what a crash
+            // left written but unmarked (workers would embed it again).
+            match self.ensure_collections(world).await {
+                Ok(runs) => {
+                    if let Err(err) = self.adopt_pending(world, &runs).await {
+                        tracing::warn!(world = %world.id, error = %err, "adopting written points failed");
+                    }
+                }
+                Err(err) => tracing::warn!(world = %world.id, error = %err, "making the world's collections failed"),
+            }
+        }
+        then();
         for world in worlds {
             if let Err(err) = self.remove_retired_runs(world.id).await {
                 tracing::warn!(world = %world.id, error = %err, "removing retired runs failed");
@@ -232,14 +249,10 @@ impl RepairService {
 
     /// One reconciliation of `world` (see the module docs). Requeued slots of the active run go
     /// to `job` when given.
-    pub async fn reconcile(&self, world: &World, job: Option<JobId>) -> ServiceResult<RepairSummary> {
-        let store = &self.inner.store;
-        let vectors = &self.inner.vectors;
-        let mut summary = RepairSummary::default();
-        // A collection the vector store lost (a wiped folder, a new server) is made again first,
-        // the world's and that of a re-ingest building into another profile: their embedded
-        // entries then miss their points below and get them back from the kept vectors.
-        let runs = store.world_runs(world.id).await?;
+    /// Makes the collections of `world`'s runs exist: the world's and that of a re-ingest
+    /// building into another profile. Returns the runs.
+    async fn ensure_collections(&self, world: &World) -> ServiceResult<Vec<RunInfo>> {
+        let runs = self.inner.store.world_runs(world.id).await?;
         let mut profiles = vec![&world.embedding];
         profiles.extend(
             runs.iter()
@@ -248,10 +261,22 @@ impl RepairService {
         );
         profiles.dedup_by(|a, b| a.collection_name() == b.collection_name());
         for profile in profiles {
-            vectors
+            self.inner
+                .vectors
                 .ensure_collection(&crate::vector::CollectionSpec::for_profile(profile))
                 .await?;
         }
+        Ok(runs)
+    }
+
+    pub async fn reconcile(&self, world: &World, job: Option<JobId>) -> ServiceResult<RepairSummary> {
+        let store = &self.inner.store;
+        let vectors = &self.inner.vectors;
+        let mut summary = RepairSummary::default();
+        // A collection the vector store lost (a wiped folder, a new server) is made again first:
+        // its embedded entries then miss their points below and get them back from the kept
+        // vectors.
+        let runs = self.ensure_collections(world).await?;
         let kept: HashMap<RunId, String> = runs
             .iter()
             .filter(|r| r.status != RunStatus::Retired)
@@ -271,10 +296,11 @@ impl RepairService {
             }
         }
 
+        summary.failed_chunks = entries.values().filter(|e| e.state == ManifestState::Failed).count() as u64;
         let mut seen: HashSet<Uuid> = HashSet::new();
         let mut orphans: HashMap<String, Vec<Uuid>> = HashMap::new();
         let mut stale: Vec<(String, Uuid, RunId, ChunkId)> = Vec::new();
-        let mut adopt: HashMap<RunId, Vec<ChunkId>> = HashMap::new();
+        let mut adopt: HashMap<RunId, Vec<Uuid>> = HashMap::new();
         for collection in &collections {
             let mut offset = None;
             loop {
@@ -291,17 +317,10 @@ impl RepairService {
                         continue;
                     };
                     seen.insert(point.id);
-                    let matches = point.payload.as_ref().is_some_and(|p| {
-                        p.world_id == world.id
-                            && p.run_id == entry.run_id
-                            && p.source_id == entry.source_id
-                            && p.chunk_number == entry.chunk_number
-                            && p.text_sha256 == entry.text_sha256
-                    });
-                    if !matches {
+                    if !payload_matches(world.id, entry, point.payload.as_ref()) {
                         stale.push((collection.clone(), point.id, entry.run_id, entry.chunk_id));
                     } else if entry.state == ManifestState::Pending && !entry.leased {
-                        adopt.entry(entry.run_id).or_default().push(entry.chunk_id);
+                        adopt.entry(entry.run_id).or_default().push(point.id);
                     }
                 }
                 match page.next {
@@ -382,17 +401,93 @@ impl RepairService {
         }
 
         // Pending entries whose point is already right: embedded, no provider call.
-        for (run, chunks) in adopt {
-            let (adopted, jobs) = store.adopt_entries(world.id, run, &chunks, now()).await?;
-            summary.entries_adopted += adopted;
-            for held_by in jobs {
-                self.inner.engine.finish(held_by).await?;
-            }
+        for (run, points) in adopt {
+            let Some(collection) = kept.get(&run) else { continue };
+            let wanted: Vec<&ManifestEntry> = points.iter().filter_map(|p| entries.get(p)).collect();
+            summary.entries_adopted += self.adopt(world, run, collection, &wanted).await?;
         }
         if summary.changed_anything() {
             self.inner.engine.wake();
         }
         Ok(summary)
+    }
+
+    /// Marks `wanted` (pending entries of `run` whose point in `collection` is right) embedded
+    /// with the point's vector, kept as a worker keeps the one it made: no provider call. An
+    /// entry whose vector cannot be read back is left to the workers. Returns how many were
+    /// marked; finishes the jobs that held them when they are done.
+    async fn adopt(
+        &self,
+        world: &World,
+        run: RunId,
+        collection: &str,
+        wanted: &[&ManifestEntry],
+    ) -> ServiceResult<u64> {
+        let mut points = Vec::with_capacity(wanted.len());
+        for batch in wanted.chunks(RESTORE_BATCH) {
+            let ids: Vec<Uuid> = batch.iter().map(|e| e.point_id).collect();
+            let dense: HashMap<Uuid, Vec<f32>> = self
+                .inner
+                .vectors
+                .dense_vectors(collection, &ids)
+                .await?
+                .into_iter()
+                .collect();
+            points.extend(batch.iter().filter_map(|entry| {
+                let dense = dense.get(&entry.point_id)?.clone();
+                dense
+                    .iter()
+                    .all(|x| x.is_finite())
+                    .then(|| crate::domain::EmbeddedVector {
+                        chunk_id: entry.chunk_id,
+                        text_sha256: entry.text_sha256.clone(),
+                        dense,
+                    })
+            }));
+        }
+        let (adopted, jobs) = self.inner.store.adopt_entries(world.id, run, &points, now()).await?;
+        for held_by in jobs {
+            self.inner.engine.finish(held_by).await?;
+        }
+        Ok(adopted)
+    }
+
+    /// Adopts the pending entries of `world` whose points already stand (a process that died
+    /// between writing points and marking them leaves such entries), looking up only their
+    /// points: done at startup before the workers start, so that they do not embed those again.
+    async fn adopt_pending(&self, world: &World, runs: &[RunInfo]) -> ServiceResult<u64> {
+        let mut adopted = 0;
+        for run in runs.iter().filter(|r| r.status != RunStatus::Retired) {
+            let entries = self.inner.store.manifest_entries(world.id, run.id, now()).await?;
+            let pending: Vec<&ManifestEntry> = entries
+                .iter()
+                .filter(|e| e.state == ManifestState::Pending && !e.leased)
+                .collect();
+            for batch in pending.chunks(RESTORE_BATCH) {
+                let ids: Vec<Uuid> = batch.iter().map(|e| e.point_id).collect();
+                let found: HashMap<Uuid, Option<PointPayload>> = self
+                    .inner
+                    .vectors
+                    .retrieve(&run.collection, &ids)
+                    .await?
+                    .into_iter()
+                    .map(|p| (p.id, p.payload))
+                    .collect();
+                let right: Vec<&ManifestEntry> = batch
+                    .iter()
+                    .copied()
+                    .filter(|e| {
+                        found
+                            .get(&e.point_id)
+                            .is_some_and(|p| payload_matches(world.id, e, p.as_ref()))
+                    })
+                    .collect();
+                if !right.is_empty() {
+                    adopted += self.adopt(world, run.id, &run.collection, &right).await?;
+                }
+            }
+        }
+        Ok(adopted)
     }
 
     /// Writes the points of `chunks` (embedded entries of `run` whose points are missing) again
@@ -477,4 +572,15 @@ impl RepairService {
             .await?;
         Ok(requeued.map_or(0, |(_, n)| n))
     }
+}
+
+/// Whether a point's payload is the one `entry`'s slot would carry now.
+fn payload_matches(world: WorldId, entry: &ManifestEntry, payload: Option<&PointPayload>) -> bool {
+    payload.is_some_and(|p| {
+        p.world_id == world
+            && p.run_id == entry.run_id
+            && p.source_id == entry.source_id
+            && p.chunk_number == entry.chunk_number
+            && p.text_sha256 == entry.text_sha256
+    })
 }

@@ -10,9 +10,12 @@ use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{EventRow, JobErrorRow, JobRow, ListedJobErrorRow, corrupt, in_list, wide};
-use super::{JobStore, Result};
+use super::worlds::lock_world;
+use super::{FailedEntry, JobStore, Result, Retry};
 use crate::domain::Window;
-use crate::domain::{Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, MAX_JOB_ERRORS, RunId, WorldId};
+use crate::domain::{
+    ChunkId, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, MAX_JOB_ERRORS, RunId, Waiting, WorldId,
+};
 
 /// Job `id`'s row.
 pub(super) async fn select_job<'e, DB: Backend>(
@@ -21,7 +24,7 @@ pub(super) async fn select_job<'e, DB: Backend>(
 ) -> Result<Option<JobRow>> {
     Ok(sqlx::query_as(
         "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, rate_limited, reused, \
-         created_at, started_at, finished_at FROM jobs WHERE id = $1",
+         created_at, started_at, finished_at, waiting_reason, waiting_until FROM jobs WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)
@@ -180,7 +183,8 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
     async fn list_jobs(&self, world: WorldId, statuses: &[JobStatus], window: Window) -> Result<Vec<Job>> {
         // `$4`…`$9`: the statuses kept (fewer are padded by repeating one; none means all).
         const LIST_JOBS: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
-             rate_limited, reused, created_at, started_at, finished_at FROM jobs WHERE world_id = $1 \
+             rate_limited, reused, created_at, started_at, finished_at, waiting_reason, waiting_until \
+             FROM jobs WHERE world_id = $1 \
              AND status IN ($4, $5, $6, $7, $8, $9) ORDER BY created_at DESC, id LIMIT $2 OFFSET $3";
         // The first `MAX_JOB_ERRORS` failed entries of each job: `$1` that limit, then the job
         // ids, then the end.
@@ -288,6 +292,96 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
         .fetch_all(&self.pool)
         .await?;
         Ok(ids.into_iter().map(JobId).collect())
+    }
+
+    async fn retry_failed(&self, id: JobId, now: DateTime<Utc>) -> Result<Retry> {
+        let Some(row) = select_job(&self.pool, id.0).await? else {
+            return Ok(Retry::Missing);
+        };
+        let job = row.into_job(Vec::new())?;
+        let mut tx = self.begin().await?;
+        // World first, then job (the order every writer of these rows takes).
+        if lock_world(&mut *tx, job.world_id).await?.is_none() {
+            tx.rollback().await?;
+            return Ok(Retry::Missing);
+        }
+        let Some(status) = lock_job_status(&mut *tx, id.0).await? else {
+            tx.rollback().await?;
+            return Ok(Retry::Missing);
+        };
+        let status: JobStatus = status.parse().map_err(|r| corrupt("jobs", r))?;
+        let allowed = match status {
+            JobStatus::Running | JobStatus::Paused => true,
+            JobStatus::Failed => job.kind != JobKind::Reingest,
+            JobStatus::Queued | JobStatus::Completed => {
+                tx.rollback().await?;
+                return Ok(Retry::Nothing);
+            }
+            JobStatus::Cancelled => false,
+        };
+        if !allowed {
+            tx.rollback().await?;
+            return Ok(Retry::Refused { status, kind: job.kind });
+        }
+        let requeued = sqlx::query(
+            "UPDATE manifest_entries SET state = 'pending', attempts = 0, last_error_code = NULL, \
+             last_error_message = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $2 \
+             WHERE job_id = $1 AND state = 'failed' AND run_id IN \
+             (SELECT id FROM runs WHERE world_id = $3 AND status IN ('active', 'building'))",
+        )
+        .bind(id.0)
+        .bind(now)
+        .bind(job.world_id.0)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if requeued == 0 {
+            tx.rollback().await?;
+            return Ok(Retry::Nothing);
+        }
+        // A failed job runs again (the status trigger records the change); a running or paused
+        // one keeps its status.
+        sqlx::query(
+            "UPDATE jobs SET failed = CASE WHEN failed > $2 THEN failed - $2 ELSE 0 END, \
+             finished_at = CASE WHEN status = 'failed' THEN NULL ELSE finished_at END, \
+             status = CASE WHEN status = 'failed' THEN 'running' ELSE status END WHERE id = $1",
+        )
+        .bind(id.0)
+        .bind(wide(requeued))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Retry::Requeued(requeued))
+    }
+
+    async fn set_job_waiting(&self, id: JobId, waiting: Option<&Waiting>) -> Result<()> {
+        sqlx::query("UPDATE jobs SET waiting_reason = $2, waiting_until = $3 WHERE id = $1 AND status = 'running'")
+            .bind(id.0)
+            .bind(waiting.map(|w| w.reason.as_str().to_owned()))
+            .bind(waiting.and_then(|w| w.until))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn failed_entries(&self, world: WorldId) -> Result<Vec<FailedEntry>> {
+        let rows: Vec<(Option<Uuid>, Uuid, Uuid)> = sqlx::query_as(
+            "SELECT m.job_id, m.run_id, m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
+             WHERE m.world_id = $1 AND m.state = 'failed' AND m.run_id IN \
+             (SELECT id FROM runs WHERE world_id = $1 AND status IN ('active', 'building')) \
+             ORDER BY c.book_number, c.chunk_number",
+        )
+        .bind(world.0)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, run, chunk)| FailedEntry {
+                job: job.map(JobId),
+                run: RunId(run),
+                chunk: ChunkId(chunk),
+            })
+            .collect())
     }
 
     async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64> {

@@ -63,13 +63,13 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::Window;
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
     JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind,
     RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceSize, StoredKey, WorkItem,
     World, WorldId, WorldStats,
 };
+use crate::domain::{Waiting, Window};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
@@ -212,6 +212,16 @@ pub trait JobStore: Send + Sync {
     /// for a worker to claim, so only a completion step ends them. Repair jobs are left out:
     /// one has nothing pending while its reconciliation runs, and finishes itself after it.
     async fn running_jobs_with_nothing_pending(&self) -> Result<Vec<JobId>>;
+    /// Puts job `id`'s failed entries (those in a run the world serves or is building) back in
+    /// the queue: pending, attempts and errors cleared, due at once. The job's `failed` count
+    /// drops by as many and a failed job runs again (its `status` event written with the
+    /// change). A cancelled job is refused, and so is a failed re-ingest (its run was retired).
+    async fn retry_failed(&self, id: JobId, now: DateTime<Utc>) -> Result<Retry>;
+    /// Records why running job `id` is not moving (`None`: it is not waiting). A job that is not
+    /// running keeps nothing.
+    async fn set_job_waiting(&self, id: JobId, waiting: Option<&Waiting>) -> Result<()>;
+    /// The failed entries of `world` in runs it serves or is building, in reading order.
+    async fn failed_entries(&self, world: WorldId) -> Result<Vec<FailedEntry>>;
     /// Appends an event; returns its id.
     async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64>;
     /// Events of a job with id greater than `after`, oldest first.
@@ -260,6 +270,14 @@ pub trait WorkStore: Send + Sync {
     /// out). Entries given back with a "not before" time are not held, so they keep it.
     /// Returns how many were given back.
     async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64>;
+    /// Extends the leases `owner` still holds to `until` (a worker's heartbeat while it works on
+    /// them). Returns how many were extended.
+    async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64>;
+    /// Gives back every lease any owner holds, due at once: for a process that knows it is the
+    /// only one working on this store (embedded vectors, whose folder one process locks), at
+    /// startup, so it does not wait out the leases of its own previous life. Entries given back
+    /// with a "not before" time keep it. Returns how many were given back.
+    async fn release_all_leases(&self, now: DateTime<Utc>) -> Result<u64>;
     /// Records a failed attempt. With `max_attempts` reached (or `permanent`), the entry is
     /// `failed` and counted on the job; otherwise it returns to pending from `retry_at`.
     /// Returns whether the entry is now failed.
@@ -336,13 +354,14 @@ pub trait RepairStore: Send + Sync {
     /// Every manifest entry of `run`; `leased` is judged against `now`.
     async fn manifest_entries(&self, world: WorldId, run: RunId, now: DateTime<Utc>) -> Result<Vec<ManifestEntry>>;
     /// Marks pending, unleased entries embedded because a point made from their current text
-    /// exists; counts them as embedded on the live jobs holding them. Returns how many were
-    /// marked and the jobs holding them (to be finished if they are done).
+    /// exists (each given with the point's vector, which is kept as a worker's mark keeps it);
+    /// counts them as embedded on the live jobs holding them. Returns how many were marked and
+    /// the jobs holding them (to be finished if they are done).
     async fn adopt_entries(
         &self,
         world: WorldId,
         run: RunId,
-        chunks: &[ChunkId],
+        points: &[EmbeddedVector],
         now: DateTime<Utc>,
     ) -> Result<(u64, Vec<JobId>)>;
     /// The kept vectors of those of `chunks` whose entries in `run` of `world` are embedded and
@@ -383,6 +402,27 @@ pub struct SourceChunks {
     pub source: SourceId,
     pub book_number: u32,
     pub chunks: Vec<NewChunk>,
+}
+
+/// What [`JobStore::retry_failed`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// No such job.
+    Missing,
+    /// The job's status (or, for a failed re-ingest, its retired run) does not allow it.
+    Refused { status: JobStatus, kind: JobKind },
+    /// The job has no failed entry in a run the world serves or is building.
+    Nothing,
+    /// This many entries are pending again.
+    Requeued(u64),
+}
+
+/// A failed manifest entry (see [`JobStore::failed_entries`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailedEntry {
+    pub job: Option<JobId>,
+    pub run: RunId,
+    pub chunk: ChunkId,
 }
 
 /// Where a re-ingest stands once its queue is empty.

@@ -139,8 +139,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
 
     async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>> {
         let rows: Vec<(Uuid, i64, i64, i64)> = sqlx::query_as(
-            "SELECT source_id, MIN(book_number), COUNT(*), CAST(COALESCE(SUM(token_count), 0) AS BIGINT) \
-             FROM chunks WHERE world_id = $1 AND run_id = $2 GROUP BY source_id",
+            "SELECT source_id, book_number, chunks, tokens FROM run_sources WHERE world_id = $1 AND run_id = $2",
         )
         .bind(world.0)
         .bind(run.0)

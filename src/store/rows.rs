@@ -454,6 +454,8 @@ pub(super) struct JobRow {
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
+    waiting_reason: Option<String>,
+    waiting_until: Option<DateTime<Utc>>,
 }
 
 /// A [`JobErrorRow`] with its job, as `list_jobs` reads them.
@@ -511,6 +513,13 @@ impl JobRow {
             created_at: self.created_at,
             started_at: self.started_at,
             finished_at: self.finished_at,
+            waiting: match self.waiting_reason {
+                Some(reason) => Some(crate::domain::Waiting {
+                    reason: reason.parse().map_err(|reason| corrupt("jobs", reason))?,
+                    until: self.waiting_until,
+                }),
+                None => None,
+            },
         })
     }
 }

@@ -13,8 +13,8 @@ use super::sources::{ChunkPlacement, insert_chunks};
 use super::worlds::lock_world;
 use super::{NewRun, ReingestStep, RepairStore, Result, RunStore, SourceChunks};
 use crate::domain::{
-    ChunkId, ChunkingProfile, EmbeddingProfile, Job, JobId, JobKind, JobStatus, KeptPoint, ManifestEntry, RunId,
-    RunInfo, RunStatus, SourceId, WorldId,
+    ChunkId, ChunkingProfile, EmbeddedVector, EmbeddingProfile, Job, JobId, JobKind, JobStatus, KeptPoint,
+    ManifestEntry, RunId, RunInfo, RunStatus, SourceId, WorldId,
 };
 
 /// Locks run `id`'s row and reads its status (SQLite: takes the write lock before anything is
@@ -345,13 +345,14 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
         &self,
         world: WorldId,
         run: RunId,
-        chunks: &[ChunkId],
+        points: &[EmbeddedVector],
         now: DateTime<Utc>,
     ) -> Result<(u64, Vec<JobId>)> {
         let mut jobs: Vec<JobId> = Vec::new();
-        let mut adopted = 0u64;
+        let mut marked: Vec<&EmbeddedVector> = Vec::new();
         let mut tx = self.begin().await?;
-        for chunk in chunks {
+        for point in points {
+            let chunk = &point.chunk_id;
             // A pending entry no worker holds (an entry given back with a "not before" time has
             // no owner) whose point is known good: embedded, no provider call.
             let job: Option<Option<Uuid>> = sqlx::query_scalar(
@@ -368,7 +369,7 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
             .fetch_optional(&mut *tx)
             .await?;
             if job.is_some() {
-                adopted += 1;
+                marked.push(point);
             }
             if let Some(Some(job)) = job {
                 // Jobs that ended keep their counts: only a live job counts an adopted entry.
@@ -384,8 +385,12 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
                 }
             }
         }
+        // Each adopted entry keeps its point's vector, as a worker's mark keeps the one it made.
+        marked.sort_by_key(|p| p.chunk_id.0);
+        marked.dedup_by_key(|p| p.chunk_id);
+        super::vectors::keep(&mut tx, &marked).await?;
         tx.commit().await?;
-        Ok((adopted, jobs))
+        Ok((marked.len() as u64, jobs))
     }
 
     async fn kept_points(&self, world: WorldId, run: RunId, chunks: &[ChunkId]) -> Result<Vec<KeptPoint>> {

@@ -92,6 +92,23 @@ pub(super) async fn insert_chunks<DB: Backend>(
         });
         insert.build().execute(&mut **tx).await?;
     }
+    // The source's size in the run, which `mode: auto` reads instead of grouping the chunks.
+    if !chunks.is_empty() {
+        let tokens: u64 = chunks.iter().map(|c| u64::from(c.token_count)).sum();
+        sqlx::query(
+            "INSERT INTO run_sources (run_id, source_id, world_id, book_number, chunks, tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, source_id) DO UPDATE \
+             SET chunks = run_sources.chunks + excluded.chunks, tokens = run_sources.tokens + excluded.tokens",
+        )
+        .bind(at.run.0)
+        .bind(at.source.0)
+        .bind(at.world.0)
+        .bind(at.book_number)
+        .bind(wide(chunks.len() as u64))
+        .bind(wide(tokens))
+        .execute(&mut **tx)
+        .await?;
+    }
     Ok(())
 }
 

@@ -1,7 +1,34 @@
 //! How the store keeps a chunk's dense vector (`chunk_vectors.dense`): little-endian IEEE 754
 //! f32, four bytes per dimension, nothing else — the length gives the dimensions, and the same
 //! bytes read the same on every machine. Written with the entry's embedded mark
-//! ([`super::WorkStore::complete_work`]), read back by repair ([`super::RepairStore::kept_points`]).
+//! ([`super::WorkStore::complete_work`], and repair's adoption of a pending entry whose point
+//! stands, [`super::RepairStore::adopt_entries`]), read back by repair
+//! ([`super::RepairStore::kept_points`]).
+
+use sqlx::{QueryBuilder, Transaction};
+
+use super::Result;
+use super::backend::Backend;
+use crate::domain::EmbeddedVector;
+
+/// Kept vectors written per statement (three parameters each; a claim is 32).
+const VECTORS_PER_STATEMENT: usize = 64;
+
+/// Keeps the vectors of entries the transaction `tx` has just marked embedded (replacing one
+/// kept before): a kept vector always belongs to a mark. No chunk may come twice.
+pub(super) async fn keep<DB: Backend>(tx: &mut Transaction<'_, DB>, marked: &[&EmbeddedVector]) -> Result<()> {
+    for batch in marked.chunks(VECTORS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<DB>::new("INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) ");
+        insert.push_values(batch, |mut row, embedded| {
+            row.push_bind(embedded.chunk_id.0)
+                .push_bind(&embedded.text_sha256)
+                .push_bind(encode(&embedded.dense));
+        });
+        insert.push(" ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense");
+        insert.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
 
 /// The bytes kept for `dense`.
 pub(super) fn encode(dense: &[f32]) -> Vec<u8> {

@@ -2,7 +2,6 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::QueryBuilder;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{WorkRow, wide};
@@ -22,10 +21,6 @@ const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
      ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
-
-/// Kept vectors written per statement when entries are marked embedded (three parameters each;
-/// a claim is 32).
-const VECTORS_PER_STATEMENT: usize = 64;
 
 #[async_trait]
 impl<DB: Backend> WorkStore for SqlStore<DB> {
@@ -102,29 +97,21 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
                 kept.push(embedded);
             }
         }
-        // The vectors of the entries just marked, and only those: a kept vector always belongs
-        // to a mark. One statement per claim (a chunk is marked at most once above, so no row
-        // comes twice).
-        for batch in kept.chunks(VECTORS_PER_STATEMENT) {
-            let mut insert = QueryBuilder::<DB>::new("INSERT INTO chunk_vectors (chunk_id, text_sha256, dense) ");
-            insert.push_values(batch, |mut row, embedded| {
-                row.push_bind(embedded.chunk_id.0)
-                    .push_bind(&embedded.text_sha256)
-                    .push_bind(vectors::encode(&embedded.dense));
-            });
-            insert.push(
-                " ON CONFLICT (chunk_id) DO UPDATE SET text_sha256 = excluded.text_sha256, dense = excluded.dense",
-            );
-            insert.build().execute(&mut *tx).await?;
-        }
+        // The vectors of the entries just marked, and only those (a chunk is marked at most once
+        // above, so no row comes twice).
+        vectors::keep(&mut tx, &kept).await?;
         let marked = kept.len() as u64;
         if marked > 0 {
-            sqlx::query("UPDATE jobs SET embedded = embedded + $2, reused = reused + $3 WHERE id = $1")
-                .bind(job.0)
-                .bind(wide(marked))
-                .bind(wide(reused.min(marked)))
-                .execute(&mut *tx)
-                .await?;
+            // A job that gets chunks embedded is no longer waiting.
+            sqlx::query(
+                "UPDATE jobs SET embedded = embedded + $2, reused = reused + $3, waiting_reason = NULL, \
+                 waiting_until = NULL WHERE id = $1",
+            )
+            .bind(job.0)
+            .bind(wide(marked))
+            .bind(wide(reused.min(marked)))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(marked)
@@ -171,6 +158,30 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
              WHERE lease_owner = $1 AND state = 'pending'",
         )
         .bind(owner)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE manifest_entries SET lease_expires_at = $2, updated_at = $3 \
+             WHERE lease_owner = $1 AND state = 'pending'",
+        )
+        .bind(owner)
+        .bind(until)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn release_all_leases(&self, now: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
+             WHERE lease_owner IS NOT NULL AND state = 'pending'",
+        )
         .bind(now)
         .execute(&self.pool)
         .await?;

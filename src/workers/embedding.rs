@@ -28,7 +28,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
@@ -36,9 +36,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::ReuseScope;
 use crate::domain::{
-    ChunkId, EmbeddedVector, JobEventData, JobId, JobStatus, ProviderKind, RunStatus, WarningCode, WorkItem, now,
+    ChunkId, EmbeddedVector, JobEventData, JobId, JobStatus, ProviderKind, RunStatus, WaitReason, WarningCode,
+    WorkItem, now,
 };
 use crate::jobs::{JobEngine, Notice};
+use crate::providers::breaker::{Breakers, Gate, Verdict};
 use crate::providers::scheduler::{AcquireError, BatchSizer, KeyScheduler, Lane, Outcome};
 use crate::providers::{
     CountFailure, EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError, ProviderLimits, Providers,
@@ -81,6 +83,7 @@ struct Shared {
     registry: Arc<ModelRegistry>,
     scheduler: KeyScheduler,
     engine: JobEngine,
+    breakers: Arc<Breakers>,
     config: WorkerConfig,
     sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
     /// Vector writes in a row that failed for an outage (see [`EmbeddingWorkers::infra_pause`]).
@@ -127,6 +130,7 @@ struct Target {
 }
 
 impl EmbeddingWorkers {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<dyn Store>,
         vectors: Arc<dyn VectorRepo>,
@@ -134,6 +138,7 @@ impl EmbeddingWorkers {
         registry: Arc<ModelRegistry>,
         scheduler: KeyScheduler,
         engine: JobEngine,
+        breakers: Arc<Breakers>,
         config: WorkerConfig,
     ) -> Self {
         Self {
@@ -144,6 +149,7 @@ impl EmbeddingWorkers {
                 registry,
                 scheduler,
                 engine,
+                breakers,
                 config,
                 sizers: std::sync::Mutex::new(HashMap::new()),
                 outages: AtomicU32::new(0),
@@ -233,9 +239,29 @@ impl EmbeddingWorkers {
         }
         let claimed = items.len();
         let job = items[0].job_id;
-        let embedded = self.process(owner, items).await?;
+        // The leases are renewed while the claim is worked on, so they can be short: a worker
+        // that dies stops renewing, and its entries are claimable again within one lease.
+        let embedded = tokio::select! {
+            embedded = self.process(owner, items) => embedded?,
+            never = self.heartbeat(owner) => match never {},
+        };
         self.shared.engine.report_progress(job).await?;
         Ok(Step { claimed, embedded })
+    }
+
+    /// Renews `owner`'s leases every third of a lease, for as long as it is polled. A failed
+    /// renewal is logged and tried again at the next beat: one missed beat leaves two thirds of
+    /// the lease.
+    async fn heartbeat(&self, owner: &str) -> std::convert::Infallible {
+        let lease = self.shared.config.lease;
+        let beat = lease / 3;
+        loop {
+            tokio::time::sleep(beat).await;
+            let now = now();
+            if let Err(err) = self.shared.store.renew_leases(owner, now + to_chrono(lease), now).await {
+                tracing::warn!(%owner, error = %err, "renewing the worker's leases failed; trying again");
+            }
+        }
     }
 
     fn sizer(&self, provider: ProviderKind, max: usize) -> Arc<BatchSizer> {
@@ -336,6 +362,21 @@ impl EmbeddingWorkers {
         let (provider, limits) = (&target.provider, target.limits);
         let ids = |items: &[WorkItem]| items.iter().map(|i| i.chunk_id).collect::<Vec<_>>();
         let tokens: u32 = batch.iter().map(|i| i.token_count).sum();
+        // A provider in an outage is not called: the work waits for its breaker, spending nothing.
+        if let Gate::Wait { until } = self
+            .shared
+            .breakers
+            .gate(profile.provider, &profile.model, Instant::now())
+        {
+            let wait = until.saturating_duration_since(Instant::now());
+            self.provider_down(job, &profile, batch.len() + rest, wait, None)
+                .await?;
+            return Ok(BatchOutcome::Stop {
+                embedded: 0,
+                batch: ids(&batch),
+                not_before: Some(now() + to_chrono(wait)),
+            });
+        }
         let lease = match self
             .shared
             .scheduler
@@ -344,12 +385,41 @@ impl EmbeddingWorkers {
         {
             Ok(lease) => {
                 engine.clear_notice(job, Notice::NoKey);
+                engine.clear_notice(job, Notice::Waiting(WaitReason::RateLimited));
+                engine.clear_notice(job, Notice::Waiting(WaitReason::DailyQuota));
                 lease
             }
             Err(err) => {
+                self.shared.breakers.inconclusive(profile.provider, &profile.model);
                 let retry = match err {
-                    AcquireError::RateLimited { retry_after } => retry_after,
+                    AcquireError::RateLimited { retry_after, daily } => {
+                        // The job shows what it waits for, and says so once.
+                        let until = now() + to_chrono(retry_after);
+                        let (reason, code, why) = if daily {
+                            (
+                                WaitReason::DailyQuota,
+                                WarningCode::DailyQuota,
+                                "has spent its daily quota",
+                            )
+                        } else {
+                            (WaitReason::RateLimited, WarningCode::RateLimited, "is rate limited")
+                        };
+                        engine.waiting(job, reason, Some(until)).await?;
+                        let event = JobEventData::Warning {
+                            code,
+                            chunks: batch.len() + rest,
+                            message: format!(
+                                "every {} key {why}; the chunks wait (no attempt spent) until {} (in {})",
+                                profile.provider,
+                                until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                                eta(retry_after)
+                            ),
+                        };
+                        engine.notify_once(job, Notice::Waiting(reason), event).await?;
+                        retry_after
+                    }
                     AcquireError::NoEligibleKey(provider) => {
+                        engine.waiting(job, WaitReason::NoEligibleKey, None).await?;
                         // Said once per job (until a key serves it again): the job waits for a
                         // key to be added or enabled.
                         let event = JobEventData::Warning {
@@ -375,6 +445,7 @@ impl EmbeddingWorkers {
         // Taking a key may have waited out a rate limit: a job paused or cancelled meanwhile
         // sends nothing more (its entries go back; a paused job's wait for its resume).
         if self.shared.store.job_status(job).await? != Some(JobStatus::Running) {
+            self.shared.breakers.inconclusive(profile.provider, &profile.model);
             lease.finish(Outcome::Unused).await;
             return Ok(BatchOutcome::Stop {
                 embedded: 0,
@@ -450,6 +521,7 @@ impl EmbeddingWorkers {
             }
         };
         target.sizer.grow();
+        self.shared.breakers.success(profile.provider, &profile.model);
         engine.clear_notice(job, Notice::ProviderUnavailable);
         // The vectors are reported with the marks too (the store keeps them): the points get copies.
         let (done, points): (Vec<EmbeddedVector>, Vec<Point>) = sendable
@@ -471,6 +543,10 @@ impl EmbeddingWorkers {
                     pause.as_secs()
                 );
                 self.warn(job, WarningCode::VectorStoreUnavailable, sendable.len() + rest, message)
+                    .await?;
+                let until = now() + to_chrono(pause);
+                engine
+                    .waiting(job, WaitReason::VectorStoreUnavailable, Some(until))
                     .await?;
                 return Ok(BatchOutcome::Stop {
                     embedded: 0,
@@ -531,8 +607,46 @@ impl EmbeddingWorkers {
             tracing::debug!(%job, reason = %why, "provider still unavailable; entries given back");
         }
         let ids: Vec<ChunkId> = items.iter().map(|i| i.chunk_id).collect();
-        let not_before = Some(now() + to_chrono(UNAVAILABLE_RETRY));
-        engine.give_back(owner, job, &ids, not_before, false).await
+        let not_before = now() + to_chrono(UNAVAILABLE_RETRY);
+        engine
+            .waiting(job, WaitReason::ProviderUnavailable, Some(not_before))
+            .await?;
+        engine.give_back(owner, job, &ids, Some(not_before), false).await
+    }
+
+    /// The job waits for the provider's breaker to let calls through again (`wait` from now):
+    /// shown on the job, and said once with a `provider_unavailable` warning.
+    async fn provider_down(
+        &self,
+        job: JobId,
+        profile: &crate::domain::EmbeddingProfile,
+        chunks: usize,
+        wait: Duration,
+        cause: Option<&str>,
+    ) -> crate::store::Result<()> {
+        let engine = &self.shared.engine;
+        let until = now() + to_chrono(wait);
+        engine
+            .waiting(job, WaitReason::ProviderUnavailable, Some(until))
+            .await?;
+        let message = format!(
+            "{} {} keeps failing; it is not called until {} (in {}) and the chunks wait, no attempt spent{}",
+            profile.provider,
+            profile.model,
+            until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            eta(wait),
+            cause.map(|c| format!(": {c}")).unwrap_or_default()
+        );
+        let event = JobEventData::Warning {
+            code: WarningCode::ProviderUnavailable,
+            chunks,
+            message,
+        };
+        if engine.notify_once(job, Notice::ProviderUnavailable, event).await? {
+            tracing::warn!(%job, provider = %profile.provider, model = %profile.model, wait_s = wait.as_secs(),
+                "provider breaker open; the job's chunks wait");
+        }
+        Ok(())
     }
 
     /// Records a `warning` event on `job`: trouble the job recovers from by itself.
@@ -671,7 +785,39 @@ impl EmbeddingWorkers {
     ) -> crate::store::Result<()> {
         let engine = &self.shared.engine;
         let ids: Vec<ChunkId> = batch.iter().map(|i| i.chunk_id).collect();
+        let profile = &batch[0].profile;
+        let verdict = match &err {
+            ProviderError::Transient { .. } => {
+                self.shared
+                    .breakers
+                    .failure(profile.provider, &profile.model, Instant::now(), Utc::now())
+            }
+            _ => {
+                self.shared.breakers.inconclusive(profile.provider, &profile.model);
+                Verdict::SpendAttempt
+            }
+        };
         match err {
+            ProviderError::Transient { message } if verdict != Verdict::SpendAttempt => {
+                // Not the chunks' fault: back to the queue after a backoff, no attempt spent.
+                let Verdict::GiveBack { after, opened } = verdict else {
+                    unreachable!("matched above")
+                };
+                if opened {
+                    self.provider_down(job, profile, batch.len(), after, Some(&message))
+                        .await?;
+                } else {
+                    let warning = format!(
+                        "an embedding call failed; its {} chunk(s) are sent again in {} (no attempt spent): {message}",
+                        batch.len(),
+                        eta(after)
+                    );
+                    self.warn(job, WarningCode::ProviderError, batch.len(), warning).await?;
+                }
+                engine
+                    .give_back(owner, job, &ids, Some(now() + to_chrono(after)), false)
+                    .await
+            }
             ProviderError::RateLimited { .. } => {
                 // Not the chunks' fault: no attempt spent. Google counts every text of a batch
                 // against its quota, so smaller batches fit where a large one did not; request
@@ -809,9 +955,26 @@ fn to_chrono(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or_else(|_| chrono::Duration::minutes(5))
 }
 
+/// A wait as people say it: "40 s", "12 min", "5 h 12 min".
+fn eta(wait: Duration) -> String {
+    let secs = wait.as_secs();
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7200 => format!("{} min", secs.div_ceil(60)),
+        _ => format!("{} h {} min", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        assert_eq!(eta(Duration::from_secs(42)), "42 s");
+        assert_eq!(eta(Duration::from_secs(121)), "3 min");
+        assert_eq!(eta(Duration::from_secs(5 * 3600 + 12 * 60 + 5)), "5 h 12 min");
+    }
 
     #[test]
     fn outage_pauses_double_up_to_five_minutes() {

@@ -241,9 +241,33 @@ struct Inner {
     latency: Duration,
     embed_failures: VecDeque<Failure>,
     count_failures: VecDeque<Failure>,
+    /// A share of embed requests failing until a time (see [`Fake::fail_share`]).
+    outage: Option<Outage>,
     /// OpenAI models: name → (native dimensions, accepts `dimensions`).
     models: HashMap<String, (usize, bool)>,
     stats: Stats,
+}
+
+struct Outage {
+    percent: u32,
+    until: Instant,
+    failure: Failure,
+    seen: u32,
+}
+
+impl Inner {
+    /// The failure an embed request meets from the outage under way, if any: `percent` of
+    /// them, spread evenly.
+    fn outage_failure(&mut self) -> Option<Failure> {
+        let outage = self.outage.as_mut()?;
+        if Instant::now() >= outage.until {
+            self.outage = None;
+            return None;
+        }
+        let n = outage.seen;
+        outage.seen += 1;
+        ((n * outage.percent) % 100 < outage.percent).then(|| outage.failure.clone())
+    }
 }
 
 struct Shared {
@@ -338,6 +362,17 @@ impl Fake {
     /// Queues `failure` for the next embed request (embedContent, batchEmbedContents, embeddings).
     pub fn fail_next(&self, failure: Failure) {
         self.shared.lock().embed_failures.push_back(failure);
+    }
+
+    /// An outage: `percent` of embed requests (evenly spread) answer `failure` for `length`,
+    /// then every request succeeds again.
+    pub fn fail_share(&self, percent: u32, length: Duration, failure: Failure) {
+        self.shared.lock().outage = Some(Outage {
+            percent,
+            until: Instant::now() + length,
+            failure,
+            seen: 0,
+        });
     }
 
     /// Queues `failure` for the next countTokens request.

@@ -310,6 +310,40 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// The events a job has so far, read from the store (for a job that has not ended, whose
+    /// stream would not end either).
+    pub async fn job_events_now(&self, job_id: &str) -> Vec<(i64, String, Value)> {
+        let job = quarry::domain::JobId(job_id.parse().expect("a job id"));
+        let events = self
+            .state
+            .store
+            .job_events_after(job, 0, 10_000)
+            .await
+            .expect("job events");
+        events
+            .into_iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.kind.as_str().to_owned(),
+                    serde_json::from_str(&e.data).expect("JSON event"),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The next 08:00 UTC strictly after `now` (the daily reset the scheduler waits for).
+pub fn next_daily_reset(now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    let today = now.date_naive().and_hms_opt(8, 0, 0).unwrap().and_utc();
+    if today > now {
+        today
+    } else {
+        today + chrono::Duration::days(1)
+    }
+}
+
 pub fn assert_error(status: StatusCode, body: &Value, expected_status: StatusCode, code: &str) -> Value {
     assert_eq!(status, expected_status, "unexpected status; body: {body}");
     let error = body

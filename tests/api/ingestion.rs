@@ -4,12 +4,15 @@
 //!
 //! The tests are in the submodules, by topic; this file holds their shared setup.
 
+mod breaker;
 mod event_streams;
 mod failures;
 mod job_control;
 mod pipeline;
+mod retry;
 mod reuse;
 mod uploads;
+mod waiting;
 
 use reqwest::StatusCode;
 use secrecy::SecretString;

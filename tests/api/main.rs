@@ -24,5 +24,6 @@ mod retrieval;
 mod scheduler;
 mod sources;
 mod store_conformance;
+mod takeover;
 mod vector_conformance;
 mod worlds;

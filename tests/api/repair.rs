@@ -118,13 +118,14 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
 }
 
 /// As if the process died after writing every point but before recording any of it: entries
-/// pending again, the ingest job running with nothing counted.
+/// pending again (no vector kept either), the ingest job running with nothing counted.
 async fn forget_what_was_embedded(s: &Setup) {
     s.sql(
         "UPDATE manifest_entries SET state = 'pending', embedded_text_sha256 = NULL",
         &[],
     )
     .await;
+    s.sql("DELETE FROM chunk_vectors", &[]).await;
     s.sql(
         "UPDATE jobs SET status = 'running', embedded = 0, finished_at = NULL",
         &[],
@@ -148,6 +149,27 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
     assert_eq!(s.stats().await["embedded"], 6);
     assert_eq!(s.fake.stats().requests, 0, "no provider call");
     assert_eq!(s.point_count().await, 6);
+    // Each adopted entry keeps its point's vector, so a later loss of the points is restored
+    // without a provider call too.
+    let world = world_id(&s);
+    let run = s.app.state.store.get_world(world).await.unwrap().unwrap().active_run;
+    let entries = s
+        .app
+        .state
+        .store
+        .manifest_entries(world, run, chrono::Utc::now())
+        .await
+        .unwrap();
+    let chunks: Vec<_> = entries.iter().map(|e| e.chunk_id).collect();
+    let kept = s.app.state.store.kept_points(world, run, &chunks).await.unwrap();
+    assert_eq!(kept.len(), 6, "a kept vector per adopted entry");
+    let collection = s.world["collection"].as_str().unwrap().to_owned();
+    let points: Vec<uuid::Uuid> = entries.iter().map(|e| e.point_id).collect();
+    s.app.state.vectors.delete_points(&collection, &points).await.unwrap();
+    let job = start_repair(&s).await;
+    wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
+    assert_eq!(s.point_count().await, 6);
+    assert_eq!(s.fake.stats().requests, 0, "restored from the kept vectors");
 }
 
 #[tokio::test]

@@ -172,7 +172,7 @@ async fn a_rate_limit_cools_the_whole_quota_group_and_waiting_ends_with_retry_af
         .await
         .unwrap_err();
     about(started.elapsed(), Duration::from_secs(5));
-    let AcquireError::RateLimited { retry_after } = err else {
+    let AcquireError::RateLimited { retry_after, .. } = err else {
         panic!("{err:?}")
     };
     about(retry_after, Duration::from_secs(15)); // project-2 returns 20 s after its limit
@@ -223,7 +223,7 @@ async fn backoff_without_a_hint_grows_and_a_daily_quota_waits_for_the_reset() {
         .acquire_within(G, INGEST, 1, Duration::from_millis(10))
         .await
         .unwrap_err();
-    let AcquireError::RateLimited { retry_after } = err else {
+    let AcquireError::RateLimited { retry_after, .. } = err else {
         panic!("{err:?}")
     };
     // The wait is until the next 08:00 UTC, whatever the hint said (computed from the wall
@@ -301,7 +301,7 @@ async fn persisted_cooldowns_are_honoured_by_a_new_process() {
         .acquire_within(G, INGEST, 1, Duration::from_secs(1))
         .await
         .unwrap_err();
-    let AcquireError::RateLimited { retry_after } = err else {
+    let AcquireError::RateLimited { retry_after, .. } = err else {
         panic!("{err:?}")
     };
     assert!(retry_after > Duration::from_secs(100), "{retry_after:?}");

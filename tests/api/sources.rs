@@ -313,7 +313,8 @@ async fn bad_paging_is_400_naming_the_parameter_before_any_lookup() {
 async fn chunk_states_follow_the_embedding_with_structured_errors() {
     let s = setup().await;
     let source = id(&s.add("short.txt", "One short text.").await["source"]);
-    s.fake.fail_next(Failure::Status(500));
+    // A malformed answer spends an attempt (a 5xx would not: see the breaker tests).
+    s.fake.fail_next(Failure::MalformedBody);
     s.app.drain().await;
     let chunk = &chunk_list(&s.chunks(&source).await)[0];
     assert_eq!(chunk["state"], "pending", "{chunk}");
@@ -327,7 +328,7 @@ async fn chunk_states_follow_the_embedding_with_structured_errors() {
 
     // The retry waits for its backoff; then it fails again: max_attempts = 2.
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    s.fake.fail_next(Failure::Status(500));
+    s.fake.fail_next(Failure::MalformedBody);
     s.app.drain().await;
     let chunk = &chunk_list(&s.chunks(&source).await)[0];
     assert_eq!(chunk["state"], "failed", "{chunk}");

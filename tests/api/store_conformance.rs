@@ -134,6 +134,7 @@ mod connect;
 mod job_events;
 mod kept_vectors;
 mod reingest;
+mod retry;
 mod source_details;
 mod sources;
 mod work_queue;

@@ -34,7 +34,7 @@ impl RetrievalService {
                 Ok(lease) => Some(lease),
                 // No keys: a server that needs none (a local TEI, say).
                 Err(AcquireError::NoEligibleKey(_)) => None,
-                Err(AcquireError::RateLimited { retry_after }) => {
+                Err(AcquireError::RateLimited { retry_after, .. }) => {
                     return Err(format!(
                         "every rerank key is cooling down (for {:.1} s)",
                         retry_after.as_secs_f64()

@@ -95,7 +95,7 @@ impl RetrievalService {
                 .acquire(profile.provider, Lane::Query, estimate)
                 .await
                 .map_err(|err| match err {
-                    AcquireError::RateLimited { retry_after } => ServiceError::RateLimited { retry_after },
+                    AcquireError::RateLimited { retry_after, .. } => ServiceError::RateLimited { retry_after },
                     AcquireError::NoEligibleKey(provider) => ServiceError::conflict(
                         Conflict::NoEligibleProviderKey,
                         format!("no enabled {provider} key is available to embed the query"),

@@ -131,6 +131,10 @@ pub(super) async fn google(
         body: json,
     });
 
+    let outage = shared.lock().outage_failure();
+    if let Some(failure) = outage {
+        return render(Dialect::Google, &failure, k);
+    }
     let corrupt = match shared.lock().embed_failures.pop_front() {
         Some(failure) if failure.corrupts_data() => Some(failure),
         Some(failure) => return render(Dialect::Google, &failure, k),

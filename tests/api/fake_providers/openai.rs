@@ -67,6 +67,10 @@ pub(super) async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap
         body: json,
     });
 
+    let outage = shared.lock().outage_failure();
+    if let Some(failure) = outage {
+        return render(Dialect::OpenAi, &failure, k);
+    }
     let corrupt = match shared.lock().embed_failures.pop_front() {
         Some(failure) if failure.corrupts_data() => Some(failure),
         Some(failure) => return render(Dialect::OpenAi, &failure, k),

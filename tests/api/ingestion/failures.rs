@@ -46,9 +46,10 @@ async fn failures_spend_attempts_and_fail_the_job_with_a_structured_error() {
     // Nothing was stored for the malformed answer.
     assert_eq!(app.world_points(&world).await, 0);
 
-    // The retry waits for its backoff; make it due, then fail again: max_attempts = 2.
+    // The retry waits for its backoff; make it due, then fail again: max_attempts = 2. (A 5xx
+    // would spend no attempt: see the breaker tests.)
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    fake.fail_next(Failure::Status(500));
+    fake.fail_next(Failure::MalformedBody);
     app.drain().await;
     let (_, job) = app.get(&format!("/v1/jobs/{}", id(&accepted["job"]))).await;
     assert_eq!(job["status"], "failed", "{job}");

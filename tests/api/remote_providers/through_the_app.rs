@@ -10,7 +10,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::fake_providers::{Failure, FakeGoogle, FakeOpenAi};
-use crate::helpers::{TestApp, assert_error, spawn_app_with};
+use crate::helpers::{TestApp, assert_error, next_daily_reset, spawn_app_with};
 
 use super::{GEMINI, GOOGLE_KEY, OPENAI_KEY};
 
@@ -140,6 +140,9 @@ async fn a_configured_google_request_timeout_applies_to_its_calls() {
         s.providers.google.request_timeout_s = 1;
         s.embedding.workers = 0;
         s.embedding.max_attempts = 1;
+        // A timeout is transient: without a failure budget it spends the chunk's one attempt,
+        // so the chunk shows the error.
+        s.embedding.breaker.failure_budget_s = 0.0;
     })
     .await;
     let world = remote_world(&app, "google", GEMINI).await;
@@ -159,16 +162,6 @@ async fn a_configured_google_request_timeout_applies_to_its_calls() {
             .is_some_and(|m| m.contains("timed out")),
         "{listing}"
     );
-}
-
-/// The next 08:00 UTC strictly after `now` (the daily reset the scheduler waits for).
-fn next_daily_reset(now: DateTime<Utc>) -> DateTime<Utc> {
-    let today = now.date_naive().and_hms_opt(8, 0, 0).unwrap().and_utc();
-    if today > now {
-        today
-    } else {
-        today + chrono::Duration::days(1)
-    }
 }
 
 #[tokio::test]

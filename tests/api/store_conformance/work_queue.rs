@@ -131,6 +131,91 @@ async fn expired_leases_return_to_the_queue(store: Arc<dyn Store>) {
     );
 }
 
+conformance!(renewed_leases_hold_and_all_can_be_released_at_once);
+async fn renewed_leases_hold_and_all_can_be_released_at_once(store: Arc<dyn Store>) {
+    let world = store.create_world(new_world("w")).await.unwrap();
+    add_source(&store, world.id, 3).await;
+    let now = Utc::now().trunc_subsecs(6);
+    let mine = store
+        .claim_work("beating", 2, now + chrono::Duration::seconds(1), now)
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 2);
+    // The heartbeat extends what the owner holds, and nothing else.
+    let beat = now + chrono::Duration::milliseconds(500);
+    assert_eq!(
+        store
+            .renew_leases("beating", beat + chrono::Duration::seconds(30), beat)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.renew_leases("nobody", beat, beat).await.unwrap(), 0);
+    let later = now + chrono::Duration::seconds(5);
+    let taken = store
+        .claim_work("other", 10, later + chrono::Duration::minutes(5), later)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1, "renewed leases hold past their first end");
+    // A given-back entry waiting for its time keeps it; every held lease is released.
+    store
+        .release_work(
+            "other",
+            taken[0].job_id,
+            &[taken[0].chunk_id],
+            Some(later + chrono::Duration::hours(1)),
+            false,
+            later,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.release_all_leases(later).await.unwrap(), 2);
+    let all = store
+        .claim_work("restarted", 10, later + chrono::Duration::minutes(5), later)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2, "released at once; the waiting one still waits");
+}
+
+conformance!(a_job_records_what_it_waits_for);
+async fn a_job_records_what_it_waits_for(store: Arc<dyn Store>) {
+    use quarry::domain::{WaitReason, Waiting};
+    let world = store.create_world(new_world("w")).await.unwrap();
+    let (_, job) = add_source(&store, world.id, 2).await;
+    assert_eq!(job.waiting, None);
+    let until = Utc::now().trunc_subsecs(6) + chrono::Duration::hours(3);
+    let waiting = Waiting {
+        reason: WaitReason::DailyQuota,
+        until: Some(until),
+    };
+    store.set_job_waiting(job.id, Some(&waiting)).await.unwrap();
+    let read = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(read.waiting, Some(waiting.clone()));
+    assert_eq!(read.waiting_at(Utc::now()), Some(&waiting));
+    assert_eq!(
+        read.waiting_at(until + chrono::Duration::seconds(1)),
+        None,
+        "not past its time"
+    );
+    let listed = store
+        .list_jobs(world.id, &[], quarry::domain::Window::ALL)
+        .await
+        .unwrap();
+    assert_eq!(listed[0].waiting, Some(waiting));
+    // A chunk embedded: the job moves, and waits no more.
+    let items = claim(&store, "w", 1).await;
+    assert_eq!(complete(&store, "w", &items).await, 1);
+    assert_eq!(store.get_job(job.id).await.unwrap().unwrap().waiting, None);
+    let no_key = Waiting {
+        reason: WaitReason::NoEligibleKey,
+        until: None,
+    };
+    store.set_job_waiting(job.id, Some(&no_key)).await.unwrap();
+    assert_eq!(store.get_job(job.id).await.unwrap().unwrap().waiting, Some(no_key));
+    store.set_job_waiting(job.id, None).await.unwrap();
+    assert_eq!(store.get_job(job.id).await.unwrap().unwrap().waiting, None);
+}
+
 conformance!(retrieval_reads_and_requeues_by_point);
 async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let world = store.create_world(new_world("w")).await.unwrap();
@@ -267,6 +352,17 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert!(tokens > 0);
     assert!(store.source_sizes(other.id, run).await.unwrap().is_empty());
     assert!(store.source_sizes(world.id, RunId::new()).await.unwrap().is_empty());
+    // A second source adds its own size; deleting it takes its size away again.
+    let (second, _) = add_source(&store, world.id, 3).await;
+    let mut sizes = store.source_sizes(world.id, run).await.unwrap();
+    sizes.sort_by_key(|s| s.book_number);
+    assert_eq!(sizes.len(), 2);
+    assert_eq!((sizes[1].source_id, sizes[1].chunks), (second.id, 3));
+    let now = Utc::now().trunc_subsecs(6);
+    store.delete_source(world.id, second.id, now).await.unwrap().unwrap();
+    let sizes = store.source_sizes(world.id, run).await.unwrap();
+    assert_eq!(sizes.len(), 1);
+    assert_eq!(sizes[0].source_id, source.id);
 
     // Requeued slots go to one running repair job; pending ones are left alone.
     let now = Utc::now().trunc_subsecs(6);
