@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiPath, ApiQuery};
-use crate::domain::{Job, JobId, JobKind, JobStatus, WorldId};
+use crate::domain::{Job, JobId, JobKind, JobStatus, WaitReason, WorldId};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -119,15 +119,38 @@ pub struct WaitingDto {
     /// add or enable one), `provider_unavailable` (the provider failed repeatedly, or this
     /// process cannot run its model) or `vector_store_unavailable`.
     #[schema(example = "daily_quota")]
-    pub reason: String,
+    pub reason: WaitReasonDto,
     /// When the workers try again; `null` when that depends on you (a key to add).
     pub until: Option<DateTime<Utc>>,
+}
+
+/// Why a running job is not moving (`waiting.reason`).
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReasonDto {
+    RateLimited,
+    DailyQuota,
+    NoEligibleKey,
+    ProviderUnavailable,
+    VectorStoreUnavailable,
+}
+
+impl From<WaitReason> for WaitReasonDto {
+    fn from(reason: WaitReason) -> Self {
+        match reason {
+            WaitReason::RateLimited => Self::RateLimited,
+            WaitReason::DailyQuota => Self::DailyQuota,
+            WaitReason::NoEligibleKey => Self::NoEligibleKey,
+            WaitReason::ProviderUnavailable => Self::ProviderUnavailable,
+            WaitReason::VectorStoreUnavailable => Self::VectorStoreUnavailable,
+        }
+    }
 }
 
 impl From<Job> for JobDto {
     fn from(j: Job) -> Self {
         let waiting = j.waiting_at(Utc::now()).map(|w| WaitingDto {
-            reason: w.reason.as_str().to_owned(),
+            reason: w.reason.into(),
             until: w.until,
         });
         JobDto {
