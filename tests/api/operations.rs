@@ -1,7 +1,7 @@
 //! Health, readiness, authentication, OpenAPI and the interactive docs.
 
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::{TOKEN, assert_error, read, spawn_app};
 
@@ -181,12 +181,18 @@ async fn served_openapi_matches_the_committed_document() {
             }
         }
     }
-    // The upload form names its file part, so that generated clients can send one.
+    // The upload form names its file part, so that generated clients can send one: UTF-8 text
+    // (`contentMediaType: text/plain`), what the server takes, not any bytes (`format: binary`).
     let upload = &served["paths"]["/v1/worlds/{world_id}/sources"]["post"]["requestBody"]["content"]["multipart/form-data"]
         ["schema"]["$ref"];
     assert_eq!(upload, "#/components/schemas/AddSourceUpload");
     let file = &served["components"]["schemas"]["AddSourceUpload"]["properties"]["file"];
-    assert_eq!(file["format"], "binary", "{file}");
+    assert_eq!(
+        (&file["type"], &file["contentMediaType"]),
+        (&json!("string"), &json!("text/plain")),
+        "{file}"
+    );
+    assert!(file.get("format").is_none(), "{file}");
     assert_eq!(served["openapi"].as_str().map(|v| v.starts_with("3.1")), Some(true));
 }
 
