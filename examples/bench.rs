@@ -599,7 +599,16 @@ async fn retrieval(o: &Options) -> Result<()> {
         measure(o, &quarry, &a, "2 worlds", &mut latency, &mut raw, &mut notes).await?;
     }
     let modes = if o.mode_requests > 0 {
-        Some(modes::measure(&quarry, &a.id.to_string(), "corpus-a-007.md", o.mode_requests, o.dense_modes).await?)
+        Some(
+            modes::measure(
+                &quarry,
+                &a.id.to_string(),
+                "corpus-a-007.md",
+                o.mode_requests,
+                o.dense_modes,
+            )
+            .await?,
+        )
     } else {
         None
     };

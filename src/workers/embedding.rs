@@ -814,6 +814,11 @@ impl EmbeddingWorkers {
                     );
                     self.warn(job, WarningCode::ProviderError, batch.len(), warning).await?;
                 }
+                // The chunks say why they wait (their listing's `last_error`), with no attempt spent.
+                self.shared
+                    .store
+                    .note_error(&ids, "provider_error", &message, now())
+                    .await?;
                 engine
                     .give_back(owner, job, &ids, Some(now() + to_chrono(after)), false)
                     .await
