@@ -380,7 +380,16 @@ impl EmbeddingWorkers {
         let lease = match self
             .shared
             .scheduler
-            .acquire(profile.provider, Lane::Ingest(batch[0].world_id), tokens)
+            .acquire_for(
+                profile.provider,
+                Lane::Ingest(batch[0].world_id),
+                if limits.requests_per_text {
+                    batch.len() as u32
+                } else {
+                    1
+                },
+                tokens,
+            )
             .await
         {
             Ok(lease) => {
