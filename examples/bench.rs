@@ -69,6 +69,8 @@ usage: bench [options]
                        uploaded and embedded like the first world; about 4 more minutes) or `none`
   --mode-requests N    requests per retrieval mode on the hybrid world (default 200; 0 skips the
                        modes, and world A stays dense)
+  --dense-modes        measure the modes on world A as it is, dense: no `PATCH {\"hybrid\": true}`
+                       (a long re-ingest at 100k chunks) and no hybrid rows
   --data DIR           keep the retrieval section's SQLite file and vectors in DIR (default: a
                        temporary directory) and reuse the worlds a previous run loaded there, for
                        quicker retrieval runs (quarry runs there without its startup repair);
@@ -103,6 +105,7 @@ struct Options {
     concurrency: Vec<usize>,
     requests: Vec<usize>,
     mode_requests: usize,
+    dense_modes: bool,
     second_world: SecondWorld,
     /// Where the retrieval section keeps quarry's data; worlds already loaded there are reused.
     data: Option<std::path::PathBuf>,
@@ -124,6 +127,7 @@ impl Default for Options {
             concurrency: vec![1, 8, 32],
             requests: vec![200, 800, 1600],
             mode_requests: 200,
+            dense_modes: false,
             second_world: SecondWorld::Direct,
             data: None,
         }
@@ -146,6 +150,10 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
         }
         if flag == "--no-second-world" {
             o.second_world = SecondWorld::None;
+            continue;
+        }
+        if flag == "--dense-modes" {
+            o.dense_modes = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value\n\n{HELP}"))?;
@@ -591,7 +599,16 @@ async fn retrieval(o: &Options) -> Result<()> {
         measure(o, &quarry, &a, "2 worlds", &mut latency, &mut raw, &mut notes).await?;
     }
     let modes = if o.mode_requests > 0 {
-        Some(modes::measure(&quarry, &a.id.to_string(), "corpus-a-007.md", o.mode_requests).await?)
+        Some(
+            modes::measure(
+                &quarry,
+                &a.id.to_string(),
+                "corpus-a-007.md",
+                o.mode_requests,
+                o.dense_modes,
+            )
+            .await?,
+        )
     } else {
         None
     };

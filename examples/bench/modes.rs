@@ -45,10 +45,17 @@ struct Answer {
 
 /// Turns the world hybrid (unless a reused `--data` world already is) and measures every
 /// configuration; returns the table and notes to print.
-pub async fn measure(quarry: &Quarry, world: &str, filename: &str, requests: usize) -> Result<(Table, Vec<String>)> {
+pub async fn measure(
+    quarry: &Quarry,
+    world: &str,
+    filename: &str,
+    requests: usize,
+    dense_only: bool,
+) -> Result<(Table, Vec<String>)> {
     let mut notes = Vec::new();
     let current = quarry.get(&format!("/v1/worlds/{world}")).await?;
-    if current["hybrid"] != Value::Bool(true) {
+    let hybrid = current["hybrid"] == Value::Bool(true);
+    if !hybrid && !dense_only {
         crate::progress("retrieval modes: PATCH {\"hybrid\": true} (re-ingest reusing the dense vectors)");
         let started = Instant::now();
         let (status, job) = quarry
@@ -85,7 +92,11 @@ pub async fn measure(quarry: &Quarry, world: &str, filename: &str, requests: usi
     let mut words = Words::new(77);
     let queries: Arc<Vec<String>> = Arc::new((0..requests).map(|_| words.query()).collect());
     let url = Arc::new(quarry.url(&format!("/v1/worlds/{world}/retrieve")));
-    let configurations = configurations(filename);
+    let mut configurations = configurations(filename);
+    if dense_only && !hybrid {
+        configurations.retain(|(_, settings)| settings["mode"] != "hybrid");
+        notes.push("dense world (--dense-modes): no hybrid rows".to_owned());
+    }
     let mut loads: Vec<Load<Answer>> = configurations.iter().map(|_| Load::empty()).collect();
     let per_round = requests.div_ceil(ROUNDS);
     crate::progress(format!(

@@ -215,6 +215,7 @@ impl EmbeddingProvider for GoogleProvider {
             max_input_tokens: model.max_input_tokens,
             max_batch_size: MAX_BATCH,
             max_tokens_per_request: None,
+            requests_per_text: true,
         }
     }
 

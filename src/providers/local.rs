@@ -159,6 +159,7 @@ impl EmbeddingProvider for LocalProvider {
             max_input_tokens: MAX_INPUT_TOKENS,
             max_batch_size: MAX_BATCH_SIZE,
             max_tokens_per_request: None,
+            requests_per_text: false,
         }
     }
 

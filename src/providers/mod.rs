@@ -48,6 +48,9 @@ pub struct ProviderLimits {
     pub max_batch_size: usize,
     /// Most tokens summed over one request, when the provider has such a limit.
     pub max_tokens_per_request: Option<u64>,
+    /// The provider's request quota counts each text of a batch as a request (Google), so a
+    /// batch pays the request budget once per text.
+    pub requests_per_text: bool,
 }
 
 /// An API key as handed out by the scheduler. The secret never leaves this struct except into

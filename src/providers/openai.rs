@@ -215,6 +215,7 @@ impl EmbeddingProvider for OpenAiProvider {
             max_input_tokens: model.max_input_tokens,
             max_batch_size: self.max_batch_size,
             max_tokens_per_request: Some(self.max_tokens_per_request),
+            requests_per_text: false,
         }
     }
 

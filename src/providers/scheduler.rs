@@ -552,12 +552,26 @@ impl KeyScheduler {
     /// Waits for a key of `provider` in `lane`, for a request of about `tokens` tokens, up to
     /// the lane's bound (`acquire_timeout` for ingestion, `query_wait` for queries).
     pub async fn acquire(&self, provider: ProviderKind, lane: Lane, tokens: u32) -> Result<KeyLease, AcquireError> {
+        self.acquire_for(provider, lane, 1, tokens).await
+    }
+
+    /// [`KeyScheduler::acquire`] for a call that a provider's request budget counts as
+    /// `requests` requests: Google counts each text of a batch against its per-minute requests,
+    /// so a batch of 100 pays 100.
+    pub async fn acquire_for(
+        &self,
+        provider: ProviderKind,
+        lane: Lane,
+        requests: u32,
+        tokens: u32,
+    ) -> Result<KeyLease, AcquireError> {
         let pool = self.shared.pool(provider);
         let wait = match lane {
             Lane::Query => pool.query_wait,
             Lane::Ingest(_) => pool.acquire_timeout,
         };
-        self.acquire_within(provider, lane, tokens, wait).await
+        self.acquire_costing(provider, lane, Cost { requests, tokens }, wait)
+            .await
     }
 
     /// [`KeyScheduler::acquire`] with an explicit bound on the wait.
@@ -566,6 +580,17 @@ impl KeyScheduler {
         provider: ProviderKind,
         lane: Lane,
         tokens: u32,
+        wait: Duration,
+    ) -> Result<KeyLease, AcquireError> {
+        self.acquire_costing(provider, lane, Cost { requests: 1, tokens }, wait)
+            .await
+    }
+
+    async fn acquire_costing(
+        &self,
+        provider: ProviderKind,
+        lane: Lane,
+        cost: Cost,
         wait: Duration,
     ) -> Result<KeyLease, AcquireError> {
         let deadline = Instant::now() + wait;
@@ -596,9 +621,9 @@ impl KeyScheduler {
                 }
                 if is_head(&inner, ticket) {
                     let pool = self.shared.pool(provider);
-                    match pick(&mut inner, &pool, provider, lane, tokens, now) {
+                    match pick(&mut inner, &pool, provider, lane, cost, now) {
                         Pick::Key(index) => {
-                            let lease = self.take(&mut inner, index, lane, tokens, now);
+                            let lease = self.take(&mut inner, index, lane, cost, now);
                             drop(inner);
                             // The next waiter may now be the head.
                             self.shared.changed.notify_waiters();
@@ -645,14 +670,14 @@ impl KeyScheduler {
         soonest.saturating_duration_since(now).max(Duration::from_secs(1))
     }
 
-    fn take(&self, inner: &mut Inner, index: usize, lane: Lane, tokens: u32, now: Instant) -> KeyLease {
+    fn take(&self, inner: &mut Inner, index: usize, lane: Lane, cost: Cost, now: Instant) -> KeyLease {
         let budget_id = inner.slots[index].budget_id();
         if let Some(budget) = inner.budgets.get_mut(&budget_id) {
             if let Some(b) = budget.requests.as_mut() {
-                b.pay(1.0, now);
+                b.pay(f64::from(cost.requests.max(1)), now);
             }
             if let Some(b) = budget.tokens.as_mut() {
-                b.pay(f64::from(tokens), now);
+                b.pay(f64::from(cost.tokens), now);
             }
         }
         let slot = &mut inner.slots[index];
@@ -783,7 +808,15 @@ fn is_head(inner: &Inner, ticket: u64) -> bool {
         .all(|(t, w)| rank(*t, w) >= mine)
 }
 
-fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane, tokens: u32, now: Instant) -> Pick {
+/// What a call costs the budgets: requests as the provider counts them, and tokens.
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    requests: u32,
+    tokens: u32,
+}
+
+fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane, cost: Cost, now: Instant) -> Pick {
+    let (requests, tokens) = (f64::from(cost.requests.max(1)), cost.tokens);
     let (in_flight_limit, overdraft) = match lane {
         Lane::Query => (pool.max_in_flight_per_key + 1, QUERY_OVERDRAFT),
         Lane::Ingest(_) => (pool.max_in_flight_per_key, 0.0),
@@ -816,8 +849,8 @@ fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane
         let mut ready_at: Option<Instant> = None;
         if let Some(b) = budget.requests.as_mut() {
             b.refill(now);
-            if !b.can_pay(1.0, overdraft) {
-                ready_at = Some(b.ready_at(1.0, overdraft));
+            if !b.can_pay(requests, overdraft) {
+                ready_at = Some(b.ready_at(requests, overdraft));
             }
         }
         if let Some(b) = budget.tokens.as_mut() {

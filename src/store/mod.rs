@@ -270,6 +270,9 @@ pub trait WorkStore: Send + Sync {
     /// out). Entries given back with a "not before" time are not held, so they keep it.
     /// Returns how many were given back.
     async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64>;
+    /// Records why pending `chunks` went back to the queue without spending an attempt (a
+    /// provider outage): their `last_error`, shown in the chunk listing until they are embedded.
+    async fn note_error(&self, chunks: &[ChunkId], code: &str, message: &str, now: DateTime<Utc>) -> Result<()>;
     /// Extends the leases `owner` still holds to `until` (a worker's heartbeat while it works on
     /// them). Returns how many were extended.
     async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64>;

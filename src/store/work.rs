@@ -164,6 +164,24 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         Ok(done.rows_affected())
     }
 
+    async fn note_error(&self, chunks: &[ChunkId], code: &str, message: &str, now: DateTime<Utc>) -> Result<()> {
+        let mut tx = self.begin().await?;
+        for chunk in chunks {
+            sqlx::query(
+                "UPDATE manifest_entries SET last_error_code = $2, last_error_message = $3, updated_at = $4 \
+                 WHERE chunk_id = $1 AND state = 'pending'",
+            )
+            .bind(chunk.0)
+            .bind(code)
+            .bind(message)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64> {
         let done = sqlx::query(
             "UPDATE manifest_entries SET lease_expires_at = $2, updated_at = $3 \

@@ -380,7 +380,16 @@ impl EmbeddingWorkers {
         let lease = match self
             .shared
             .scheduler
-            .acquire(profile.provider, Lane::Ingest(batch[0].world_id), tokens)
+            .acquire_for(
+                profile.provider,
+                Lane::Ingest(batch[0].world_id),
+                if limits.requests_per_text {
+                    batch.len() as u32
+                } else {
+                    1
+                },
+                tokens,
+            )
             .await
         {
             Ok(lease) => {
@@ -814,6 +823,11 @@ impl EmbeddingWorkers {
                     );
                     self.warn(job, WarningCode::ProviderError, batch.len(), warning).await?;
                 }
+                // The chunks say why they wait (their listing's `last_error`), with no attempt spent.
+                self.shared
+                    .store
+                    .note_error(&ids, "provider_error", &message, now())
+                    .await?;
                 engine
                     .give_back(owner, job, &ids, Some(now() + to_chrono(after)), false)
                     .await

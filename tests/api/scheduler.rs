@@ -347,6 +347,42 @@ async fn client_side_budgets_pace_requests_and_keep_a_reserve_for_queries() {
 }
 
 #[tokio::test]
+async fn a_batch_counted_per_text_pays_the_request_budget_per_text() {
+    let f = fixture().await;
+    let s = scheduler(&f, keys(&["budgeted"], None), pool(100, Some(600))).await;
+    tokio::time::pause();
+    // 600 per minute = 10 per second; the bucket holds a second's worth. A batch of 10 texts
+    // that the provider counts as 10 requests (Google) empties it ...
+    let started = Instant::now();
+    s.acquire_for(G, INGEST, 10, 0)
+        .await
+        .unwrap()
+        .finish(Outcome::Success)
+        .await;
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    // ... so the next batch of 10 waits a second for it to refill, where a single request
+    // would have gone out at once.
+    s.acquire_for(G, INGEST, 10, 0)
+        .await
+        .unwrap()
+        .finish(Outcome::Success)
+        .await;
+    about(started.elapsed(), Duration::from_secs(1));
+    // A batch larger than the bucket waits for a full bucket, then overdraws: the pace over
+    // time stays the budget's.
+    let before = Instant::now();
+    s.acquire_for(G, INGEST, 30, 0)
+        .await
+        .unwrap()
+        .finish(Outcome::Success)
+        .await;
+    about(before.elapsed(), Duration::from_secs(1));
+    let before = Instant::now();
+    s.acquire(G, INGEST, 0).await.unwrap().finish(Outcome::Success).await;
+    about(before.elapsed(), Duration::from_millis(2100));
+}
+
+#[tokio::test]
 async fn queries_are_served_while_ingestion_saturates_every_key() {
     let f = fixture().await;
     let s = scheduler(&f, keys(&["k1", "k2"], None), pool(1, None)).await;

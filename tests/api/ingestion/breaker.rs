@@ -133,6 +133,18 @@ async fn an_open_breaker_shows_in_providers_and_on_the_job_and_is_said_once() {
 
     let job = job(&app, &job_id).await;
     assert_eq!(job["waiting"]["reason"], "provider_unavailable", "{job}");
+    // The chunk says why it waits, with no attempt spent.
+    let source = accepted["source"]["id"].as_str().unwrap();
+    let (_, listing) = app
+        .get(&format!("/v1/worlds/{}/sources/{source}/chunks", id(&world)))
+        .await;
+    let chunk = &listing["chunks"][0];
+    assert_eq!(
+        (chunk["state"].as_str(), chunk["attempts"].as_u64()),
+        (Some("pending"), Some(0)),
+        "{chunk}"
+    );
+    assert_eq!(chunk["last_error"]["code"], "provider_error", "{chunk}");
     assert!(job["waiting"]["until"].is_string(), "{job}");
     assert_eq!(
         (job["counts"]["retries"].as_u64(), job["counts"]["failed"].as_u64()),
