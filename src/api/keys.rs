@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{KeyId, ProviderKind, StoredKey};
+use crate::providers::breaker::BreakerState;
 use crate::providers::scheduler::KeyStatus;
 use crate::service::keys::CreateKey;
 use crate::state::AppState;
@@ -176,6 +177,15 @@ pub struct ProviderDto {
     pub breakers: Vec<BreakerDto>,
 }
 
+/// A circuit breaker's state (`breakers[].state`).
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerStateDto {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
 /// A circuit breaker: a run of transient failures (5xx, overloaded, timeouts) opens it, and
 /// while it is open the provider is not called for the model; work waits without spending
 /// attempts.
@@ -185,7 +195,7 @@ pub struct BreakerDto {
     /// `closed` (failing, still called), `open` (not called until `open_until`) or `half_open`
     /// (one probe call decides).
     #[schema(example = "open")]
-    pub state: String,
+    pub state: BreakerStateDto,
     /// Transient failures since the last success.
     pub failures_in_row: u32,
     pub open_until: Option<DateTime<Utc>>,
@@ -304,7 +314,11 @@ pub async fn list_providers(State(state): State<AppState>) -> axum::Json<Provide
                 .filter(|b| b.provider == provider)
                 .map(|b| BreakerDto {
                     model: b.model.clone(),
-                    state: b.state.to_owned(),
+                    state: match b.state {
+                        BreakerState::Closed => BreakerStateDto::Closed,
+                        BreakerState::Open => BreakerStateDto::Open,
+                        BreakerState::HalfOpen => BreakerStateDto::HalfOpen,
+                    },
                     failures_in_row: b.failures_in_row,
                     open_until: b.open_until,
                     failing_since: b.failing_since,

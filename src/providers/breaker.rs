@@ -66,13 +66,23 @@ pub enum Verdict {
     SpendAttempt,
 }
 
+/// Where a breaker stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakerState {
+    /// Calls go through (it may have failed since its last success).
+    Closed,
+    /// No call before `open_until`.
+    Open,
+    /// The pause is over: one probe call decides.
+    HalfOpen,
+}
+
 /// A breaker's state as `GET /v1/providers` shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BreakerView {
     pub provider: ProviderKind,
     pub model: String,
-    /// `closed`, `open` or `half_open`.
-    pub state: &'static str,
+    pub state: BreakerState,
     pub failures_in_row: u32,
     /// When an open breaker lets a probe through.
     pub open_until: Option<DateTime<Utc>>,
@@ -178,9 +188,9 @@ impl Breakers {
             .filter(|(_, b)| b.failing_since.is_some() || b.open_until.is_some())
             .map(|((provider, model), b)| {
                 let (state, open_until) = match b.open_until {
-                    Some(until) if until > now => ("open", Some(until)),
-                    Some(_) => ("half_open", None),
-                    None => ("closed", None),
+                    Some(until) if until > now => (BreakerState::Open, Some(until)),
+                    Some(_) => (BreakerState::HalfOpen, None),
+                    None => (BreakerState::Closed, None),
                 };
                 let at = |t: Instant| wall + chrono::Duration::from_std(t - now).unwrap_or_default();
                 BreakerView {
@@ -243,7 +253,7 @@ mod tests {
         );
         assert!(matches!(b.gate(P, "m", t0), Gate::Wait { .. }));
         assert_eq!(b.gate(P, "other", t0), Gate::Call, "per model");
-        assert_eq!(b.views(t0, wall)[0].state, "open");
+        assert_eq!(b.views(t0, wall)[0].state, BreakerState::Open);
 
         // After the pause one probe goes; the others wait for it.
         let later = t0 + Duration::from_secs(13);
