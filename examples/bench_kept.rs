@@ -27,6 +27,9 @@ use quarry::domain::{
     SourceId, WorldId, now,
 };
 use quarry::store::Store;
+
+#[path = "bench/pgdb.rs"]
+mod pgdb;
 use sqlx::ConnectOptions as _;
 
 const HELP: &str = "\
@@ -198,17 +201,7 @@ async fn measure_sqlite(chunks: u32, dims: u32) -> Result<Measured> {
 
 async fn measure_postgres(admin: &str, chunks: u32, dims: u32) -> Result<Measured> {
     use sqlx::Connection as _;
-    let name = format!("quarry_bench_kept_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin).await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await?;
-    let after_scheme = admin.find("://").map_or(0, |i| i + 3);
-    let base = match admin[after_scheme..].find('/') {
-        Some(i) => &admin[..after_scheme + i],
-        None => admin,
-    };
-    let url = format!("{base}/{name}");
+    let (url, name) = pgdb::create(admin, "quarry_bench_kept").await?;
     let measured = async {
         let store = quarry::store::connect(&url).await?;
         let mark = fill(&store, chunks, dims).await?;
@@ -226,11 +219,7 @@ async fn measure_postgres(admin: &str, chunks: u32, dims: u32) -> Result<Measure
         })
     }
     .await;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&mut conn)
-    .await?;
+    pgdb::drop(admin, &name).await?;
     measured
 }
 

@@ -33,6 +33,8 @@
 #[allow(dead_code)]
 #[path = "bench/fake.rs"]
 mod fake;
+#[path = "bench/pgdb.rs"]
+mod pgdb;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -432,32 +434,6 @@ async fn run(o: &Options, backend: &'static str, store_url: &str, rng: &mut Rng)
     })
 }
 
-async fn postgres_database(admin: &str) -> Result<(String, String)> {
-    use sqlx::Connection as _;
-    let name = format!("quarry_chaos_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin).await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await?;
-    let after_scheme = admin.find("://").map_or(0, |i| i + 3);
-    let base = match admin[after_scheme..].find('/') {
-        Some(i) => &admin[..after_scheme + i],
-        None => admin,
-    };
-    Ok((format!("{base}/{name}"), name))
-}
-
-async fn drop_postgres_database(admin: &str, name: &str) -> Result<()> {
-    use sqlx::Connection as _;
-    let mut conn = sqlx::PgConnection::connect(admin).await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&mut conn)
-    .await?;
-    Ok(())
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     match chaos().await {
@@ -491,9 +467,9 @@ async fn chaos() -> Result<bool> {
     let sqlite = format!("sqlite://{}", sqlite_dir.path().join("quarry.db").display());
     outcomes.push(run(&o, "sqlite", &sqlite, &mut rng).await?);
     if let Some(admin) = &o.postgres {
-        let (url, name) = postgres_database(admin).await?;
+        let (url, name) = pgdb::create(admin, "quarry_chaos").await?;
         let outcome = run(&o, "postgres", &url, &mut rng).await;
-        drop_postgres_database(admin, &name).await?;
+        pgdb::drop(admin, &name).await?;
         outcomes.push(outcome?);
     }
     println!();
