@@ -100,24 +100,12 @@ async fn an_open_breaker_shows_in_providers_and_on_the_job_and_is_said_once() {
 
     // The first failure gives the chunk back for a short backoff; the second opens the breaker.
     app.drain().await;
-    let (_, providers) = app.get("/v1/providers").await;
-    let google = providers["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["provider"] == "google")
-        .unwrap();
+    let google = app.provider("google").await;
     assert_eq!(google["breakers"][0]["state"], "closed", "{google}");
     assert_eq!(google["breakers"][0]["failures_in_row"], 1, "{google}");
     tokio::time::sleep(Duration::from_millis(800)).await;
     app.drain().await;
-    let (_, providers) = app.get("/v1/providers").await;
-    let google = providers["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["provider"] == "google")
-        .unwrap();
+    let google = app.provider("google").await;
     let breaker = &google["breakers"][0];
     assert_eq!(
         (breaker["model"].as_str(), breaker["state"].as_str()),
