@@ -58,6 +58,8 @@ pub struct App {
     state: AppState,
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
+    /// Whether this app opened `vectors` (and closes them when it stops) or shares them.
+    owns_vectors: bool,
     /// Cancelled when shutdown begins; every background task watches it.
     cancel: CancellationToken,
     /// Background tasks (embedding workers, …) to wait for at shutdown.
@@ -70,6 +72,18 @@ impl App {
     /// Connects to the store (applying migrations) and the vector store, builds the router and
     /// binds `server.addr`.
     pub async fn build(settings: Settings) -> Result<App, StartupError> {
+        Self::build_on(settings, None).await
+    }
+
+    /// [`App::build`] on a vector store that is already open and that other apps in this
+    /// process share (replicas of one deployment in one process, as tests and benchmarks run
+    /// them): the app neither closes it when it stops nor takes the store's claims for its own
+    /// at startup.
+    pub async fn build_sharing(settings: Settings, vectors: Arc<dyn VectorRepo>) -> Result<App, StartupError> {
+        Self::build_on(settings, Some(vectors)).await
+    }
+
+    async fn build_on(settings: Settings, shared_vectors: Option<Arc<dyn VectorRepo>>) -> Result<App, StartupError> {
         settings.validate()?;
         settings.check_auth()?;
         crate::providers::http::install_tls_provider();
@@ -85,12 +99,17 @@ impl App {
             }
         }
         let store = store::connect(settings.store.url.expose_secret()).await?;
-        let vectors = open_vectors(&settings)?;
+        let owns_vectors = shared_vectors.is_none();
+        let vectors = match shared_vectors {
+            Some(vectors) => vectors,
+            None => open_vectors(&settings)?,
+        };
         let registry = Arc::new(ModelRegistry::new((settings.providers.openai.models.iter()).map(|m| {
             ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
         })));
         let cipher = settings.master_key()?.map(SecretCipher::new);
-        let scheduler = build_scheduler(&settings, store.clone(), cipher.clone()).await?;
+        let shared_budgets = settings.cluster.shares_budgets(store.kind());
+        let scheduler = build_scheduler(&settings, store.clone(), cipher.clone(), shared_budgets).await?;
 
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
         let providers = build_providers(&settings, &registry)?;
@@ -156,6 +175,22 @@ impl App {
             )
             .with_full_context_threshold(settings.retrieval.full_context_threshold),
         ));
+        let addr = settings.server.addr;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartupError::Bind { addr, source })?;
+        let cluster = Arc::new(crate::cluster::Cluster::new(
+            store.clone(),
+            scheduler.clone(),
+            crate::cluster::ClusterConfig {
+                address: (settings.cluster.address.clone())
+                    .unwrap_or_else(|| listener.local_addr().unwrap_or(addr).to_string()),
+                workers: u32::try_from(settings.embedding.workers).unwrap_or(u32::MAX),
+                heartbeat: Duration::from_secs(settings.cluster.heartbeat_s),
+                dead_after: Duration::from_secs(settings.cluster.dead_after_s),
+                shared_budgets,
+            },
+        ));
         let state = AppState {
             store: store.clone(),
             vectors: vectors.clone(),
@@ -169,6 +204,7 @@ impl App {
             engine,
             workers: workers.clone(),
             scheduler: scheduler.clone(),
+            cluster: cluster.clone(),
             breakers,
             shutdown: cancel.clone(),
             max_body_bytes: settings.server.max_body_bytes,
@@ -189,10 +225,6 @@ impl App {
             request_timeout: Duration::from_secs(settings.server.request_timeout_s),
         };
         let router = api::router(router_state, auth, limits);
-        let addr = settings.server.addr;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| StartupError::Bind { addr, source })?;
         tracing::info!(
             addr = %listener.local_addr().unwrap_or(addr),
             store = store.kind(),
@@ -203,6 +235,15 @@ impl App {
         // Background work starts once the port is ours: a process that cannot bind (the port
         // taken) fails without having touched a job, a key or a vector.
         tracker.spawn(refresh_keys(scheduler, cancel.clone()));
+        // Joins the registry before any work starts (and finds replicas that died meanwhile).
+        let released = cluster.beat().await?;
+        if released > 0 {
+            tracing::info!(
+                entries = released,
+                "gave back the claims of replicas that stopped heartbeating"
+            );
+        }
+        cluster.spawn(&tracker, &cancel);
         {
             // Parents for sources chunked before they existed (small-to-large retrieval).
             let (store, cancel) = (store.clone(), cancel.clone());
@@ -217,7 +258,7 @@ impl App {
                 }
             });
         }
-        if settings.vectors.kind == VectorKind::Embedded {
+        if settings.vectors.kind == VectorKind::Embedded && owns_vectors {
             // Embedded vectors are one process's (their folder is locked), so no other process
             // works on this store: the leases still held are this process's previous life's,
             // and its work resumes now instead of after they run out.
@@ -229,9 +270,10 @@ impl App {
         let run_workers = settings.embedding.workers > 0;
         let start_workers = {
             let (tracker, cancel) = (tracker.clone(), cancel.clone());
+            let replica = cluster.id().to_owned();
             move || {
                 if run_workers {
-                    workers.spawn(&tracker, &cancel);
+                    workers.spawn(&replica, &tracker, &cancel);
                 }
             }
         };
@@ -246,6 +288,7 @@ impl App {
             state,
             store,
             vectors,
+            owns_vectors,
             cancel,
             tracker,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
@@ -284,6 +327,7 @@ impl App {
             state: _,
             store,
             vectors,
+            owns_vectors,
             cancel,
             tracker,
             shutdown_timeout,
@@ -311,7 +355,7 @@ impl App {
         if tokio::time::timeout(shutdown_timeout, tracker.wait()).await.is_err() {
             tracing::warn!("background tasks did not stop in time");
         }
-        if let Err(err) = vectors.close().await {
+        if owns_vectors && let Err(err) = vectors.close().await {
             tracing::error!(error = %err, "closing the vector store failed");
         }
         store.close().await;
@@ -339,6 +383,7 @@ async fn build_scheduler(
     settings: &Settings,
     store: Arc<dyn Store>,
     cipher: Option<SecretCipher>,
+    shared_budgets: bool,
 ) -> Result<KeyScheduler, StartupError> {
     let p = &settings.providers;
     let mut config_keys = Vec::new();
@@ -361,6 +406,7 @@ async fn build_scheduler(
         (ProviderKind::Rerank, PoolConfig::from(&p.rerank.scheduling)),
     ]
     .into_iter()
+    .map(|(provider, pool)| (provider, PoolConfig { shared_budgets, ..pool }))
     .collect();
     Ok(KeyScheduler::new(store, cipher, config_keys, pools, p.local.max_concurrency).await?)
 }

@@ -38,6 +38,46 @@ pub struct Settings {
     pub embedding: EmbeddingSettings,
     pub retrieval: RetrievalSettings,
     pub security: SecuritySettings,
+    pub cluster: ClusterSettings,
+}
+
+/// Replicas sharing one store (`[cluster]`): the registry each writes into and the budgets
+/// they share.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterSettings {
+    /// Seconds between two heartbeats of this replica.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub heartbeat_s: u64,
+    /// A replica whose last heartbeat is older than this is dead: the first replica to notice
+    /// removes it and gives its claimed work back.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub dead_after_s: u64,
+    /// The address other replicas and operators reach this one at (`GET /v1/cluster`);
+    /// unset: the address it listens on.
+    pub address: Option<String>,
+    /// Whether provider budgets (`requests_per_minute`, `tokens_per_minute`) are kept in the
+    /// store and shared by every replica. Unset: shared on PostgreSQL (replicas may share it),
+    /// in this process on SQLite (one process per store).
+    pub shared_budgets: Option<bool>,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        Self {
+            heartbeat_s: 5,
+            dead_after_s: 30,
+            address: None,
+            shared_budgets: None,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Whether budgets are shared through a store of this kind ("sqlite", "postgres").
+    pub fn shares_budgets(&self, store_kind: &str) -> bool {
+        self.shared_budgets.unwrap_or(store_kind == "postgres")
+    }
 }
 
 /// The most `retrieval.max_context_tokens` (and a request's `max_context_tokens`) can be.
@@ -214,6 +254,10 @@ pub struct SchedulingSettings {
     /// Client-side token budget per minute, per quota group (or per key without a group).
     #[serde(deserialize_with = "whole::option::deserialize")]
     pub tokens_per_minute: Option<u32>,
+    /// Client-side request budget per provider day (from 08:00 UTC), per quota group (or per
+    /// key without a group); kept in the store, so a restart does not forget the day's spending.
+    #[serde(deserialize_with = "whole::option::deserialize")]
+    pub requests_per_day: Option<u32>,
     /// How long ingestion waits for a usable key before giving the work back.
     #[serde(deserialize_with = "whole::deserialize")]
     pub acquire_timeout_s: u64,
@@ -228,6 +272,7 @@ impl Default for SchedulingSettings {
             max_in_flight_per_key: 4,
             requests_per_minute: None,
             tokens_per_minute: None,
+            requests_per_day: None,
             acquire_timeout_s: 30,
             query_wait_s: 5,
         }
@@ -540,6 +585,15 @@ impl Settings {
                 self.server.idle_timeout_s, self.server.request_timeout_s
             ));
         }
+        if self.cluster.heartbeat_s == 0 {
+            return fail("cluster.heartbeat_s must be at least 1".into());
+        }
+        if self.cluster.dead_after_s < 2 * self.cluster.heartbeat_s {
+            return fail(format!(
+                "cluster.dead_after_s ({}) must be at least twice cluster.heartbeat_s ({})",
+                self.cluster.dead_after_s, self.cluster.heartbeat_s
+            ));
+        }
         let url = self.store.url.expose_secret();
         if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {
             return fail("store.url must start with sqlite: or postgres:".into());
@@ -623,6 +677,11 @@ impl Settings {
             if sched.requests_per_minute == Some(0) || sched.tokens_per_minute == Some(0) {
                 return fail(format!(
                     "{key}: a per-minute budget must be at least 1 (leave it unset for none)"
+                ));
+            }
+            if sched.requests_per_day == Some(0) {
+                return fail(format!(
+                    "{key}.requests_per_day must be at least 1 (leave it unset for none)"
                 ));
             }
         }
@@ -1093,6 +1152,35 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("vectors.url"), "{err}");
+    }
+
+    #[test]
+    fn cluster_and_daily_budget_settings_are_checked() {
+        let s = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!((s.cluster.heartbeat_s, s.cluster.dead_after_s), (5, 30));
+        assert!(s.cluster.shares_budgets("postgres") && !s.cluster.shares_budgets("sqlite"));
+        let s = Settings::load_from(None, env(&[("QUARRY__CLUSTER__SHARED_BUDGETS", "true")])).unwrap();
+        assert!(s.cluster.shares_budgets("sqlite"));
+        for (vars, key) in [
+            (&[("QUARRY__CLUSTER__HEARTBEAT_S", "0")][..], "cluster.heartbeat_s"),
+            (
+                &[
+                    ("QUARRY__CLUSTER__HEARTBEAT_S", "10"),
+                    ("QUARRY__CLUSTER__DEAD_AFTER_S", "15"),
+                ][..],
+                "cluster.dead_after_s",
+            ),
+            (
+                &[("QUARRY__PROVIDERS__GOOGLE__SCHEDULING__REQUESTS_PER_DAY", "0")][..],
+                "providers.google.scheduling.requests_per_day",
+            ),
+        ] {
+            let err = Settings::load_from(None, env(vars))
+                .and_then(|s| s.validate().map(|()| s))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{vars:?}: {err}");
+        }
     }
 
     #[test]

@@ -53,6 +53,7 @@
 pub mod api;
 pub mod app;
 pub mod chunking;
+pub mod cluster;
 pub mod config;
 pub mod crypto;
 pub mod domain;

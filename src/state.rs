@@ -33,6 +33,8 @@ pub struct AppState {
     /// This process's embedding workers (tests drive them step by step).
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
+    /// This replica's membership in the registry of replicas sharing the store.
+    pub cluster: Arc<crate::cluster::Cluster>,
     /// This process's circuit breakers, per provider and model.
     pub breakers: Arc<crate::providers::breaker::Breakers>,
     /// Fires when the server is told to stop: long-lived answers (event streams) end on it, so

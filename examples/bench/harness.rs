@@ -48,6 +48,28 @@ impl Quarry {
         keys: &[String],
         tweak: impl FnOnce(&mut Settings),
     ) -> Result<Quarry> {
+        Self::start_on(dir, None, base_url, keys, tweak).await
+    }
+
+    /// [`Quarry::start`] on a vector store shared with other replicas in this process (the
+    /// store URL is `tweak`'s to set, e.g. one PostgreSQL database for every replica).
+    #[allow(dead_code)]
+    pub async fn start_sharing(
+        vectors: std::sync::Arc<dyn quarry::vector::VectorRepo>,
+        base_url: &str,
+        keys: &[String],
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Result<Quarry> {
+        Self::start_on(None, Some(vectors), base_url, keys, tweak).await
+    }
+
+    async fn start_on(
+        dir: Option<&Path>,
+        vectors: Option<std::sync::Arc<dyn quarry::vector::VectorRepo>>,
+        base_url: &str,
+        keys: &[String],
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Result<Quarry> {
         let (path, temporary): (PathBuf, _) = match dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)?;
@@ -67,7 +89,10 @@ impl Quarry {
         settings.providers.openai.base_url = base_url.to_owned();
         settings.providers.openai.keys = keys.iter().map(|k| SecretString::from(k.clone())).collect();
         tweak(&mut settings);
-        let app = App::build(settings).await?;
+        let app = match vectors {
+            Some(vectors) => App::build_sharing(settings, vectors).await?,
+            None => App::build(settings).await?,
+        };
         let addr = app.local_addr();
         let state = app.state();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -6,6 +6,7 @@
 //! the router itself answers (unknown route, wrong method, timeout, body limit) → request
 //! timeout → body limit; `/v1/*` additionally requires a bearer token.
 
+pub mod cluster;
 mod de;
 pub mod error;
 pub mod extract;
@@ -84,6 +85,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(jobs::router())
         .merge(retrieve::router())
         .merge(maintenance::router())
+        .merge(cluster::router())
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()

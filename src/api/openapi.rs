@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, worlds};
+use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -49,6 +49,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         keys::delete_key,
         keys::list_providers,
         keys::metrics,
+        cluster::cluster,
         health::healthz,
         health::readyz,
     ),
@@ -61,7 +62,7 @@ use super::{error, health, jobs, keys, maintenance, models, retrieve, sources, w
         (name = "jobs", description = "Background ingestion jobs"),
         (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
-        (name = "operations", description = "Health and readiness probes"),
+        (name = "operations", description = "Health and readiness probes, metrics, and the replicas sharing the store"),
     )
 )]
 pub struct ApiDoc;

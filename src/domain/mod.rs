@@ -1,6 +1,7 @@
 //! Domain types shared by every layer. They carry no transport or storage concerns: the API
 //! converts them into DTOs, the stores into rows.
 
+pub mod cluster;
 pub mod ids;
 pub mod job;
 pub mod key;
@@ -9,6 +10,7 @@ pub mod source_details;
 pub mod work;
 pub mod world;
 
+pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,

@@ -9,6 +9,7 @@
 //! permanent refusal.
 
 pub mod breaker;
+pub(crate) mod budget;
 mod call;
 pub mod classify;
 pub mod google;

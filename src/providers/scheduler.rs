@@ -41,6 +41,7 @@ use secrecy::SecretString;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::budget::{Budget, BudgetCheck, BudgetId, Dimension, Quotas, Shortfalls, until_daily_reset};
 use super::{ApiKey, ProviderError, RateLimitScope};
 use crate::config::SchedulingSettings;
 use crate::crypto::{self, Sealed, SecretCipher};
@@ -130,8 +131,12 @@ pub struct PoolConfig {
     pub max_in_flight_per_key: usize,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u32>,
+    pub requests_per_day: Option<u32>,
     pub acquire_timeout: Duration,
     pub query_wait: Duration,
+    /// Per-minute budgets live in the store's ledger, shared by every replica on the store
+    /// (see `budget.rs`), instead of in this process.
+    pub shared_budgets: bool,
 }
 
 impl From<&SchedulingSettings> for PoolConfig {
@@ -140,8 +145,10 @@ impl From<&SchedulingSettings> for PoolConfig {
             max_in_flight_per_key: s.max_in_flight_per_key,
             requests_per_minute: s.requests_per_minute,
             tokens_per_minute: s.tokens_per_minute,
+            requests_per_day: s.requests_per_day,
             acquire_timeout: Duration::from_secs(s.acquire_timeout_s),
             query_wait: Duration::from_secs(s.query_wait_s),
+            shared_budgets: false,
         }
     }
 }
@@ -171,92 +178,6 @@ pub struct KeyStatus {
     pub requests: u64,
     pub rate_limited: u64,
     pub failures: u64,
-}
-
-/// How much of a per-minute budget may go out at once: one second's worth (at least one
-/// request). Providers enforce "per minute" quotas over shorter spans too (OpenAI says so; a
-/// burst of a whole minute's requests draws 429s everywhere), so a told quota is paced from the
-/// first request instead of being spent in one burst.
-const BURST: Duration = Duration::from_secs(1);
-
-/// A token bucket refilled continuously at `per_minute`, holding at most a [`BURST`]'s worth.
-/// A request larger than the bucket goes out when the bucket is full and leaves it in debt
-/// (a negative level), so the long-run rate never exceeds the budget.
-#[derive(Clone, Debug)]
-struct Bucket {
-    /// Units per second.
-    rate: f64,
-    /// The most the bucket holds.
-    capacity: f64,
-    level: f64,
-    updated: Instant,
-}
-
-impl Bucket {
-    fn new(per_minute: u32, now: Instant) -> Self {
-        let per_minute = f64::from(per_minute);
-        let capacity = (per_minute * BURST.as_secs_f64() / 60.0).max(1.0).min(per_minute);
-        Self {
-            rate: per_minute / 60.0,
-            capacity,
-            level: capacity,
-            updated: now,
-        }
-    }
-
-    fn refill(&mut self, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        self.level = (self.level + elapsed * self.rate).min(self.capacity);
-        self.updated = now;
-    }
-
-    /// What the bucket must hold before `amount` goes out: the amount, or a full bucket when
-    /// the amount is more than it can hold, less the `overdraft` (a share of a minute's budget)
-    /// the lane may borrow.
-    fn needed(&self, amount: f64, overdraft: f64) -> f64 {
-        amount.min(self.capacity) - overdraft * self.rate * 60.0
-    }
-
-    /// Whether `amount` can go out now.
-    fn can_pay(&self, amount: f64, overdraft: f64) -> bool {
-        self.level >= self.needed(amount, overdraft) - 1e-9
-    }
-
-    /// When `amount` will be affordable.
-    fn ready_at(&self, amount: f64, overdraft: f64) -> Instant {
-        let missing = self.needed(amount, overdraft) - self.level;
-        if missing <= 0.0 {
-            return self.updated;
-        }
-        self.updated + Duration::from_secs_f64(missing / self.rate)
-    }
-
-    /// After a rate limit that pauses the budget for `pause`: when the pause ends the bucket
-    /// holds one request at most, so sending resumes at the budget's pace rather than with a
-    /// burst into a provider window that was just found full.
-    fn hold_for(&mut self, now: Instant, pause: Duration) {
-        self.refill(now);
-        self.level = self.level.min(1.0 - self.rate * pause.as_secs_f64());
-    }
-
-    /// Spends `amount` in full; the level may go below zero.
-    fn pay(&mut self, amount: f64, now: Instant) {
-        self.refill(now);
-        self.level -= amount;
-    }
-}
-
-/// Budgets of one key or one quota group.
-#[derive(Clone, Debug)]
-struct Budget {
-    requests: Option<Bucket>,
-    tokens: Option<Bucket>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum BudgetId {
-    Key(KeyId),
-    Group(ProviderKind, String),
 }
 
 struct Slot {
@@ -333,8 +254,10 @@ impl Shared {
             max_in_flight_per_key: 1,
             requests_per_minute: None,
             tokens_per_minute: None,
+            requests_per_day: None,
             acquire_timeout: Duration::from_secs(30),
             query_wait: Duration::from_secs(5),
+            shared_budgets: false,
         })
     }
 }
@@ -381,8 +304,10 @@ impl KeyScheduler {
                 max_in_flight_per_key: local_concurrency.max(1),
                 requests_per_minute: None,
                 tokens_per_minute: None,
+                requests_per_day: None,
                 acquire_timeout: Duration::from_secs(600),
                 query_wait: Duration::from_secs(60),
+                shared_budgets: false,
             },
         );
         let shared = Arc::new(Shared {
@@ -609,7 +534,9 @@ impl KeyScheduler {
             let notified = self.shared.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let next_change = {
+            // What to do without the lock: wait (for a change, or until an instant), or draw
+            // from the shared ledger first.
+            let (next_change, draw) = {
                 let mut inner = self.shared.lock();
                 let now = Instant::now();
                 if !inner
@@ -629,15 +556,33 @@ impl KeyScheduler {
                             self.shared.changed.notify_waiters();
                             return Ok(lease);
                         }
-                        Pick::NotBefore(at) => Some(at),
-                        Pick::WhenReleased => None,
+                        Pick::NotBefore(at) => (Some(at), None),
+                        Pick::WhenReleased => (None, None),
+                        Pick::Draw { budget, draws } => {
+                            let overdraft = lane_overdraft(lane);
+                            let draws: Vec<_> = draws
+                                .into_iter()
+                                .filter_map(|(dimension, amount)| {
+                                    let account = inner.budgets.get_mut(&budget)?.account(dimension)?;
+                                    Some((dimension, amount, account.draw(amount, overdraft, Utc::now())?))
+                                })
+                                .collect();
+                            (None, Some((budget, draws)))
+                        }
                     }
                 } else {
-                    None
+                    (None, None)
                 }
             };
+            if let Some((budget, draws)) = draw {
+                self.draw(&budget, draws).await;
+                // Pick again with what the ledger granted (or said).
+                continue;
+            }
             let now = Instant::now();
-            if now >= deadline {
+            // Nothing can come back before the deadline (a spent day, a long cooldown): say so
+            // now rather than wait for nothing.
+            if now >= deadline || next_change.is_some_and(|at| at > deadline) {
                 let retry_after = self.retry_after(provider, now);
                 // Daily cooldowns end at the reset: a wait that ends there is one.
                 let daily = retry_after.abs_diff(until_daily_reset(Utc::now())) <= Duration::from_secs(60);
@@ -649,6 +594,33 @@ impl KeyScheduler {
                 () = tokio::time::sleep_until(wake) => {}
             }
         }
+    }
+
+    /// Draws from the store's ledger what a shared budget lacks, and credits what it granted
+    /// (or notes until when it refused).
+    async fn draw(&self, budget: &BudgetId, draws: Vec<(Dimension, f64, crate::domain::BudgetDraw)>) {
+        let mut results = Vec::with_capacity(draws.len());
+        for (dimension, amount, draw) in draws {
+            let drawn = match self.shared.store.draw_budget(&draw).await {
+                Ok(drawn) => drawn,
+                Err(err) => {
+                    tracing::warn!(budget = %draw.budget, error = %err, "drawing from the shared budget failed; trying again in a second");
+                    crate::domain::Drawn::Refused { wait_s: Some(1.0) }
+                }
+            };
+            results.push((dimension, amount, drawn));
+        }
+        let (now, now_wall) = (Instant::now(), Utc::now());
+        let mut inner = self.shared.lock();
+        if let Some(budget) = inner.budgets.get_mut(budget) {
+            for (dimension, amount, drawn) in results {
+                if let Some(account) = budget.account(dimension) {
+                    account.drawn(amount, drawn, now, now_wall);
+                }
+            }
+        }
+        drop(inner);
+        self.shared.changed.notify_waiters();
     }
 
     /// How long until some key of `provider` may be usable, for `retry_after` hints.
@@ -663,7 +635,8 @@ impl KeyScheduler {
                     .quota_group
                     .as_ref()
                     .and_then(|g| inner.group_cooldowns.get(&(s.provider, g.clone())).copied());
-                max_instant(s.cooldown_until, group).unwrap_or(now)
+                let day = inner.budgets.get(&s.budget_id()).and_then(|b| b.day_spent_until(now));
+                max_instant(max_instant(s.cooldown_until, group), day).unwrap_or(now)
             })
             .min()
             .unwrap_or(now);
@@ -673,12 +646,7 @@ impl KeyScheduler {
     fn take(&self, inner: &mut Inner, index: usize, lane: Lane, cost: Cost, now: Instant) -> KeyLease {
         let budget_id = inner.slots[index].budget_id();
         if let Some(budget) = inner.budgets.get_mut(&budget_id) {
-            if let Some(b) = budget.requests.as_mut() {
-                b.pay(f64::from(cost.requests.max(1)), now);
-            }
-            if let Some(b) = budget.tokens.as_mut() {
-                b.pay(f64::from(cost.tokens), now);
-            }
+            budget.pay(f64::from(cost.requests.max(1)), f64::from(cost.tokens), now);
         }
         let slot = &mut inner.slots[index];
         slot.in_flight += 1;
@@ -721,6 +689,21 @@ impl KeyScheduler {
                 (s.id, reason)
             })
             .collect()
+    }
+
+    /// Provider requests in flight in this process, over every key.
+    pub fn in_flight(&self) -> usize {
+        self.shared.lock().slots.iter().map(|s| s.in_flight).sum()
+    }
+
+    /// The most texts one request to `provider` should carry when its request budget counts
+    /// each text (Google): what a per-minute budget's window holds (a second's worth), and no
+    /// more than the day allows. `None` without a request budget.
+    pub fn max_texts_per_request(&self, provider: ProviderKind) -> Option<usize> {
+        let pool = self.shared.pool(provider);
+        let minute = (pool.requests_per_minute).map(|n| crate::domain::WindowRule::per_minute(n).capacity as usize);
+        let day = pool.requests_per_day.map(|n| n as usize);
+        [minute, day].into_iter().flatten().min().map(|n| n.max(1))
     }
 
     /// Every key with its live state (the local slot excluded).
@@ -786,6 +769,19 @@ enum Pick {
     NotBefore(Instant),
     /// Nothing until a lease is released.
     WhenReleased,
+    /// The best key's budget is shared and lacks credit: draw these from the store's ledger.
+    Draw {
+        budget: BudgetId,
+        draws: Shortfalls,
+    },
+}
+
+/// How far a lane may overdraw a budget, as a share of a minute's worth.
+fn lane_overdraft(lane: Lane) -> f64 {
+    match lane {
+        Lane::Query => QUERY_OVERDRAFT,
+        Lane::Ingest(_) => 0.0,
+    }
 }
 
 /// Whether `ticket` is first in its provider's queue: queries by arrival, then ingestion by
@@ -817,11 +813,22 @@ struct Cost {
 
 fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane, cost: Cost, now: Instant) -> Pick {
     let (requests, tokens) = (f64::from(cost.requests.max(1)), cost.tokens);
-    let (in_flight_limit, overdraft) = match lane {
-        Lane::Query => (pool.max_in_flight_per_key + 1, QUERY_OVERDRAFT),
-        Lane::Ingest(_) => (pool.max_in_flight_per_key, 0.0),
+    let in_flight_limit = match lane {
+        Lane::Query => pool.max_in_flight_per_key + 1,
+        Lane::Ingest(_) => pool.max_in_flight_per_key,
     };
-    let mut best: Option<(usize, usize, Option<Instant>)> = None;
+    let overdraft = lane_overdraft(lane);
+    let quotas = Quotas {
+        requests_per_minute: pool.requests_per_minute,
+        tokens_per_minute: pool.tokens_per_minute,
+        requests_per_day: pool.requests_per_day,
+        shared: pool.shared_budgets,
+    };
+    // Keys are ranked by fewest in flight, then least recently used (never used first).
+    type Rank = (usize, Option<Instant>);
+    let mut best: Option<(usize, Rank)> = None;
+    // The best key whose shared budget must draw from the ledger first.
+    let mut best_draw: Option<(usize, Rank, Shortfalls)> = None;
     let mut soonest: Option<Instant> = None;
     for index in 0..inner.slots.len() {
         let slot = &inner.slots[index];
@@ -842,43 +849,41 @@ fn pick(inner: &mut Inner, pool: &PoolConfig, provider: ProviderKind, lane: Lane
             continue;
         }
         let budget_id = slot.budget_id();
-        let budget = inner.budgets.entry(budget_id).or_insert_with(|| Budget {
-            requests: pool.requests_per_minute.map(|n| Bucket::new(n, now)),
-            tokens: pool.tokens_per_minute.map(|n| Bucket::new(n, now)),
-        });
-        let mut ready_at: Option<Instant> = None;
-        if let Some(b) = budget.requests.as_mut() {
-            b.refill(now);
-            if !b.can_pay(requests, overdraft) {
-                ready_at = Some(b.ready_at(requests, overdraft));
+        let budget = inner
+            .budgets
+            .entry(budget_id)
+            .or_insert_with_key(|id| Budget::new(id, quotas, now));
+        let draws = match budget.check(requests, f64::from(tokens), overdraft, now) {
+            BudgetCheck::Pay => None,
+            BudgetCheck::NotBefore(at) => {
+                soonest = Some(soonest.map_or(at, |s| s.min(at)));
+                continue;
             }
-        }
-        if let Some(b) = budget.tokens.as_mut() {
-            b.refill(now);
-            if !b.can_pay(f64::from(tokens), overdraft) {
-                let at = b.ready_at(f64::from(tokens), overdraft);
-                ready_at = Some(ready_at.map_or(at, |r| r.max(at)));
-            }
-        }
-        if let Some(at) = ready_at {
-            soonest = Some(soonest.map_or(at, |s| s.min(at)));
-            continue;
-        }
-        let slot = &inner.slots[index];
-        let candidate = (index, slot.in_flight, slot.last_used);
-        best = match best {
-            None => Some(candidate),
-            Some(current) => {
-                // Fewest in flight, then least recently used (never used first).
-                let better = (candidate.1, candidate.2) < (current.1, current.2);
-                Some(if better { candidate } else { current })
-            }
+            BudgetCheck::Draw(draws) => Some(draws),
         };
+        let slot = &inner.slots[index];
+        let rank: Rank = (slot.in_flight, slot.last_used);
+        match draws {
+            None => {
+                if best.is_none_or(|(_, best)| rank < best) {
+                    best = Some((index, rank));
+                }
+            }
+            Some(draws) => {
+                if best_draw.as_ref().is_none_or(|(_, best, _)| rank < *best) {
+                    best_draw = Some((index, rank, draws));
+                }
+            }
+        }
     }
-    match (best, soonest) {
-        (Some((index, _, _)), _) => Pick::Key(index),
-        (None, Some(at)) => Pick::NotBefore(at),
-        (None, None) => Pick::WhenReleased,
+    match (best, best_draw, soonest) {
+        (Some((index, _)), _, _) => Pick::Key(index),
+        (None, Some((index, _, draws)), _) => Pick::Draw {
+            budget: inner.slots[index].budget_id(),
+            draws,
+        },
+        (None, None, Some(at)) => Pick::NotBefore(at),
+        (None, None, None) => Pick::WhenReleased,
     }
 }
 
@@ -897,21 +902,6 @@ fn backoff(streak: u32) -> Duration {
     let capped = exp.min(BACKOFF_CAP);
     let jitter: f64 = rand::random_range(0.8..1.2);
     capped.mul_f64(jitter)
-}
-
-/// Time until the next daily quota reset. Gemini's per-day quotas reset at midnight Pacific
-/// time; 08:00 UTC is midnight PST, which is at or after midnight PDT, so waiting until then
-/// never retries early. OpenAI publishes no reset time for its per-day limits (RPD, TPD; they
-/// refill gradually), and the same reset is used for them: a key that hit one is spent for the
-/// day in practice, and probing it every few seconds would only collect 429s.
-fn until_daily_reset(now: DateTime<Utc>) -> Duration {
-    let today_reset = now.date_naive().and_hms_opt(8, 0, 0).map(|t| t.and_utc());
-    let reset = match today_reset {
-        Some(t) if t > now => t,
-        Some(t) => t + chrono::Duration::days(1),
-        None => now + chrono::Duration::days(1),
-    };
-    (reset - now).to_std().unwrap_or(Duration::from_secs(86_400))
 }
 
 impl KeyLease {
@@ -1095,63 +1085,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_hold_a_second_and_let_queries_overdraw() {
-        let t0 = Instant::now();
-        // 600 a minute: 10 at once, then 10 a second.
-        let mut b = Bucket::new(600, t0);
-        assert!((b.capacity - 10.0).abs() < 1e-9);
-        b.level = 0.0;
-        assert!(!b.can_pay(1.0, 0.0));
-        let wait = b.ready_at(1.0, 0.0).duration_since(t0);
-        assert!(
-            wait.abs_diff(Duration::from_millis(100)) < Duration::from_millis(1),
-            "{wait:?}"
-        );
-        b.refill(t0 + Duration::from_secs(10));
-        assert!((b.level - 10.0).abs() < 1e-6, "the bucket holds one second's worth");
-        // Queries may overdraw by 10 % of a minute (60 here).
-        b.level = -59.0;
-        assert!(b.can_pay(1.0, 0.1));
-        assert!(!b.can_pay(1.0, 0.0));
-        // A tiny budget still lets one request through.
-        assert!((Bucket::new(5, t0).capacity - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_request_larger_than_the_bucket_waits_for_a_full_one_and_leaves_a_debt() {
-        let t0 = Instant::now();
-        // 60,000 tokens a minute: 1,000 at once.
-        let mut b = Bucket::new(60_000, t0);
-        assert!(b.can_pay(5_000.0, 0.0));
-        b.pay(5_000.0, t0);
-        assert!((b.level + 4_000.0).abs() < 1e-6);
-        // The debt is repaid before the next large request: 5 s to get back to a full bucket.
-        let wait = b.ready_at(5_000.0, 0.0).duration_since(t0);
-        assert!(
-            wait.abs_diff(Duration::from_secs(5)) < Duration::from_millis(1),
-            "{wait:?}"
-        );
-    }
-
-    #[test]
-    fn after_a_rate_limit_the_budget_resumes_paced() {
-        let t0 = Instant::now();
-        // 300 a minute: 5 at once, 5 a second.
-        let mut b = Bucket::new(300, t0);
-        b.hold_for(t0, Duration::from_millis(800));
-        // When the 0.8 s cooldown ends: one request, then one every 0.2 s.
-        let end = t0 + Duration::from_millis(800);
-        b.refill(end);
-        assert!(b.can_pay(1.0, 0.0));
-        b.pay(1.0, end);
-        let next = b.ready_at(1.0, 0.0).duration_since(end);
-        assert!(
-            next.abs_diff(Duration::from_millis(200)) < Duration::from_millis(1),
-            "{next:?}"
-        );
-    }
-
-    #[test]
     fn backoff_doubles_with_jitter_and_is_capped() {
         for _ in 0..20 {
             let first = backoff(1);
@@ -1160,16 +1093,6 @@ mod tests {
             assert!(third >= Duration::from_millis(6400) && third <= Duration::from_millis(9600));
             assert!(backoff(30) <= BACKOFF_CAP.mul_f64(1.2));
         }
-    }
-
-    #[test]
-    fn daily_reset_is_the_next_0800_utc() {
-        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
-        assert_eq!(until_daily_reset(at("2026-11-22T07:00:00Z")), Duration::from_secs(3600));
-        assert_eq!(
-            until_daily_reset(at("2026-11-22T09:00:00Z")),
-            Duration::from_secs(23 * 3600)
-        );
     }
 
     #[test]

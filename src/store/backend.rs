@@ -3,7 +3,7 @@
 //! share.
 //!
 //! `Backend` carries the few pieces of SQL that differ between the dialects (the statement that
-//! begins a transaction, the lock suffix of the claim statement, the kind name) and, as its
+//! begins a transaction, the lock suffix of the claim statement, the clock, the kind name) and, as its
 //! supertraits, every sqlx bound the queries need, so that generic code needs no `where` clause
 //! beyond `DB: Backend` (see [`Is`] for how a bound on another type is written as one on `DB`).
 
@@ -34,6 +34,7 @@ pub trait Backend:
     // The Rust types of the columns, bound as parameters and read back.
     + Is<Uuid, T = Uuid, T: Column<Self>>
     + Is<i64, T = i64, T: Column<Self>>
+    + Is<f64, T = f64, T: Column<Self>>
     + Is<bool, T = bool, T: Column<Self>>
     + Is<String, T = String, T: Column<Self>>
     + Is<Vec<u8>, T = Vec<u8>, T: Column<Self>>
@@ -49,6 +50,9 @@ pub trait Backend:
     const BEGIN: &'static str;
     /// The end of the claim statement's subquery (see `work.rs`).
     const CLAIM_LOCK: &'static str;
+    /// The database's clock as seconds since the Unix epoch (a double): what replicas on
+    /// machines whose clocks disagree agree on (see `cluster.rs`).
+    const NOW_S: &'static str;
 }
 
 impl Backend for Sqlite {
@@ -61,6 +65,7 @@ impl Backend for Sqlite {
     /// Nothing to add: the single statement runs under the database's write lock, which keeps
     /// concurrent claimers apart.
     const CLAIM_LOCK: &'static str = "";
+    const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
 }
 
 impl Backend for Postgres {
@@ -69,6 +74,8 @@ impl Backend for Postgres {
     /// Locks the chosen rows, skipping those another claimer holds, so that concurrent
     /// claimers take disjoint entries.
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
+    /// `clock_timestamp()`, not `now()`: the time the statement runs, not its transaction's start.
+    const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
 }
 
 /// `Is<X, T = X>` names the type `X` as an associated type of every type, so that a bound on

@@ -37,6 +37,7 @@
 //! - `jobs.rs`: [`JobStore`] (jobs, events), and the statements on a job's row the others share.
 //! - `work.rs`: [`WorkStore`], the leased embedding queue.
 //! - `keys.rs`: [`KeyStore`], provider keys and quota-group cooldowns.
+//! - `cluster.rs`: [`ClusterStore`], the replica registry and the budgets replicas share.
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
@@ -44,6 +45,7 @@
 //! - `sqlite.rs`, `postgres.rs`: connecting, and the migrations.
 
 mod backend;
+mod cluster;
 mod jobs;
 mod keys;
 mod parents;
@@ -63,6 +65,7 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
     JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind,
@@ -226,6 +229,25 @@ pub trait JobStore: Send + Sync {
     async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64>;
     /// Events of a job with id greater than `after`, oldest first.
     async fn job_events_after(&self, job: JobId, after: i64, limit: u32) -> Result<Vec<JobEvent>>;
+}
+
+/// The replicas working on this store, and the provider budgets they share (see `cluster.rs`).
+#[async_trait]
+pub trait ClusterStore: Send + Sync {
+    /// Writes (or renews) a replica's row, stamped with the store's clock.
+    async fn heartbeat(&self, beat: &ReplicaBeat) -> Result<()>;
+    /// Every replica with a row, oldest first, with the age of its last heartbeat.
+    async fn list_replicas(&self) -> Result<Vec<Replica>>;
+    /// Deletes replica `id` if its last heartbeat is older than `dead_after_s`, and gives every
+    /// entry its workers still hold back to the queue, due at once. `None`: it is alive (or
+    /// another replica reaped it first); else how many entries were given back.
+    async fn reap_replica(&self, id: &str, dead_after_s: f64, now: DateTime<Utc>) -> Result<Option<u64>>;
+    /// Deletes replica `id`'s row (it is stopping).
+    async fn leave(&self, id: &str) -> Result<()>;
+    /// Draws from a shared budget, atomically: granted, or refused with the wait.
+    async fn draw_budget(&self, draw: &BudgetDraw) -> Result<Drawn>;
+    /// Forgets per-day spending of days before `before`. Returns how many rows went.
+    async fn forget_budget_days(&self, before: &str) -> Result<u64>;
 }
 
 /// The embedding queue: manifest entries claimed with leases, so several workers and several
@@ -548,6 +570,7 @@ pub trait Store:
     + RepairStore
     + RunStore
     + ParentStore
+    + ClusterStore
     + Send
     + Sync
     + 'static

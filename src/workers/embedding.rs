@@ -158,11 +158,12 @@ impl EmbeddingWorkers {
     }
 
     /// Spawns the configured number of workers on `tracker`; they stop when `cancel` fires.
-    pub fn spawn(&self, tracker: &TaskTracker, cancel: &CancellationToken) {
-        let process = uuid::Uuid::new_v4().simple().to_string();
+    /// Their claims are owned by `{replica}-{n}`, so a replica found dead has exactly its
+    /// claims given back (`crate::cluster`).
+    pub fn spawn(&self, replica: &str, tracker: &TaskTracker, cancel: &CancellationToken) {
         for n in 0..self.shared.config.workers {
             let workers = self.clone();
-            let owner = format!("{}-{n}", &process[..12]);
+            let owner = format!("{replica}-{n}");
             tracker.spawn(workers.run(owner, cancel.clone()));
         }
     }
@@ -232,7 +233,7 @@ impl EmbeddingWorkers {
         let items = self
             .shared
             .store
-            .claim_work(owner, CLAIM_LIMIT, lease_until, now)
+            .claim_work(owner, self.claim_limit(), lease_until, now)
             .await?;
         if items.is_empty() {
             return Ok(Step::default());
@@ -247,6 +248,17 @@ impl EmbeddingWorkers {
         };
         self.shared.engine.report_progress(job).await?;
         Ok(Step { claimed, embedded })
+    }
+
+    /// How many entries one claim takes: [`CLAIM_LIMIT`], or more where a provider's request
+    /// budget counts texts (Google) and allows fuller batches, so batches fill the budget's
+    /// window instead of leaving part of every one unused (up to Google's batch maximum).
+    fn claim_limit(&self) -> u32 {
+        let per_text = (self.shared.scheduler)
+            .max_texts_per_request(ProviderKind::Google)
+            .unwrap_or(0)
+            .min(crate::providers::google::MAX_BATCH);
+        CLAIM_LIMIT.max(u32::try_from(per_text).unwrap_or(CLAIM_LIMIT))
     }
 
     /// Renews `owner`'s leases every third of a lease, for as long as it is polled. A failed
@@ -304,7 +316,7 @@ impl EmbeddingWorkers {
 
     /// Embeds a claim batch by batch. Returns how many entries were marked embedded.
     async fn process(&self, owner: &str, items: Vec<WorkItem>) -> crate::store::Result<u64> {
-        let job = items[0].job_id;
+        let (job, kind) = (items[0].job_id, items[0].profile.provider);
         let Some(target) = self.target(owner, &items).await? else {
             return Ok(0);
         };
@@ -318,7 +330,12 @@ impl EmbeddingWorkers {
                 singles -= 1;
                 1
             } else {
-                let max = target.limits.max_batch_size;
+                let mut max = target.limits.max_batch_size;
+                if target.limits.requests_per_text
+                    && let Some(cap) = self.shared.scheduler.max_texts_per_request(kind)
+                {
+                    max = max.min(cap);
+                }
                 target.sizer.size().min(max).max(1).min(queue.len())
             };
             let batch: Vec<WorkItem> = queue.drain(..take).collect();

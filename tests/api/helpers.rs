@@ -67,10 +67,99 @@ pub async fn spawn_app_on(store_url: String, tweak: impl FnOnce(&mut Settings)) 
     start(dir, store_url, tweak).await
 }
 
+/// Replicas of one deployment in this process: `n` apps on one store (a Postgres database),
+/// sharing one embedded vector store as replicas share one Qdrant.
+pub async fn spawn_replicas(store_url: &str, n: usize, tweak: impl Fn(&mut Settings)) -> Vec<TestApp> {
+    let (dir, vectors) = shared_vectors();
+    let mut apps = Vec::with_capacity(n);
+    for _ in 0..n {
+        apps.push(start_on(dir.clone(), store_url.to_owned(), Some(vectors.clone()), &tweak).await);
+    }
+    apps
+}
+
+/// One embedded vector store for several replicas, in a folder of its own.
+pub fn shared_vectors() -> (Arc<tempfile::TempDir>, Arc<dyn quarry::vector::VectorRepo>) {
+    let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+    let vectors = quarry::vector::edge::EdgeRepo::open(&dir.path().join("vectors")).expect("shared vectors");
+    (dir, Arc::new(vectors))
+}
+
+/// A replica on a runtime of its own, so that it can be killed as `kill -9` would: its tasks
+/// stop where they are, nothing is given back, its heartbeat stops.
+pub struct KillableReplica {
+    pub addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl KillableReplica {
+    pub async fn start(
+        store_url: &str,
+        vectors: Arc<dyn quarry::vector::VectorRepo>,
+        dir: &std::path::Path,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> KillableReplica {
+        let mut settings = test_settings(dir, store_url);
+        tweak(&mut settings);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let (tx, rx) = oneshot::channel();
+        runtime.spawn(async move {
+            let app = App::build_sharing(settings, vectors).await.expect("app builds");
+            let _ = tx.send(app.local_addr());
+            let _ = app.run_until(std::future::pending()).await;
+        });
+        let addr = rx.await.expect("the replica started");
+        KillableReplica {
+            addr,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// Stops every task of the replica where it is, without any shutdown step.
+    pub fn kill(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for KillableReplica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 async fn start(dir: Arc<tempfile::TempDir>, store_url: String, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    start_on(dir, store_url, None, tweak).await
+}
+
+/// One replica on `vectors`, shared with others (see [`shared_vectors`]).
+pub async fn spawn_app_sharing(
+    store_url: &str,
+    dir: Arc<tempfile::TempDir>,
+    vectors: Arc<dyn quarry::vector::VectorRepo>,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
+    start_on(dir, store_url.to_owned(), Some(vectors), tweak).await
+}
+
+async fn start_on(
+    dir: Arc<tempfile::TempDir>,
+    store_url: String,
+    vectors: Option<Arc<dyn quarry::vector::VectorRepo>>,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
     let mut settings = test_settings(dir.path(), &store_url);
     tweak(&mut settings);
-    let app = App::build(settings).await.expect("app builds");
+    let app = match vectors {
+        Some(vectors) => App::build_sharing(settings, vectors).await,
+        None => App::build(settings).await,
+    }
+    .expect("app builds");
     let addr = app.local_addr();
     let state = app.state();
     let (tx, rx) = oneshot::channel::<()>();

@@ -5,6 +5,7 @@ mod helpers;
 
 mod binary;
 mod chunking;
+mod cluster;
 mod contract;
 mod errors;
 mod fake_providers;

@@ -130,6 +130,7 @@ async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::
         .unwrap()
 }
 
+mod cluster;
 mod connect;
 mod job_events;
 mod kept_vectors;
