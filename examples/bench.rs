@@ -534,6 +534,8 @@ async fn retrieval(o: &Options) -> Result<()> {
     let reranker = fake_rerank::FakeRerank::start().await;
     let quarry = Quarry::start_in(o.data.as_deref(), &fake.base_url(), &keys, |s| {
         s.embedding.repair_on_startup = o.data.is_none();
+        // Nor audited: the audit reconciles like the startup repair.
+        s.embedding.audit_interval_s = 0;
         s.providers.rerank.base_url = reranker.base_url();
     })
     .await?;

@@ -110,6 +110,8 @@ impl App {
         let cipher = settings.master_key()?.map(SecretCipher::new);
         let shared_budgets = settings.cluster.shares_budgets(store.kind());
         let scheduler = build_scheduler(&settings, store.clone(), cipher.clone(), shared_budgets).await?;
+        let meters = crate::meters::Metrics::new();
+        scheduler.set_meters(meters.clone());
 
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
         let providers = build_providers(&settings, &registry)?;
@@ -137,6 +139,7 @@ impl App {
                 reuse: settings.embedding.reuse,
                 lease: Duration::from_secs(settings.embedding.lease_s.max(1)),
             },
+            meters.clone(),
         );
         let worlds = Arc::new(WorldService::new(
             store.clone(),
@@ -161,6 +164,7 @@ impl App {
             engine.clone(),
             tracker.clone(),
             cancel.clone(),
+            meters.clone(),
         );
         let retrieval = Arc::new(RetrievalService::new(
             store.clone(),
@@ -205,6 +209,8 @@ impl App {
             workers: workers.clone(),
             scheduler: scheduler.clone(),
             cluster: cluster.clone(),
+            meters,
+            metrics_token: (settings.auth.metrics_token.as_ref()).map(|t| Arc::new(crate::api::token_digest(t))),
             breakers,
             shutdown: cancel.clone(),
             max_body_bytes: settings.server.max_body_bytes,
@@ -277,6 +283,9 @@ impl App {
                 }
             }
         };
+        if settings.embedding.audit_interval_s > 0 {
+            repair.spawn_audits(Duration::from_secs(settings.embedding.audit_interval_s));
+        }
         if settings.embedding.repair_on_startup {
             repair.spawn_startup(start_workers);
         } else {

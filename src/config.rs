@@ -151,6 +151,8 @@ pub struct AuthSettings {
     pub tokens: Vec<SecretString>,
     /// Development only: serve `/v1/*` without authentication.
     pub disabled: bool,
+    /// A bearer token `/metrics` requires (unset: `/metrics` is open, as scrapers expect).
+    pub metrics_token: Option<SecretString>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -380,6 +382,10 @@ pub struct EmbeddingSettings {
     pub lease_s: u64,
     /// Circuit breakers per provider and model (`[embedding.breaker]`).
     pub breaker: BreakerSettings,
+    /// Seconds between audits of every world's vectors against the store (the startup
+    /// repair's reconciliation, run again; `quarry_drift_points` shows what it found). 0: none.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub audit_interval_s: u64,
 }
 
 /// When a provider's transient failures open its circuit breaker, and for how long.
@@ -514,6 +520,7 @@ impl Default for EmbeddingSettings {
             repair_on_startup: true,
             lease_s: 30,
             breaker: BreakerSettings::default(),
+            audit_interval_s: 3600,
         }
     }
 }

@@ -30,7 +30,8 @@
 //!   OpenAI-compatible, the local model), failure classification and the key scheduler.
 //! - [`chunking`]: upload text preparation and the sentence-aware token splitter.
 //! - [`domain`]: ids and domain types shared by every layer.
-//! - [`config`], [`telemetry`], [`app`]: configuration, logging, assembly and lifecycle.
+//! - [`config`], [`telemetry`], [`meters`], [`app`]: configuration, logging, Prometheus metrics,
+//!   assembly and lifecycle; [`cluster`]: the registry of replicas sharing a store.
 //!
 //! `docs/DESIGN.md` walks an upload and a retrieval through these, draws the job, run and
 //! manifest-entry state machines and gives the reasons behind the less obvious choices.
@@ -58,6 +59,7 @@ pub mod config;
 pub mod crypto;
 pub mod domain;
 pub mod jobs;
+pub mod meters;
 pub mod providers;
 pub mod serve;
 pub mod service;

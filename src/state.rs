@@ -33,6 +33,10 @@ pub struct AppState {
     /// This process's embedding workers (tests drive them step by step).
     pub workers: EmbeddingWorkers,
     pub scheduler: KeyScheduler,
+    /// This app's Prometheus series (`/metrics`).
+    pub meters: crate::meters::Metrics,
+    /// Who may scrape `/metrics` (`None`: anyone).
+    pub metrics_token: Option<Arc<[u8; 32]>>,
     /// This replica's membership in the registry of replicas sharing the store.
     pub cluster: Arc<crate::cluster::Cluster>,
     /// This process's circuit breakers, per provider and model.

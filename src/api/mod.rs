@@ -47,12 +47,30 @@ pub struct Auth {
     disabled: bool,
 }
 
+/// The digest a token is kept and compared as.
+pub fn token_digest(token: &SecretString) -> [u8; 32] {
+    Sha256::digest(token.expose_secret().as_bytes()).into()
+}
+
+/// Whether `presented` is the token whose digest is `known`, in time independent of where they
+/// first differ.
+fn digest_matches(known: &[u8; 32], presented: &str) -> bool {
+    let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+    known.iter().zip(digest.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// The bearer token of a request, if it has one.
+fn bearer(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+}
+
 impl Auth {
     pub fn new(tokens: &[SecretString], disabled: bool) -> Self {
-        let digests = tokens
-            .iter()
-            .map(|t| Sha256::digest(t.expose_secret().as_bytes()).into())
-            .collect();
+        let digests = tokens.iter().map(token_digest).collect();
         Self {
             digests: Arc::new(digests),
             disabled,
@@ -60,11 +78,7 @@ impl Auth {
     }
 
     fn accepts(&self, presented: &str) -> bool {
-        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        self.digests.iter().fold(false, |found, known| {
-            let diff = known.iter().zip(digest.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            found | (diff == 0)
-        })
+        (self.digests.iter()).fold(false, |found, known| found | digest_matches(known, presented))
     }
 }
 
@@ -88,10 +102,12 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(cluster::router())
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
+    let meters = state.meters.clone();
+    let metrics_token = state.metrics_token.clone();
     Router::new()
         .merge(v1)
         .merge(health::router())
-        .merge(keys::metrics_router())
+        .merge(keys::metrics_router().route_layer(middleware::from_fn_with_state(metrics_token, require_metrics_token)))
         .with_state(state)
         .merge(openapi::router())
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
@@ -101,6 +117,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
             limits.request_timeout,
         ))
         .layer(middleware::from_fn_with_state(limits, json_errors))
+        .layer(middleware::from_fn_with_state(meters, http_metrics))
         .layer(middleware::from_fn(error::log_errors))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
@@ -114,18 +131,52 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
 }
 
+/// With `auth.metrics_token` set, `/metrics` answers only requests bearing it.
+async fn require_metrics_token(State(token): State<Option<Arc<[u8; 32]>>>, req: Request, next: Next) -> Response {
+    match (&token, bearer(&req)) {
+        (None, _) => next.run(req).await,
+        (Some(known), Some(presented)) if digest_matches(known, presented) => next.run(req).await,
+        _ => {
+            let mut response = ApiError::unauthorized().into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// Counts every request by method, route template (`MatchedPath`; `unmatched` for none) and
+/// final status, and records its duration.
+async fn http_metrics(State(meters): State<crate::meters::Metrics>, req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = req.method().as_str().to_owned();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(req).await;
+    let status = response.status().as_u16().to_string();
+    meters
+        .counter(
+            "quarry_http_requests_total",
+            &[("method", &method), ("route", &route), ("status", &status)],
+        )
+        .increment(1);
+    meters.observe(
+        "quarry_http_request_duration_seconds",
+        &[("method", &method), ("route", &route)],
+        started.elapsed(),
+    );
+    response
+}
+
 /// Rejects `/v1/*` requests without an accepted `Authorization: Bearer` token.
 async fn require_bearer(State(auth): State<Auth>, req: Request, next: Next) -> Response {
     if auth.disabled {
         return next.run(req).await;
     }
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
-    match token {
+    match bearer(&req) {
         Some(token) if auth.accepts(token) => next.run(req).await,
         _ => {
             let mut response = ApiError::unauthorized().into_response();

@@ -970,5 +970,17 @@ pub async fn retrieve(
     };
     let settings = parse_settings(&body)?;
     let answer = state.retrieval.retrieve(world_id, query, &settings).await?;
+    let t = &answer.timing;
+    for (phase, ms) in [
+        ("embed", t.embed_ms),
+        ("search", t.search_ms),
+        ("verify", t.verify_ms),
+        ("rerank", t.rerank_ms),
+        ("total", t.total_ms),
+    ] {
+        (state.meters)
+            .histogram("quarry_retrieval_phase_duration_seconds", &[("phase", phase)])
+            .record(ms / 1000.0);
+    }
     Ok(axum::Json(answer.into()))
 }

@@ -356,6 +356,7 @@ impl JobEngine {
 
     /// Spends an attempt of `item` (all of them when `permanent`), to be tried again from
     /// `retry_at`; past `max_attempts` the chunk is failed and the job gets an `error` event.
+    /// Returns whether the chunk is now failed.
     #[allow(clippy::too_many_arguments)]
     pub async fn report_failure(
         &self,
@@ -366,7 +367,7 @@ impl JobEngine {
         permanent: bool,
         max_attempts: u32,
         retry_at: DateTime<Utc>,
-    ) -> crate::store::Result<()> {
+    ) -> crate::store::Result<bool> {
         let failed = self
             .store()
             .fail_work(
@@ -390,7 +391,7 @@ impl JobEngine {
             };
             self.record(item.job_id, event).await?;
         }
-        Ok(())
+        Ok(failed)
     }
 
     /// After a worker's claim: records progress (when the counts moved since this process last

@@ -42,8 +42,12 @@ impl KeyLease {
         provider: &dyn EmbeddingProvider,
         request: EmbedRequest<'_>,
     ) -> Result<Vec<Vec<f32>>, ProviderError> {
+        let model = request.model.to_owned();
+        let started = std::time::Instant::now();
         let result = provider.embed(self.key(), request).await;
-        self.finish(Outcome::of(&result)).await;
+        let outcome = Outcome::of(&result);
+        self.record_call(&model, &outcome, started.elapsed());
+        self.finish(outcome).await;
         result
     }
 }

@@ -242,6 +242,8 @@ struct Shared {
     store: Arc<dyn Store>,
     cipher: Option<SecretCipher>,
     config_keys: Vec<ConfigKey>,
+    /// Where waits and provider call times are recorded (set once by the app).
+    meters: std::sync::OnceLock<crate::meters::Metrics>,
 }
 
 impl Shared {
@@ -317,6 +319,7 @@ impl KeyScheduler {
             store,
             cipher,
             config_keys,
+            meters: std::sync::OnceLock::new(),
         });
         let scheduler = Self { shared };
         {
@@ -518,6 +521,34 @@ impl KeyScheduler {
         cost: Cost,
         wait: Duration,
     ) -> Result<KeyLease, AcquireError> {
+        let started = Instant::now();
+        let result = self.acquire_waiting(provider, lane, cost, wait).await;
+        if let Some(meters) = self.shared.meters.get() {
+            let outcome = match &result {
+                Ok(_) => "acquired",
+                Err(AcquireError::RateLimited { .. }) => "rate_limited",
+                Err(AcquireError::NoEligibleKey(_)) => "no_key",
+            };
+            let lane = match lane {
+                Lane::Query => "query",
+                Lane::Ingest(_) => "ingest",
+            };
+            meters.observe(
+                "quarry_scheduler_wait_seconds",
+                &[("provider", provider.as_str()), ("lane", lane), ("outcome", outcome)],
+                started.elapsed(),
+            );
+        }
+        result
+    }
+
+    async fn acquire_waiting(
+        &self,
+        provider: ProviderKind,
+        lane: Lane,
+        cost: Cost,
+        wait: Duration,
+    ) -> Result<KeyLease, AcquireError> {
         let deadline = Instant::now() + wait;
         let ticket = {
             let mut inner = self.shared.lock();
@@ -689,6 +720,11 @@ impl KeyScheduler {
                 (s.id, reason)
             })
             .collect()
+    }
+
+    /// Records waits and provider call times into `meters` from now on.
+    pub fn set_meters(&self, meters: crate::meters::Metrics) {
+        let _ = self.shared.meters.set(meters);
     }
 
     /// Provider requests in flight in this process, over every key.
@@ -905,6 +941,29 @@ fn backoff(streak: u32) -> Duration {
 }
 
 impl KeyLease {
+    /// Records one provider call's time with its outcome (`quarry_provider_request_duration_seconds`).
+    pub(super) fn record_call(&self, model: &str, outcome: &Outcome, elapsed: Duration) {
+        let Some(meters) = self.shared.meters.get() else {
+            return;
+        };
+        let outcome = match outcome {
+            Outcome::Success => "ok",
+            Outcome::RateLimited { .. } => "rate_limited",
+            Outcome::Retire { .. } => "key_rejected",
+            Outcome::Failed => "failed",
+            Outcome::Unused => "unused",
+        };
+        meters.observe(
+            "quarry_provider_request_duration_seconds",
+            &[
+                ("provider", self.provider.as_str()),
+                ("model", model),
+                ("outcome", outcome),
+            ],
+            elapsed,
+        );
+    }
+
     /// The key to send (`None` for the local model).
     pub fn key(&self) -> Option<&ApiKey> {
         self.key.as_ref()

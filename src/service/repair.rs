@@ -46,6 +46,7 @@ const PAGE: usize = 512;
 const RESTORE_BATCH: usize = 256;
 
 struct Inner {
+    meters: crate::meters::Metrics,
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
     engine: JobEngine,
@@ -68,9 +69,11 @@ impl RepairService {
         engine: JobEngine,
         tracker: TaskTracker,
         cancel: CancellationToken,
+        meters: crate::meters::Metrics,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
+                meters,
                 store,
                 vectors,
                 engine,
@@ -409,7 +412,51 @@ impl RepairService {
         if summary.changed_anything() {
             self.inner.engine.wake();
         }
+        let world_id = world.id.to_string();
+        for (kind, n) in [
+            ("orphan", summary.orphan_points_deleted),
+            ("stale", summary.stale_points_deleted),
+            ("missing", summary.missing_points_requeued + summary.points_restored),
+        ] {
+            (self.inner.meters)
+                .gauge("quarry_drift_points", &[("world", world_id.as_str()), ("kind", kind)])
+                .set(n as f64);
+        }
         Ok(summary)
+    }
+
+    /// Audits every world every `interval` until shutdown: the startup pass's reconciliation
+    /// (what it finds out of step it also fixes), whose counts `quarry_drift_points` shows.
+    pub fn spawn_audits(&self, interval: std::time::Duration) {
+        let this = self.clone();
+        self.inner.tracker.spawn(async move {
+            let cancel = this.inner.cancel.clone();
+            loop {
+                tokio::select! {
+                    () = cancel.cancelled() => return,
+                    () = tokio::time::sleep(interval) => {}
+                }
+                let worlds = match this.inner.store.list_worlds(crate::domain::Window::ALL).await {
+                    Ok(worlds) => worlds,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "the periodic audit could not list worlds");
+                        continue;
+                    }
+                };
+                for world in worlds {
+                    if cancel.is_cancelled() {
+                        return;
+                    }
+                    match this.reconcile(&world, None).await {
+                        Ok(summary) if summary.changed_anything() => {
+                            tracing::warn!(world = %world.id, ?summary, "the periodic audit found and fixed drift");
+                        }
+                        Ok(_) => {}
+                        Err(err) => tracing::warn!(world = %world.id, error = %err, "the periodic audit failed"),
+                    }
+                }
+            }
+        });
     }
 
     /// Marks `wanted` (pending entries of `run` whose point in `collection` is right) embedded

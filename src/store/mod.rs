@@ -38,6 +38,7 @@
 //! - `work.rs`: [`WorkStore`], the leased embedding queue.
 //! - `keys.rs`: [`KeyStore`], provider keys and quota-group cooldowns.
 //! - `cluster.rs`: [`ClusterStore`], the replica registry and the budgets replicas share.
+//! - `ops.rs`: [`OpsStore`], what `/metrics` reads when scraped.
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
@@ -48,6 +49,7 @@ mod backend;
 mod cluster;
 mod jobs;
 mod keys;
+mod ops;
 mod parents;
 pub mod postgres;
 mod retrieval;
@@ -229,6 +231,26 @@ pub trait JobStore: Send + Sync {
     async fn append_job_event(&self, job: JobId, kind: JobEventKind, data: &str, now: DateTime<Utc>) -> Result<i64>;
     /// Events of a job with id greater than `after`, oldest first.
     async fn job_events_after(&self, job: JobId, after: i64, limit: u32) -> Result<Vec<JobEvent>>;
+}
+
+/// The chunks waiting for one world's provider.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueDepth {
+    pub world: WorldId,
+    /// The provider of the run the chunks belong to.
+    pub provider: String,
+    pub pending: u64,
+    /// When the oldest of them began waiting (its job's creation).
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+/// What operations read: counts for `/metrics`.
+#[async_trait]
+pub trait OpsStore: Send + Sync {
+    /// Jobs per (kind, status).
+    async fn job_counts(&self) -> Result<Vec<(String, String, u64)>>;
+    /// Pending chunks per world and provider.
+    async fn queue_depth(&self) -> Result<Vec<QueueDepth>>;
 }
 
 /// The replicas working on this store, and the provider budgets they share (see `cluster.rs`).
@@ -571,6 +593,7 @@ pub trait Store:
     + RunStore
     + ParentStore
     + ClusterStore
+    + OpsStore
     + Send
     + Sync
     + 'static

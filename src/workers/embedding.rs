@@ -77,6 +77,7 @@ pub struct WorkerConfig {
 }
 
 struct Shared {
+    meters: crate::meters::Metrics,
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
     providers: Providers,
@@ -140,9 +141,11 @@ impl EmbeddingWorkers {
         engine: JobEngine,
         breakers: Arc<Breakers>,
         config: WorkerConfig,
+        meters: crate::meters::Metrics,
     ) -> Self {
         Self {
             shared: Arc::new(Shared {
+                meters,
                 store,
                 vectors,
                 providers,
@@ -570,6 +573,7 @@ impl EmbeddingWorkers {
                 );
                 self.warn(job, WarningCode::VectorStoreUnavailable, sendable.len() + rest, message)
                     .await?;
+                self.count_retried("vector_store_unavailable", sendable.len());
                 let until = now() + to_chrono(pause);
                 engine
                     .waiting(job, WaitReason::VectorStoreUnavailable, Some(until))
@@ -596,6 +600,7 @@ impl EmbeddingWorkers {
         }
         // Confirmed by the vector store: now, and only now, the entries are embedded.
         let marked = engine.report_embedded(owner, job, sendable[0].run_id, &done, 0).await?;
+        self.count("quarry_chunks_embedded_total", &profile, marked);
         if marked < done.len() as u64 {
             self.drop_dead_points(&sendable).await?;
             // The job was paused or cancelled meanwhile: stop and give the rest back.
@@ -693,10 +698,29 @@ impl EmbeddingWorkers {
     ) -> crate::store::Result<()> {
         let retry_at = now() + to_chrono(retry_backoff(item.attempts + 1));
         let max_attempts = self.shared.config.max_attempts;
-        self.shared
-            .engine
+        let failed = (self.shared.engine)
             .report_failure(owner, item, code, message, permanent, max_attempts, retry_at)
-            .await
+            .await?;
+        if failed {
+            self.count("quarry_chunks_failed_total", &item.profile, 1);
+        }
+        Ok(())
+    }
+
+    /// Adds `n` to chunk counter `name` for `profile`'s provider and model.
+    fn count(&self, name: &'static str, profile: &crate::domain::EmbeddingProfile, n: u64) {
+        let labels = [
+            ("provider", profile.provider.as_str()),
+            ("model", profile.model.as_str()),
+        ];
+        self.shared.meters.counter(name, &labels).increment(n);
+    }
+
+    /// Counts `n` chunks given back to the queue without spending an attempt, for `reason`.
+    fn count_retried(&self, reason: &str, n: usize) {
+        (self.shared.meters)
+            .counter("quarry_chunks_retried_total", &[("reason", reason)])
+            .increment(n as u64);
     }
 
     /// Writes `points` to `collection` and waits for the confirmation. A write that meets an
@@ -798,6 +822,9 @@ impl EmbeddingWorkers {
             return Ok((Vec::new(), marked));
         }
         tracing::debug!(%job, reused = marked, "vectors reused for identical text");
+        if let Some(item) = reusable.first() {
+            self.count("quarry_chunks_reused_total", &item.profile, marked);
+        }
         Ok((rest, marked))
     }
 
@@ -845,6 +872,7 @@ impl EmbeddingWorkers {
                     .store
                     .note_error(&ids, "provider_error", &message, now())
                     .await?;
+                self.count_retried("provider_error", ids.len());
                 engine
                     .give_back(owner, job, &ids, Some(now() + to_chrono(after)), false)
                     .await
@@ -857,6 +885,7 @@ impl EmbeddingWorkers {
                 if batch[0].profile.provider == ProviderKind::Google {
                     sizer.shrink(batch.len());
                 }
+                self.count_retried("rate_limited", ids.len());
                 engine.give_back(owner, job, &ids, None, true).await
             }
             ProviderError::KeyRejected { message } | ProviderError::QuotaExhausted { message } => {

@@ -10,20 +10,9 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::fake_providers::FakeGoogle;
-use crate::helpers::{KillableReplica, PgDatabase, TestApp, spawn_app_sharing, spawn_app_with, spawn_replicas};
-
-/// A Google world whose chunks are one short sentence each.
-async fn google_world(app: &TestApp) -> String {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    world["id"].as_str().unwrap().to_owned()
-}
+use crate::helpers::{
+    KillableReplica, PgDatabase, TestApp, google_world, spawn_app_sharing, spawn_app_with, spawn_replicas,
+};
 
 /// Adds a source of `n` one-sentence chunks; returns its job's id.
 async fn add(app: &TestApp, world: &str, n: usize) -> String {

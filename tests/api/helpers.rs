@@ -51,6 +51,19 @@ pub fn on_fake_google(base: String, tweak: impl FnOnce(&mut Settings)) -> impl F
     }
 }
 
+/// A Google world whose chunks are one short sentence each.
+pub async fn google_world(app: &TestApp) -> String {
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            serde_json::json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    world["id"].as_str().unwrap().to_owned()
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

@@ -16,6 +16,7 @@ mod kept_vectors;
 mod keys;
 mod local_model;
 mod log_secrets;
+mod metrics;
 mod operations;
 mod outages;
 mod reingest;

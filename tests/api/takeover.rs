@@ -9,19 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::fake_providers::FakeGoogle;
-use crate::helpers::{PgDatabase, TestApp, on_fake_google, spawn_app_on, spawn_app_with};
-
-async fn google_world(app: &TestApp) -> String {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    world["id"].as_str().unwrap().to_owned()
-}
+use crate::helpers::{PgDatabase, TestApp, google_world, on_fake_google, spawn_app_on, spawn_app_with};
 
 /// Adds a source of a few one-sentence chunks; returns its job's id and its chunk count.
 async fn add(app: &TestApp, world: &str) -> (String, u64) {

@@ -118,6 +118,20 @@ async fn an_open_breaker_shows_in_providers_and_on_the_job_and_is_said_once() {
     );
     let calls = fake.stats().embed_requests();
     assert_eq!(calls, 2);
+    // `/metrics` shows it too: 2 is open.
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("quarry_provider_breaker_state{provider=\"google\",model=\"gemini-embedding-001\"} 2\n"),
+        "{metrics}"
+    );
 
     let job = job(&app, &job_id).await;
     assert_eq!(job["waiting"]["reason"], "provider_unavailable", "{job}");
