@@ -15,7 +15,12 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 3] = ["auth.tokens", "providers.google.keys", "providers.openai.keys"];
+const LIST_KEYS: [&str; 4] = [
+    "auth.tokens",
+    "providers.google.keys",
+    "providers.openai.keys",
+    "providers.rerank.keys",
+];
 
 /// Default seconds to open a connection to a remote provider.
 const DEFAULT_CONNECT_TIMEOUT_S: u64 = 5;
@@ -1071,6 +1076,7 @@ mod tests {
             env(&[
                 ("QUARRY__SERVER__MAX_BODY_BYTES", "4096"),
                 ("QUARRY__PROVIDERS__GOOGLE__KEYS", "k1,k2,k3"),
+                ("QUARRY__PROVIDERS__RERANK__KEYS", "r1,r2"),
                 ("QUARRY__AUTH__TOKENS", "a,b"),
             ]),
         )
@@ -1085,6 +1091,7 @@ mod tests {
             .map(|k| k.expose_secret().to_owned())
             .collect();
         assert_eq!(keys, ["k1", "k2", "k3"]);
+        assert_eq!(s.providers.rerank.keys.len(), 2, "the reranker's keys are a list too");
         assert_eq!(s.auth.tokens.len(), 2);
         assert_eq!(s.providers.openai.models[0].name, "nomic");
     }

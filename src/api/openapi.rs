@@ -27,6 +27,7 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         worlds::delete_world,
         models::list_models,
         sources::add_source,
+        sources::upload_source,
         sources::list_sources,
         sources::get_source,
         sources::delete_source,

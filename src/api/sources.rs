@@ -25,6 +25,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/worlds/{world_id}/sources", get(list_sources).post(add_source))
         .route(
+            "/v1/worlds/{world_id}/sources/upload",
+            axum::routing::post(upload_source),
+        )
+        .route(
             "/v1/worlds/{world_id}/sources/{source_id}",
             get(get_source).delete(delete_source),
         )
@@ -215,12 +219,13 @@ pub struct SourceList {
     pub next_offset: Option<u64>,
 }
 
-/// Add a source: a JSON body, or a `multipart/form-data` upload with the file in field `file`.
-/// The text is stored, split into chunks and queued for embedding; the answer comes at once
-/// with the ingest job (202).
+/// Add a source from a JSON body. The text is stored, split into chunks and queued for
+/// embedding; the answer comes at once with the ingest job (202). A file is uploaded with
+/// `POST /v1/worlds/{world_id}/sources/upload` (a `multipart/form-data` body sent here is taken
+/// too, as before that operation existed).
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources", tag = "sources",
     params(("world_id" = Uuid, Path)),
-    request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
+    request_body(content((AddSourceRequest = "application/json"))),
     responses((status = 202, body = SourceAccepted),
         (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
@@ -233,6 +238,40 @@ pub async fn add_source(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
     req: Request,
+) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
+    accept(&state, world_id, req, true).await
+}
+
+/// Upload a file as a source: a `multipart/form-data` body with the file in part `file`, and
+/// optionally `filename`, `content_type`, `title`, `url` and `metadata` (JSON text) parts. The
+/// text is stored, split into chunks and queued for embedding; the answer comes at once with
+/// the ingest job (202).
+#[utoipa::path(post, path = "/v1/worlds/{world_id}/sources/upload", tag = "sources",
+    params(("world_id" = Uuid, Path)),
+    request_body(content((AddSourceUpload = "multipart/form-data"))),
+    responses((status = 202, body = SourceAccepted),
+        (status = 400, description = "invalid_request (a missing or repeated part, empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
+        (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
+        (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type (the body is not `multipart/form-data`)", body = ErrorBody),
+        (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn upload_source(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<WorldId>,
+    req: Request,
+) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
+    accept(&state, world_id, req, false).await
+}
+
+/// Reads a new source from a multipart upload or (`json`) a JSON body, and adds it.
+async fn accept(
+    state: &AppState,
+    world_id: WorldId,
+    req: Request,
+    json: bool,
 ) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
     // Taken before the body is read: bodies in memory and chunking work are bounded too.
     let Ok(Ok(_permit)) = tokio::time::timeout(state.upload_wait, state.uploads.clone().acquire_owned()).await else {
@@ -250,13 +289,19 @@ pub async fn add_source(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
+    if !is_multipart && !json {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "an upload is a multipart/form-data body (a JSON body goes to POST /v1/worlds/{world_id}/sources)",
+        ));
+    }
     let add = if is_multipart {
-        let multipart = Multipart::from_request(req, &state)
+        let multipart = Multipart::from_request(req, state)
             .await
             .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
         read_upload(multipart, state.max_body_bytes).await?
     } else {
-        let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, &state).await?;
+        let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, state).await?;
         let (title, url, metadata) = parse_details(body.title.as_deref(), body.url.as_deref(), body.metadata.as_ref())?;
         AddSource {
             filename: body.filename,

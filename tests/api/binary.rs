@@ -189,7 +189,7 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
         reqwest::multipart::Part::bytes(bytes).file_name("northern-isles.md"),
     );
     let resp = client
-        .post(format!("{q}/v1/worlds/{world_id}/sources"))
+        .post(format!("{q}/v1/worlds/{world_id}/sources/upload"))
         .bearer_auth("t")
         .multipart(form)
         .send()

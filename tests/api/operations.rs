@@ -181,11 +181,20 @@ async fn served_openapi_matches_the_committed_document() {
             }
         }
     }
-    // The upload form names its file part, so that generated clients can send one: UTF-8 text
-    // (`contentMediaType: text/plain`), what the server takes, not any bytes (`format: binary`).
-    let upload = &served["paths"]["/v1/worlds/{world_id}/sources"]["post"]["requestBody"]["content"]["multipart/form-data"]
-        ["schema"]["$ref"];
-    assert_eq!(upload, "#/components/schemas/AddSourceUpload");
+    // The upload is an operation of its own with one content type (generators such as
+    // openapi-python-client break on an operation with two), and its form names its file part,
+    // so that generated clients can send one: UTF-8 text (`contentMediaType: text/plain`), what
+    // the server takes, not any bytes (`format: binary`).
+    let content = |path: &str| served["paths"][path]["post"]["requestBody"]["content"].clone();
+    let upload = content("/v1/worlds/{world_id}/sources/upload");
+    assert_eq!(upload.as_object().unwrap().len(), 1, "{upload}");
+    assert_eq!(
+        upload["multipart/form-data"]["schema"]["$ref"],
+        "#/components/schemas/AddSourceUpload"
+    );
+    let json_body = content("/v1/worlds/{world_id}/sources");
+    assert_eq!(json_body.as_object().unwrap().len(), 1, "{json_body}");
+    assert!(json_body.get("application/json").is_some(), "{json_body}");
     let file = &served["components"]["schemas"]["AddSourceUpload"]["properties"]["file"];
     assert_eq!(
         (&file["type"], &file["contentMediaType"]),

@@ -663,3 +663,40 @@ async fn a_nul_character_in_the_text_is_400_on_postgres_too() {
     app.stop().await;
     db.drop_db().await;
 }
+
+#[tokio::test]
+async fn files_are_uploaded_at_their_own_operation_which_takes_only_multipart() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(google(fake.base_url())).await;
+    let world = world_on(&app).await;
+    let upload = format!("/v1/worlds/{}/sources/upload", id(&world));
+    let text = "Queen Maren rules the northern isles.";
+    let (status, body) = app.upload(&upload, "isles.md", text.as_bytes().to_vec()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["source"]["filename"], "isles.md");
+    assert_eq!(body["source"]["content_type"], "text/markdown");
+
+    // A JSON body belongs to POST …/sources: here it is 415, and nothing is stored.
+    let (status, body) = app.post(&upload, json!({"filename": "a.txt", "text": text})).await;
+    let error = assert_error(
+        status,
+        &body,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    );
+    assert!(
+        error["message"].as_str().unwrap().contains("multipart/form-data"),
+        "{body}"
+    );
+    let (_, sources) = app.get(&format!("/v1/worlds/{}/sources", id(&world))).await;
+    assert_eq!(sources["sources"].as_array().unwrap().len(), 1, "{sources}");
+    // POST …/sources still takes an upload, as before the operation existed.
+    let (status, body) = app
+        .upload(
+            &format!("/v1/worlds/{}/sources", id(&world)),
+            "b.txt",
+            text.as_bytes().to_vec(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+}
