@@ -156,6 +156,7 @@ impl App {
             scheduler.clone(),
             providers.clone(),
             settings.server.max_body_bytes,
+            settings.sources.html,
         ));
         let jobs = Arc::new(JobService::new(store.clone(), engine.clone()));
         let repair = RepairService::new(

@@ -44,6 +44,17 @@ pub struct Settings {
     pub retrieval: RetrievalSettings,
     pub security: SecuritySettings,
     pub cluster: ClusterSettings,
+    pub sources: SourcesSettings,
+}
+
+/// How uploads are read (`[sources]`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SourcesSettings {
+    /// What an HTML page keeps: `main` (its main content: navigation, tables of contents,
+    /// breadcrumbs, sidebars, footers and heading permalinks dropped; its title becomes the
+    /// source's title when the upload names none) or `all` (everything a reader would see).
+    pub html: crate::chunking::HtmlContent,
 }
 
 /// Replicas sharing one store (`[cluster]`): the registry each writes into and the budgets
@@ -1195,6 +1206,19 @@ mod tests {
                 .to_string();
             assert!(err.contains(key), "{vars:?}: {err}");
         }
+    }
+
+    #[test]
+    fn html_pages_keep_their_main_content_unless_told_otherwise() {
+        use crate::chunking::HtmlContent;
+        let s = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(s.sources.html, HtmlContent::Main);
+        let s = Settings::load_from(None, env(&[("QUARRY__SOURCES__HTML", "all")])).unwrap();
+        assert_eq!(s.sources.html, HtmlContent::All);
+        let err = Settings::load_from(None, env(&[("QUARRY__SOURCES__HTML", "some")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sources.html"), "{err}");
     }
 
     #[test]

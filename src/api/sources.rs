@@ -171,7 +171,8 @@ pub struct SourceDto {
     pub sha256: String,
     /// Length of the stored text in chars (Unicode scalar values).
     pub chars: u64,
-    /// As given at upload; `null` when none was.
+    /// As given at upload; for an HTML page uploaded without one, the page's own title (with
+    /// `sources.html = "main"`); `null` otherwise.
     pub title: Option<String>,
     /// As given at upload; `null` when none was.
     pub url: Option<String>,

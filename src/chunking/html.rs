@@ -15,6 +15,111 @@ use std::convert::Infallible;
 
 use html5gum::{DefaultEmitter, Token, Tokenizer};
 
+/// Pages larger than this are converted whole: finding the main content builds a tree of the
+/// page, and its memory and time must stay bounded.
+pub const MAIN_CONTENT_MAX_BYTES: usize = 4 << 20;
+/// Pages nested deeper than this are converted whole (no real page is; an adversarial one
+/// should not reach the tree's scoring).
+pub const MAIN_CONTENT_MAX_DEPTH: usize = 256;
+/// Pages with more elements than this are converted whole.
+pub const MAIN_CONTENT_MAX_ELEMENTS: usize = 100_000;
+
+/// What is navigation wherever it is: landmarks (`<nav>`, ARIA roles), a page's own header and
+/// footer, footers within it, breadcrumbs, and the sidebars, relation bars and permalink marks
+/// of the common documentation generators (Sphinx and its themes, MkDocs).
+const NAVIGATION: &str = "nav, footer, body > header, [role=navigation], [role=search], [role=banner], \
+     [role=contentinfo], [role=complementary], .breadcrumb, .breadcrumbs, .wy-breadcrumbs, .sphinxsidebar, \
+     .related, .headerlink, .md-sidebar, .md-header, .md-footer, .toctree-wrapper.compound + .rst-footer-buttons";
+
+/// A page's main content: its article as HTML, and its title.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MainContent {
+    pub html: String,
+    pub title: Option<String>,
+}
+
+/// The main content of an HTML page (`dom_smoothie`'s port of Mozilla's Readability: the
+/// article without navigation, tables of contents, breadcrumbs, sidebars and footers), or
+/// `None` when the page is too large or deep for the tree it needs ([`MAIN_CONTENT_MAX_BYTES`],
+/// [`MAIN_CONTENT_MAX_DEPTH`], [`MAIN_CONTENT_MAX_ELEMENTS`]; checked first by a linear pass of
+/// the tokenizer): the caller then converts the whole page. A page where no article stands out
+/// keeps everything but its navigation.
+#[must_use]
+pub fn main_content(html: &str) -> Option<MainContent> {
+    if html.len() > MAIN_CONTENT_MAX_BYTES || !shallow_enough(html) {
+        return None;
+    }
+    let config = dom_smoothie::Config {
+        max_elements_to_parse: MAIN_CONTENT_MAX_ELEMENTS,
+        ..dom_smoothie::Config::default()
+    };
+    // Navigation landmarks go before the scoring: a theme often puts breadcrumbs, page links
+    // and a footer in the same block as the article, where the scoring keeps them.
+    let document = dom_query::Document::from(html);
+    document.select(NAVIGATION).remove();
+    // A page without an article that stands out (an index, a search page) keeps what is left
+    // once the navigation is gone.
+    let page = document.html().to_string();
+    let page_title = document.select("title").text().trim().to_owned();
+    let mut readability = dom_smoothie::Readability::with_document(document, None, Some(config)).ok()?;
+    let (content, title) = match readability.parse() {
+        Ok(article) if !article.content.trim().is_empty() => (article.content.to_string(), article.title),
+        _ => (page, page_title),
+    };
+    let title = title.trim();
+    Some(MainContent {
+        html: content,
+        title: (!title.is_empty()).then(|| title.to_owned()),
+    })
+}
+
+/// Whether the page's elements nest at most [`MAIN_CONTENT_MAX_DEPTH`] deep and number at most
+/// [`MAIN_CONTENT_MAX_ELEMENTS`] (void and self-closed elements do not nest).
+fn shallow_enough(html: &str) -> bool {
+    let (mut depth, mut elements) = (0usize, 0usize);
+    for token in Tokenizer::new(html) {
+        let Ok(token): Result<Token, Infallible> = token;
+        match token {
+            Token::StartTag(tag) => {
+                elements += 1;
+                if elements > MAIN_CONTENT_MAX_ELEMENTS {
+                    return false;
+                }
+                if !tag.self_closing && !is_void(tag.name.as_slice()) {
+                    depth += 1;
+                    if depth > MAIN_CONTENT_MAX_DEPTH {
+                        return false;
+                    }
+                }
+            }
+            Token::EndTag(tag) if !is_void(tag.name.as_slice()) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
+}
+
+fn is_void(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"area"
+            | b"base"
+            | b"br"
+            | b"col"
+            | b"embed"
+            | b"hr"
+            | b"img"
+            | b"input"
+            | b"link"
+            | b"meta"
+            | b"source"
+            | b"track"
+            | b"wbr"
+            | b"param"
+            | b"keygen"
+    )
+}
+
 /// Readable text of an HTML document or fragment. Never fails: the tokenizer recovers from any
 /// markup error the way browsers do.
 #[must_use]
@@ -148,6 +253,18 @@ impl Reader {
                 }
                 match kind {
                     Kind::Dropped => {
+                        if !tag.self_closing {
+                            self.skip_until = Some(name.to_vec());
+                        }
+                    }
+                    // A heading's permalink mark (Sphinx and MkDocs: `<a class="headerlink">¶</a>`)
+                    // is no text.
+                    Kind::Inline
+                        if name == b"a"
+                            && tag.attributes.get(b"class".as_slice()).is_some_and(|class| {
+                                (class.value.as_slice().split(u8::is_ascii_whitespace)).any(|c| c == b"headerlink")
+                            }) =>
+                    {
                         if !tag.self_closing {
                             self.skip_until = Some(name.to_vec());
                         }

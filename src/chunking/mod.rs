@@ -108,6 +108,51 @@ pub fn prepare_text(
     Ok(text)
 }
 
+/// What an HTML page keeps (`sources.html`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HtmlContent {
+    /// The main content only ([`html::main_content`]); the whole page when none stands out.
+    #[default]
+    Main,
+    /// Everything a reader would see, navigation included.
+    All,
+}
+
+/// A source's text as quarry stores it, and the title its page named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    pub text: String,
+    /// The `<title>` (or heading) of an HTML page whose main content was kept.
+    pub title: Option<String>,
+}
+
+/// [`prepare_text`], with an HTML page reduced to its main content when `html` says so
+/// (navigation, tables of contents, breadcrumbs and footers dropped; the page's title kept).
+///
+/// # Errors
+/// As [`prepare_text`].
+pub fn prepare_source(
+    content_type: &str,
+    raw: String,
+    max_bytes: usize,
+    html: HtmlContent,
+    stop: &dyn Fn() -> bool,
+) -> Result<Prepared, ChunkError> {
+    if html == HtmlContent::Main
+        && SourceFormat::of(content_type) == Some(SourceFormat::Html)
+        && let Some(main) = html::main_content(&raw)
+    {
+        let text = prepare_text(content_type, main.html, max_bytes, stop)?;
+        return Ok(Prepared {
+            text,
+            title: main.title,
+        });
+    }
+    let text = prepare_text(content_type, raw, max_bytes, stop)?;
+    Ok(Prepared { text, title: None })
+}
+
 /// Number of `cl100k_base` tokens in `text` (special-token markers count as ordinary text).
 #[must_use]
 pub fn count_tokens(text: &str) -> u32 {

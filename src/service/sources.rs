@@ -54,6 +54,8 @@ pub struct SourceService {
     providers: Providers,
     /// The longest text an upload may become (`server.max_body_bytes`): HTML conversion stops past it.
     max_text_bytes: usize,
+    /// What an HTML page keeps (`sources.html`).
+    html: chunking::HtmlContent,
 }
 
 impl SourceService {
@@ -64,6 +66,7 @@ impl SourceService {
         scheduler: KeyScheduler,
         providers: Providers,
         max_text_bytes: usize,
+        html: chunking::HtmlContent,
     ) -> Self {
         Self {
             store,
@@ -72,6 +75,7 @@ impl SourceService {
             scheduler,
             providers,
             max_text_bytes,
+            html,
         }
     }
 
@@ -100,13 +104,17 @@ impl SourceService {
         // when this request is dropped (the client went away or the request timed out).
         let abandoned = CancellationToken::new();
         let _abandon_on_drop = abandoned.clone().drop_guard();
-        let (limit, raw, ct) = (self.max_text_bytes, req.text, content_type.clone());
+        let (limit, raw, ct, html) = (self.max_text_bytes, req.text, content_type.clone(), self.html);
         let stop = abandoned.clone();
-        let prepared =
-            tokio::task::spawn_blocking(move || chunking::prepare_text(&ct, raw, limit, &|| stop.is_cancelled()))
-                .await
-                .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
-        let mut text = prepared.map_err(|err| match err {
+        let prepared = tokio::task::spawn_blocking(move || {
+            chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled())
+        })
+        .await
+        .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
+        let chunking::Prepared {
+            mut text,
+            title: page_title,
+        } = prepared.map_err(|err| match err {
             ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
                 Invalid::Request,
                 "content_type",
@@ -128,8 +136,17 @@ impl SourceService {
             ));
         }
         let content_type = media_essence(&content_type);
+        // A page's own title names it when the upload gives none (cut to what a title may be).
+        let page_title = page_title.and_then(|t| {
+            let t: String = t
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(SourceTitle::MAX_CHARS)
+                .collect();
+            SourceTitle::parse(&t).ok()
+        });
         let mut details = SourceDetails {
-            title: req.title.map(SourceTitle::into_inner),
+            title: req.title.or(page_title).map(SourceTitle::into_inner),
             url: req.url.map(SourceUrl::into_inner),
             metadata: req.metadata,
         };

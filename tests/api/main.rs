@@ -7,6 +7,7 @@ mod binary;
 mod chunking;
 mod cluster;
 mod contract;
+mod documents;
 mod errors;
 mod fake_providers;
 mod fake_rerank;

@@ -1,0 +1,186 @@
+//! Real documents: HTML pages keep their main content (no navigation, tables of contents,
+//! breadcrumbs, footers or permalink marks), with the page's title as the source's title;
+//! `sources.html = "all"` keeps everything. The real pages are a Debian package's Sphinx manual
+//! (python3-enlighten-doc, installed by `.ci/run`); without it those tests say SKIPPED loudly
+//! (and fail with `QUARRY_TEST_REQUIRE_DOCS=1`).
+
+use std::path::{Path, PathBuf};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::fake_providers::FakeGoogle;
+use crate::helpers::{TestApp, google_world, on_fake_google, spawn_app_with};
+
+const MANUAL: &str = "/usr/share/doc/python3-enlighten-doc/html";
+
+/// The manual's pages, or `None` (with a loud SKIPPED line) when the package is not installed.
+fn manual(test: &str) -> Option<Vec<PathBuf>> {
+    let dir = Path::new(MANUAL);
+    if !dir.is_dir() {
+        let required = std::env::var("QUARRY_TEST_REQUIRE_DOCS").is_ok_and(|v| v == "1");
+        assert!(!required, "{test}: {MANUAL} is missing but QUARRY_TEST_REQUIRE_DOCS=1");
+        eprintln!("SKIPPED: {test} (install python3-enlighten-doc for its real HTML manual)");
+        return None;
+    }
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 5, "{pages:?}");
+    Some(pages)
+}
+
+/// Uploads `page` as an HTML source; returns the 202 body.
+async fn upload(app: &TestApp, world: &str, page: &Path) -> Value {
+    let bytes = std::fs::read(page).unwrap();
+    let name = page.file_name().unwrap().to_string_lossy().into_owned();
+    let (status, body) = app
+        .upload(&format!("/v1/worlds/{world}/sources/upload"), &name, bytes)
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{name}: {body}");
+    body
+}
+
+async fn stored_text(app: &TestApp, world: &str, source: &str) -> String {
+    let response = app
+        .client
+        .get(app.url(&format!("/v1/worlds/{world}/sources/{source}/text")))
+        .bearer_auth(crate::helpers::TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    response.text().await.unwrap()
+}
+
+async fn chunk_texts(app: &TestApp, world: &str, source: &str) -> Vec<String> {
+    let (status, body) = app
+        .get(&format!("/v1/worlds/{world}/sources/{source}/chunks?limit=1000"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chunk_text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// What the manual's theme puts around every page (Read the Docs' Sphinx theme).
+const NAVIGATION: [&str; 4] = ["Edit on GitHub", "Built with Sphinx", "© Copyright", "¶"];
+
+#[tokio::test]
+async fn a_real_manual_keeps_its_main_content_and_no_navigation() {
+    let Some(pages) = manual("documents::a_real_manual_keeps_its_main_content_and_no_navigation") else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let world = google_world(&app).await;
+    let mut chunks = 0;
+    for page in &pages {
+        if page.ends_with("search.html") {
+            // A search page is a form and a script around navigation: nothing is left of it.
+            let bytes = std::fs::read(page).unwrap();
+            let (status, body) = app
+                .upload(&format!("/v1/worlds/{world}/sources/upload"), "search.html", bytes)
+                .await;
+            crate::helpers::assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
+            continue;
+        }
+        let accepted = upload(&app, &world, page).await;
+        let source = accepted["source"]["id"].as_str().unwrap();
+        for text in chunk_texts(&app, &world, source).await {
+            for mark in NAVIGATION {
+                assert!(
+                    !text.contains(mark),
+                    "{}: a chunk holds `{mark}`: {text}",
+                    page.display()
+                );
+            }
+            chunks += 1;
+        }
+    }
+    assert!(chunks > 20, "{chunks} chunks");
+
+    // The FAQ keeps its questions and answers, and the page's title names the source.
+    let faq = pages.iter().find(|p| p.ends_with("faq.html")).unwrap();
+    let accepted = upload(&app, &world, faq).await;
+    let title = accepted["source"]["title"].as_str().unwrap_or_default();
+    assert!(title.contains("Frequently Asked Questions"), "{accepted}");
+    let text = stored_text(&app, &world, accepted["source"]["id"].as_str().unwrap()).await;
+    assert!(text.contains("Why is Enlighten called Enlighten?"), "{text}");
+    assert!(
+        text.contains("Enlighten has supported Windows since version 1.3.0."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Installation\n"),
+        "the sidebar's table of contents went: {text}"
+    );
+    // A title the upload gives wins over the page's.
+    let bytes = std::fs::read(faq).unwrap();
+    let part = reqwest::multipart::Part::bytes(bytes).file_name("faq.html");
+    let form = reqwest::multipart::Form::new()
+        .part("file", part)
+        .text("title", "Our FAQ");
+    let response = app
+        .client
+        .post(app.url(&format!("/v1/worlds/{world}/sources/upload")))
+        .bearer_auth(crate::helpers::TOKEN)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["source"]["title"], "Our FAQ", "{body}");
+}
+
+#[tokio::test]
+async fn sources_html_all_keeps_everything_a_reader_sees() {
+    let Some(pages) = manual("documents::sources_html_all_keeps_everything_a_reader_sees") else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        s.sources.html = quarry::chunking::HtmlContent::All;
+    }))
+    .await;
+    let world = google_world(&app).await;
+    let faq = pages.iter().find(|p| p.ends_with("faq.html")).unwrap();
+    let accepted = upload(&app, &world, faq).await;
+    assert!(accepted["source"]["title"].is_null(), "{accepted}");
+    let text = stored_text(&app, &world, accepted["source"]["id"].as_str().unwrap()).await;
+    assert!(text.contains("Edit on GitHub"), "everything is kept: {text}");
+    assert!(text.contains("Why is Enlighten called Enlighten?"));
+    assert!(!text.contains('¶'), "permalink marks are never text");
+}
+
+#[tokio::test]
+async fn a_page_nested_too_deep_for_the_tree_is_converted_whole() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let world = google_world(&app).await;
+    let depth = quarry::chunking::html::MAIN_CONTENT_MAX_DEPTH + 10;
+    let page = format!(
+        "<html><head><title>Deep</title></head><body><nav>Menu entry</nav>{}<p>The keeper climbs the tower.</p>{}</body></html>",
+        "<div>".repeat(depth),
+        "</div>".repeat(depth)
+    );
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{world}/sources"),
+            json!({"filename": "deep.html", "text": page}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let text = stored_text(&app, &world, accepted["source"]["id"].as_str().unwrap()).await;
+    assert!(
+        text.contains("Menu entry") && text.contains("The keeper climbs the tower."),
+        "{text}"
+    );
+    assert!(accepted["source"]["title"].is_null());
+}
