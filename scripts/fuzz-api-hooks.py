@@ -123,6 +123,15 @@ def _register_hooks() -> None:
 
     import schemathesis
 
+    # Imported here, once, in the main thread: schemathesis imports its ASGI transport (and with
+    # it anyio, whose lazy importer compiles source) on first use, and two workers doing that at
+    # once have been seen to crash CPython 3.11's compiler ("AST constructor recursion depth
+    # mismatch"), a runtime error of the tool, not a finding.
+    try:
+        import schemathesis.transport.asgi  # noqa: F401
+    except ImportError:
+        pass
+
     log = os.environ.get("QUARRY_FUZZ_FAILURE_LOG")
 
     # The seeded world and source stay: deleting them would leave every later operation on

@@ -14,6 +14,7 @@ pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod maintenance;
+pub mod mcp;
 pub mod models;
 pub mod openapi;
 pub mod retrieve;
@@ -100,6 +101,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(retrieve::router())
         .merge(maintenance::router())
         .merge(cluster::router())
+        .nest_service("/mcp", mcp::service(state.clone()))
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     let meters = state.meters.clone();

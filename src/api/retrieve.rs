@@ -959,6 +959,12 @@ pub async fn retrieve(
         }
         Err(err) => return Err(err),
     };
+    answer(&state, world_id, &body).await.map(axum::Json)
+}
+
+/// Answers a retrieval body for `world_id`, as `POST …/retrieve` does (the MCP `retrieve` tool
+/// too): the query and settings validated, the retrieval run, its phases timed into the metrics.
+pub async fn answer(state: &AppState, world_id: WorldId, body: &RawFields) -> Result<RetrieveResponse, ApiError> {
     let query = match &body.query {
         Some(Value::String(q)) => q.as_str(),
         Some(_) => {
@@ -968,7 +974,7 @@ pub async fn retrieve(
             return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
         }
     };
-    let settings = parse_settings(&body)?;
+    let settings = parse_settings(body)?;
     let answer = state.retrieval.retrieve(world_id, query, &settings).await?;
     let t = &answer.timing;
     for (phase, ms) in [
@@ -982,5 +988,5 @@ pub async fn retrieve(
             .histogram("quarry_retrieval_phase_duration_seconds", &[("phase", phase)])
             .record(ms / 1000.0);
     }
-    Ok(axum::Json(answer.into()))
+    Ok(answer.into())
 }

@@ -17,6 +17,7 @@ mod kept_vectors;
 mod keys;
 mod local_model;
 mod log_secrets;
+mod mcp;
 mod metrics;
 mod operations;
 mod outages;

@@ -1,0 +1,234 @@
+//! `/mcp`: quarry as a Model Context Protocol server (streamable HTTP, the official Rust SDK
+//! `rmcp`), behind the same bearer token as `/v1`. Three tools: `list_worlds`, `retrieve` (the
+//! `/retrieve` settings as arguments; the answer's context and citations in the result) and
+//! `get_source_text` (a bounded slice of a source's stored text). Stateless: every request stands
+//! alone, so any replica answers any request.
+//!
+//! Bad arguments and failures the API would answer 4xx/5xx for are tool errors (`isError: true`,
+//! with the API's error code and message), never a transport failure.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+use crate::domain::{SourceId, WorldId};
+use crate::state::AppState;
+
+/// The most chars `get_source_text` returns at once.
+pub const MAX_SOURCE_TEXT_CHARS: u64 = 100_000;
+/// What `get_source_text` returns when not told.
+const DEFAULT_SOURCE_TEXT_CHARS: u64 = 20_000;
+
+/// The `/mcp` service: a new handler per request over the app's state, stopped at shutdown.
+pub fn service(state: AppState) -> StreamableHttpService<QuarryMcp, LocalSessionManager> {
+    let shutdown = state.shutdown.child_token();
+    StreamableHttpService::new(
+        move || Ok(QuarryMcp::new(state.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            // The bearer token guards the route; quarry is reached by whatever host name it has.
+            .disable_allowed_hosts()
+            .with_cancellation_token(shutdown),
+    )
+}
+
+#[derive(Clone)]
+pub struct QuarryMcp {
+    state: AppState,
+    tool_router: ToolRouter<Self>,
+}
+
+/// `retrieve`'s arguments: the world and the `/retrieve` body's fields.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RetrieveArgs {
+    /// The world to search (its id, a UUID). Required.
+    pub world_id: Option<String>,
+    /// The question. Required.
+    pub query: Option<String>,
+    /// Results wanted (0–1000, default 8).
+    pub top_k: Option<u32>,
+    /// Drop results scoring below this (0–1).
+    pub min_score: Option<f64>,
+    /// `dense`, `hybrid`, `auto` or `full`.
+    pub mode: Option<String>,
+    /// Neighbouring chunks to add on each side of a hit (0–3).
+    pub neighbors: Option<u32>,
+    /// `neighbors` or `parent`.
+    pub expand: Option<String>,
+    /// The context's token budget.
+    pub max_context_tokens: Option<u32>,
+    /// As `/retrieve`'s `filter` (`source_ids`, `book_numbers`, `filenames`, `metadata`).
+    pub filter: Option<Value>,
+    /// As `/retrieve`'s `fusion` (`method`, `dense_weight`, `sparse_weight`).
+    pub fusion: Option<Value>,
+}
+
+/// `get_source_text`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SourceTextArgs {
+    /// The world (a UUID). Required.
+    pub world_id: Option<String>,
+    /// The source (a UUID). Required.
+    pub source_id: Option<String>,
+    /// The first char to return (0-based, in Unicode scalar values; default 0).
+    pub offset: Option<u64>,
+    /// How many chars to return (1–100000, default 20000).
+    pub max_chars: Option<u64>,
+}
+
+/// A tool error: what went wrong, as the API would say it.
+fn tool_error(code: &str, message: impl std::fmt::Display) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))])
+}
+
+fn api_error(err: ApiError) -> CallToolResult {
+    tool_error(err.code.as_str(), err.message)
+}
+
+/// A required UUID argument; the `invalid_request` message when it is missing or not a UUID.
+fn uuid_of(field: &str, raw: Option<&str>) -> Result<uuid::Uuid, String> {
+    let raw = raw.ok_or_else(|| format!("{field} is required"))?;
+    uuid::Uuid::parse_str(raw.trim()).map_err(|_| format!("{field} must be a UUID, not `{raw}`"))
+}
+
+#[tool_router]
+impl QuarryMcp {
+    fn new(state: AppState) -> Self {
+        Self {
+            state,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Every world: id, name, embedding profile, whether it is hybrid, and its counts.
+    #[tool(
+        description = "List the worlds (isolated corpora) quarry keeps: id, name, embedding model, hybrid or \
+                          not, and how many sources and chunks each has. Use a world's id with `retrieve`."
+    )]
+    async fn list_worlds(&self) -> CallToolResult {
+        let window = crate::domain::Window { offset: 0, limit: 1000 };
+        match self.state.worlds.list(window).await {
+            Ok(worlds) => {
+                let worlds: Vec<Value> = worlds
+                    .into_iter()
+                    .map(|w| serde_json::to_value(super::worlds::WorldDto::from(w)).unwrap_or(Value::Null))
+                    .collect();
+                CallToolResult::structured(json!({ "worlds": worlds }))
+            }
+            Err(err) => api_error(err.into()),
+        }
+    }
+
+    /// Searches a world; the answer's context (numbered passages with citations) comes first.
+    #[tool(
+        description = "Search a world for passages that answer a question. Returns `context.text` (the \
+                          passages, numbered, within the token budget) and `context.chunks` with citations \
+                          (source, book and chunk numbers, title, url), and the ranked results. Arguments as \
+                          quarry's POST /v1/worlds/{world_id}/retrieve."
+    )]
+    async fn retrieve(&self, Parameters(args): Parameters<RetrieveArgs>) -> CallToolResult {
+        let world = match uuid_of("world_id", args.world_id.as_deref()) {
+            Ok(id) => WorldId(id),
+            Err(message) => return tool_error("invalid_request", message),
+        };
+        let mut body = Map::new();
+        if let Some(query) = args.query {
+            body.insert("query".into(), Value::String(query));
+        }
+        let mut put = |name: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                body.insert(name.into(), value);
+            }
+        };
+        put("top_k", args.top_k.map(Value::from));
+        put("min_score", args.min_score.map(Value::from));
+        put("mode", args.mode.map(Value::from));
+        put("neighbors", args.neighbors.map(Value::from));
+        put("expand", args.expand.map(Value::from));
+        put("max_context_tokens", args.max_context_tokens.map(Value::from));
+        put("filter", args.filter);
+        put("fusion", args.fusion);
+        let fields: super::retrieve::RawFields = match serde_json::from_value(Value::Object(body)) {
+            Ok(fields) => fields,
+            Err(err) => return tool_error("invalid_request", err),
+        };
+        match super::retrieve::answer(&self.state, world, &fields).await {
+            Ok(answer) => {
+                let text = answer.context.text.clone();
+                let mut result = CallToolResult::structured(serde_json::to_value(&answer).unwrap_or(Value::Null));
+                // The context first, as a model reads it; the whole answer stays structured.
+                result.content = vec![ContentBlock::text(text)];
+                result
+            }
+            Err(err) => api_error(err),
+        }
+    }
+
+    /// A slice of a source's stored text, at most [`MAX_SOURCE_TEXT_CHARS`] chars.
+    #[tool(
+        description = "Read a source's stored text (for HTML, the converted text), a slice at a time: \
+                          `offset` (chars, default 0) and `max_chars` (at most 100000, default 20000). The \
+                          result says the source's total length, so a long text can be read in turns."
+    )]
+    async fn get_source_text(&self, Parameters(args): Parameters<SourceTextArgs>) -> CallToolResult {
+        let (world, source) = match (
+            uuid_of("world_id", args.world_id.as_deref()),
+            uuid_of("source_id", args.source_id.as_deref()),
+        ) {
+            (Ok(w), Ok(s)) => (WorldId(w), SourceId(s)),
+            (Err(message), _) | (_, Err(message)) => return tool_error("invalid_request", message),
+        };
+        let max = args.max_chars.unwrap_or(DEFAULT_SOURCE_TEXT_CHARS);
+        if max == 0 || max > MAX_SOURCE_TEXT_CHARS {
+            return tool_error(
+                "invalid_request",
+                format!("max_chars must be between 1 and {MAX_SOURCE_TEXT_CHARS}"),
+            );
+        }
+        let text = match self.state.sources.text(world, source).await {
+            Ok(text) => text,
+            Err(err) => return api_error(err.into()),
+        };
+        let offset = args.offset.unwrap_or(0);
+        let total = text.chars().count() as u64;
+        let slice: String = text
+            .chars()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(max).unwrap_or(usize::MAX))
+            .collect();
+        let returned = slice.chars().count() as u64;
+        let mut result = CallToolResult::structured(json!({
+            "text": slice,
+            "offset": offset,
+            "chars": returned,
+            "total_chars": total,
+            "more": offset.saturating_add(returned) < total,
+        }));
+        result.content = vec![ContentBlock::text(slice)];
+        result
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for QuarryMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "quarry keeps worlds (corpora) of documents. Call list_worlds to find a world's id, then \
+                 retrieve with a question to get the passages that answer it (context.text, with citations); \
+                 get_source_text reads a whole source.",
+            )
+    }
+}

@@ -1,0 +1,155 @@
+//! `/mcp`: an MCP client (the official Rust SDK's) lists the tools, lists worlds, retrieves and
+//! reads a source; bad arguments are tool errors with the API's codes; the route needs the token.
+
+use reqwest::StatusCode;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::fake_providers::FakeGoogle;
+use crate::helpers::{TOKEN, google_world, on_fake_google, spawn_app_with};
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn args(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let world = google_world(&app).await;
+    let (status, accepted) = app
+        .post(
+            &format!("/v1/worlds/{world}/sources"),
+            json!({"filename": "isles.md", "title": "The Isles",
+                   "text": "The keeper climbs the tower every evening. Seals have their young in autumn."}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let source = accepted["source"]["id"].as_str().unwrap().to_owned();
+    app.drain().await;
+
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(TOKEN),
+    );
+    let client = ().serve(transport).await.expect("the MCP handshake");
+    let mut tools: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    tools.sort();
+    assert_eq!(tools, ["get_source_text", "list_worlds", "retrieve"]);
+
+    let call = |name: &'static str, arguments: Value| {
+        let client = &client;
+        async move {
+            client
+                .call_tool(CallToolRequestParams::new(name).with_arguments(args(arguments)))
+                .await
+                .expect("a tool call never fails as a transport")
+        }
+    };
+    let worlds = call("list_worlds", json!({})).await;
+    assert_ne!(worlds.is_error, Some(true), "{worlds:?}");
+    let listed = worlds.structured_content.clone().unwrap();
+    assert_eq!(listed["worlds"][0]["id"], world.as_str(), "{listed}");
+
+    let answer = call(
+        "retrieve",
+        json!({"world_id": world, "query": "who climbs the tower", "top_k": 1}),
+    )
+    .await;
+    assert_ne!(answer.is_error, Some(true), "{answer:?}");
+    assert!(
+        text(&answer).contains("The keeper climbs the tower"),
+        "{}",
+        text(&answer)
+    );
+    let structured = answer.structured_content.clone().unwrap();
+    assert_eq!(structured["results"].as_array().unwrap().len(), 1);
+    let citation = &structured["context"]["citations"][0];
+    assert_eq!(citation["source_id"], source.as_str(), "{structured}");
+
+    let read = call(
+        "get_source_text",
+        json!({"world_id": world, "source_id": source, "max_chars": 10}),
+    )
+    .await;
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    assert_eq!(text(&read), "The keeper");
+    let slice = read.structured_content.clone().unwrap();
+    assert_eq!(
+        (slice["chars"].as_u64(), slice["more"].as_bool()),
+        (Some(10), Some(true))
+    );
+
+    // Bad arguments are tool errors with the API's codes.
+    for (name, arguments, code) in [
+        ("retrieve", json!({"world_id": "nope", "query": "x"}), "invalid_request"),
+        ("retrieve", json!({"query": "x"}), "invalid_request"),
+        ("retrieve", json!({"world_id": world}), "invalid_request"),
+        (
+            "retrieve",
+            json!({"world_id": world, "query": "x", "top_k": 5000}),
+            "invalid_retrieval_settings",
+        ),
+        (
+            "retrieve",
+            json!({"world_id": world, "query": "x", "mode": "psychic"}),
+            "invalid_retrieval_settings",
+        ),
+        (
+            "retrieve",
+            json!({"world_id": uuid::Uuid::new_v4(), "query": "x"}),
+            "world_not_found",
+        ),
+        (
+            "get_source_text",
+            json!({"world_id": world, "source_id": source, "max_chars": 0}),
+            "invalid_request",
+        ),
+        (
+            "get_source_text",
+            json!({"world_id": world, "source_id": uuid::Uuid::new_v4()}),
+            "source_not_found",
+        ),
+    ] {
+        let result = call(name, arguments.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{name} {arguments}: {result:?}");
+        assert!(text(&result).starts_with(code), "{name} {arguments}: {}", text(&result));
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn mcp_needs_the_bearer_token() {
+    let app = spawn_app_with(|_| {}).await;
+    let response = app
+        .client
+        .post(app.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unauthorized");
+}
