@@ -54,6 +54,7 @@
 pub mod api;
 pub mod app;
 pub mod chunking;
+pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod crypto;

@@ -19,6 +19,15 @@ struct Cli {
     /// Log output format.
     #[arg(long, value_enum, default_value = "pretty", global = true)]
     log_format: LogFormat,
+    /// The quarry server the client commands talk to.
+    #[arg(long, env = "QUARRY_URL", default_value = "http://127.0.0.1:8080", global = true)]
+    url: String,
+    /// The bearer token for the client commands.
+    #[arg(long, env = "QUARRY_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
+    /// Client commands: JSON lines instead of human output (the default when piped).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -31,6 +40,57 @@ enum Command {
     Migrate,
     /// Print the OpenAPI document and exit.
     Openapi,
+    /// List the worlds (client: talks to --url).
+    Worlds,
+    /// List a world's sources (client).
+    Sources {
+        /// The world's name or id.
+        world: String,
+    },
+    /// List a world's jobs (client); --watch repeats until none is queued or running.
+    Jobs {
+        world: String,
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Ask a world a question (client): the context and its citations.
+    Retrieve {
+        world: String,
+        query: String,
+        #[arg(long)]
+        top_k: Option<u32>,
+        /// dense, hybrid, auto or full.
+        #[arg(long)]
+        mode: Option<String>,
+        /// neighbors or parent.
+        #[arg(long)]
+        expand: Option<String>,
+        #[arg(long)]
+        neighbors: Option<u32>,
+        #[arg(long)]
+        max_context_tokens: Option<u32>,
+    },
+    /// Upload files and folders to a world and follow the embedding (client).
+    Ingest {
+        /// Files and folders (.md, .markdown, .txt, .html, .htm; .gitignore honoured).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The world's name or id.
+        #[arg(long)]
+        world: String,
+        /// Create the world when there is none by that name.
+        #[arg(long)]
+        create: bool,
+        /// With --create: the embedding provider.
+        #[arg(long, default_value = "local")]
+        provider: String,
+        /// With --create: the embedding model.
+        #[arg(long, default_value = "all-MiniLM-L6-v2")]
+        model: String,
+        /// Glob of paths to leave out (repeatable).
+        #[arg(long)]
+        exclude: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -38,6 +98,18 @@ fn main() -> ExitCode {
     if let Some(Command::Openapi) = cli.command {
         print!("{}", quarry::api::openapi::document());
         return ExitCode::SUCCESS;
+    }
+    if matches!(
+        cli.command,
+        Some(
+            Command::Worlds
+                | Command::Sources { .. }
+                | Command::Jobs { .. }
+                | Command::Retrieve { .. }
+                | Command::Ingest { .. }
+        )
+    ) {
+        return client(cli);
     }
     telemetry::init(cli.log_format);
     let settings = match Settings::load(cli.config.as_deref()) {
@@ -67,7 +139,15 @@ fn main() -> ExitCode {
                 app.run_until(shutdown_signal()).await?;
                 Ok(())
             }
-            Some(Command::Openapi) => Ok(()),
+            // Answered before the runtime (the document) or by `client` (the client commands).
+            Some(
+                Command::Openapi
+                | Command::Worlds
+                | Command::Sources { .. }
+                | Command::Jobs { .. }
+                | Command::Retrieve { .. }
+                | Command::Ingest { .. },
+            ) => Ok(()),
         }
     });
     match result {
@@ -77,5 +157,66 @@ fn main() -> ExitCode {
             eprintln!("quarry: {}", quarry::telemetry::error_chain(err.as_ref()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs a client command against `--url`.
+fn client(cli: Cli) -> ExitCode {
+    use quarry::cli::{self, Client, Exit, IngestOptions, RetrieveOptions};
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("quarry: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client = Client::new(&cli.url, cli.token.clone(), cli.json);
+    let result = runtime.block_on(async {
+        match cli.command {
+            Some(Command::Worlds) => cli::worlds(&client).await.map(|()| Exit::Ok),
+            Some(Command::Sources { world }) => cli::sources(&client, &world).await.map(|()| Exit::Ok),
+            Some(Command::Jobs { world, watch }) => cli::jobs(&client, &world, watch).await.map(|()| Exit::Ok),
+            Some(Command::Retrieve {
+                world,
+                query,
+                top_k,
+                mode,
+                expand,
+                neighbors,
+                max_context_tokens,
+            }) => {
+                let options = RetrieveOptions {
+                    top_k,
+                    mode,
+                    expand,
+                    neighbors,
+                    max_context_tokens,
+                };
+                cli::retrieve(&client, &world, &query, options).await.map(|()| Exit::Ok)
+            }
+            Some(Command::Ingest {
+                paths,
+                world,
+                create,
+                provider,
+                model,
+                exclude,
+            }) => {
+                let options = IngestOptions {
+                    paths,
+                    world,
+                    create,
+                    provider,
+                    model,
+                    exclude,
+                };
+                cli::ingest(&client, options).await
+            }
+            _ => Ok(Exit::Usage),
+        }
+    });
+    match result {
+        Ok(exit) => exit.into(),
+        Err(failure) => cli::report(client.json, &failure),
     }
 }

@@ -227,10 +227,14 @@ async fn replicas_told_the_quota_spend_it_together_not_each() {
     let Some(db) = PgDatabase::create("cluster::replicas_told_the_quota_spend_it_together_not_each").await else {
         return;
     };
-    // Two keys of 40 texts a second each, counted per text as Google does.
+    // Two keys of 40 texts a second each, counted per text as Google does, enforced over fixed
+    // 3-second windows that start at a key's first request (a per-minute quota checked over
+    // short spans, as providers do). quarry paces a told quota over 1.02-second windows; a
+    // fixed window of exactly one second would leave it 20 ms of scheduling jitter on a loaded
+    // test machine (BENCHMARKS.md measures that case), three seconds leave 60.
     let fake = FakeGoogle::start(&["key-a", "key-b"]).await;
     for key in ["key-a", "key-b"] {
-        fake.set_quota(key, 40, Duration::from_secs(1));
+        fake.set_quota(key, 120, Duration::from_secs(3));
     }
     let settings = on_google(&fake, &["key-a", "key-b"]);
     let apps = spawn_replicas(&db.url, 3, |s| {
@@ -240,7 +244,7 @@ async fn replicas_told_the_quota_spend_it_together_not_each() {
     })
     .await;
     let world = google_world(&apps[0]).await;
-    let chunks = 360;
+    let chunks = 600;
     let job = add(&apps[1], &world, chunks).await;
     completed(&apps[2], &job, Duration::from_secs(120)).await;
 

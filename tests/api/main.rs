@@ -5,6 +5,7 @@ mod helpers;
 
 mod binary;
 mod chunking;
+mod cli;
 mod cluster;
 mod contract;
 mod documents;

@@ -1,0 +1,162 @@
+//! The `quarry` client commands, run as the real binary against a real server: a folder in, a
+//! world out, a retrieve answered, a re-run that uploads nothing; and each failure's exit code.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::fake_providers::FakeGoogle;
+use crate::helpers::{TOKEN, TestApp, on_fake_google, spawn_app_with};
+
+/// Runs `quarry ARGS --url APP --token TOKEN --json`.
+async fn quarry(app: &TestApp, token: &str, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(args)
+        .args(["--url", &app.url(""), "--token", token, "--json"])
+        .env_remove("QUARRY_URL")
+        .env_remove("QUARRY_TOKEN");
+    command.output().await.expect("the quarry binary runs")
+}
+
+fn lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+fn events<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["event"] == kind).collect()
+}
+
+#[tokio::test]
+async fn a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("lighthouse.md"),
+        "# The lighthouse\n\nThe keeper climbs the tower every evening.",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("seals.txt"),
+        "Seals have their young on the skerries in autumn.",
+    )
+    .unwrap();
+    std::fs::create_dir(root.join("council")).unwrap();
+    std::fs::write(
+        root.join("council/index.html"),
+        "<html><head><title>The council</title></head><body><nav>Home · About</nav><main><h1>The council</h1>\
+         <p>Harbour masters are chosen by lot every spring.</p></main></body></html>",
+    )
+    .unwrap();
+    std::fs::write(root.join("notes.log"), "not a document").unwrap();
+    std::fs::write(root.join("secret.md"), "left out by .gitignore").unwrap();
+    std::fs::write(root.join(".gitignore"), "secret.md\n").unwrap();
+    let folder = root.to_str().unwrap();
+    let args = [
+        "ingest",
+        folder,
+        "--world",
+        "Isles",
+        "--create",
+        "--provider",
+        "google",
+        "--model",
+        "gemini-embedding-001",
+    ];
+
+    let first = quarry(&app, TOKEN, &args).await;
+    assert!(first.status.success(), "{first:?}");
+    let out = lines(&first);
+    let uploaded: Vec<&str> = events(&out, "uploaded")
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(uploaded.len(), 3, "{uploaded:?}");
+    assert!(
+        uploaded
+            .iter()
+            .all(|f| !f.ends_with("secret.md") && !f.ends_with("notes.log"))
+    );
+    let done = events(&out, "done");
+    assert_eq!(done.len(), 1, "{out:?}");
+    assert!(done[0]["total"].as_u64().unwrap() > 0);
+    assert_eq!(done[0]["embedded"], done[0]["total"], "followed to the end: {out:?}");
+    assert!(!events(&out, "progress").is_empty(), "the jobs' events were followed");
+
+    let sources = quarry(&app, TOKEN, &["sources", "Isles"]).await;
+    assert!(sources.status.success());
+    let sources = lines(&sources);
+    assert_eq!(sources.len(), 3);
+    let council = sources.iter().find(|s| s["filename"] == "index.html").unwrap();
+    assert_eq!(council["title"], "The council", "the page's title names it");
+
+    let answer = quarry(
+        &app,
+        TOKEN,
+        &["retrieve", "Isles", "who climbs the tower", "--top-k", "1"],
+    )
+    .await;
+    assert!(answer.status.success(), "{answer:?}");
+    let answer = &lines(&answer)[0];
+    assert!(
+        answer["context"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The keeper climbs the tower"),
+        "{answer}"
+    );
+
+    // Again: every file is already there.
+    let again = quarry(&app, TOKEN, &args).await;
+    assert!(again.status.success(), "{again:?}");
+    let out = lines(&again);
+    assert!(events(&out, "uploaded").is_empty(), "{out:?}");
+    assert_eq!(events(&out, "skipped").len(), 3);
+    let worlds = lines(&quarry(&app, TOKEN, &["worlds"]).await);
+    assert_eq!(worlds.len(), 1, "no second world: {worlds:?}");
+    assert_eq!(worlds[0]["stats"]["sources"], 3);
+}
+
+#[tokio::test]
+async fn each_failure_has_its_exit_code() {
+    let app = spawn_app_with(|_| {}).await;
+    let code = |output: Output| output.status.code();
+    // 3: the token is not accepted.
+    assert_eq!(code(quarry(&app, "wrong-token", &["worlds"]).await), Some(3));
+    // 4: no such world.
+    assert_eq!(code(quarry(&app, TOKEN, &["sources", "Atlantis"]).await), Some(4));
+    let missing = quarry(&app, TOKEN, &["retrieve", "Atlantis", "where"]).await;
+    assert_eq!(code(missing.clone()), Some(4));
+    let error = &lines(&missing)[0];
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("Atlantis"),
+        "{error}"
+    );
+    // 2: bad arguments, locally or as the server judges them.
+    assert_eq!(
+        code(quarry(&app, TOKEN, &["ingest", "/no/such/path", "--world", "Isles"]).await),
+        Some(2)
+    );
+    assert_eq!(
+        code(quarry(&app, TOKEN, &["retrieve"]).await),
+        Some(2),
+        "clap's usage error"
+    );
+    let world = app.create_local_world("Isles").await;
+    let too_many = quarry(
+        &app,
+        TOKEN,
+        &["retrieve", world["id"].as_str().unwrap(), "x", "--top-k", "5000"],
+    )
+    .await;
+    assert_eq!(code(too_many), Some(2));
+    // 1: nothing listens there.
+    let mut dead = tokio::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    dead.args(["worlds", "--url", "http://127.0.0.1:9", "--token", TOKEN, "--json"]);
+    assert_eq!(dead.output().await.unwrap().status.code(), Some(1));
+}
