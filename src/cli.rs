@@ -246,12 +246,19 @@ pub async fn jobs(client: &Client, world: &str, watch: bool) -> Result<()> {
 }
 
 /// What `quarry retrieve` sends besides the query.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, clap::Args)]
 pub struct RetrieveOptions {
+    #[arg(long)]
     pub top_k: Option<u32>,
+    /// dense, hybrid, auto or full.
+    #[arg(long)]
     pub mode: Option<String>,
+    /// neighbors or parent.
+    #[arg(long)]
     pub expand: Option<String>,
+    #[arg(long)]
     pub neighbors: Option<u32>,
+    #[arg(long)]
     pub max_context_tokens: Option<u32>,
 }
 
@@ -301,14 +308,25 @@ pub async fn retrieve(client: &Client, world: &str, query: &str, options: Retrie
 }
 
 /// What `quarry ingest` is told.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, clap::Args)]
 pub struct IngestOptions {
+    /// Files and folders (.md, .markdown, .txt, .html, .htm; .gitignore honoured).
+    #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// The world's name or id.
+    #[arg(long)]
     pub world: String,
-    /// Create the world when it does not exist, with this provider and model.
+    /// Create the world when there is none by that name.
+    #[arg(long)]
     pub create: bool,
+    /// With --create: the embedding provider.
+    #[arg(long, default_value = "local")]
     pub provider: String,
+    /// With --create: the embedding model.
+    #[arg(long, default_value = "all-MiniLM-L6-v2")]
     pub model: String,
+    /// Glob of paths to leave out (repeatable).
+    #[arg(long)]
     pub exclude: Vec<String>,
 }
 

@@ -57,40 +57,11 @@ enum Command {
     Retrieve {
         world: String,
         query: String,
-        #[arg(long)]
-        top_k: Option<u32>,
-        /// dense, hybrid, auto or full.
-        #[arg(long)]
-        mode: Option<String>,
-        /// neighbors or parent.
-        #[arg(long)]
-        expand: Option<String>,
-        #[arg(long)]
-        neighbors: Option<u32>,
-        #[arg(long)]
-        max_context_tokens: Option<u32>,
+        #[command(flatten)]
+        options: quarry::cli::RetrieveOptions,
     },
     /// Upload files and folders to a world and follow the embedding (client).
-    Ingest {
-        /// Files and folders (.md, .markdown, .txt, .html, .htm; .gitignore honoured).
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// The world's name or id.
-        #[arg(long)]
-        world: String,
-        /// Create the world when there is none by that name.
-        #[arg(long)]
-        create: bool,
-        /// With --create: the embedding provider.
-        #[arg(long, default_value = "local")]
-        provider: String,
-        /// With --create: the embedding model.
-        #[arg(long, default_value = "all-MiniLM-L6-v2")]
-        model: String,
-        /// Glob of paths to leave out (repeatable).
-        #[arg(long)]
-        exclude: Vec<String>,
-    },
+    Ingest(quarry::cli::IngestOptions),
 }
 
 fn main() -> ExitCode {
@@ -106,7 +77,7 @@ fn main() -> ExitCode {
                 | Command::Sources { .. }
                 | Command::Jobs { .. }
                 | Command::Retrieve { .. }
-                | Command::Ingest { .. }
+                | Command::Ingest(_)
         )
     ) {
         return client(cli);
@@ -146,7 +117,7 @@ fn main() -> ExitCode {
                 | Command::Sources { .. }
                 | Command::Jobs { .. }
                 | Command::Retrieve { .. }
-                | Command::Ingest { .. },
+                | Command::Ingest(_),
             ) => Ok(()),
         }
     });
@@ -162,7 +133,7 @@ fn main() -> ExitCode {
 
 /// Runs a client command against `--url`.
 fn client(cli: Cli) -> ExitCode {
-    use quarry::cli::{self, Client, Exit, IngestOptions, RetrieveOptions};
+    use quarry::cli::{self, Client, Exit};
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -176,42 +147,10 @@ fn client(cli: Cli) -> ExitCode {
             Some(Command::Worlds) => cli::worlds(&client).await.map(|()| Exit::Ok),
             Some(Command::Sources { world }) => cli::sources(&client, &world).await.map(|()| Exit::Ok),
             Some(Command::Jobs { world, watch }) => cli::jobs(&client, &world, watch).await.map(|()| Exit::Ok),
-            Some(Command::Retrieve {
-                world,
-                query,
-                top_k,
-                mode,
-                expand,
-                neighbors,
-                max_context_tokens,
-            }) => {
-                let options = RetrieveOptions {
-                    top_k,
-                    mode,
-                    expand,
-                    neighbors,
-                    max_context_tokens,
-                };
+            Some(Command::Retrieve { world, query, options }) => {
                 cli::retrieve(&client, &world, &query, options).await.map(|()| Exit::Ok)
             }
-            Some(Command::Ingest {
-                paths,
-                world,
-                create,
-                provider,
-                model,
-                exclude,
-            }) => {
-                let options = IngestOptions {
-                    paths,
-                    world,
-                    create,
-                    provider,
-                    model,
-                    exclude,
-                };
-                cli::ingest(&client, options).await
-            }
+            Some(Command::Ingest(options)) => cli::ingest(&client, options).await,
             _ => Ok(Exit::Usage),
         }
     });
