@@ -9,15 +9,18 @@
 //! **Selection.** A key is eligible when it is enabled, not retired, neither it nor its quota
 //! group is cooling down, it has room under its in-flight limit (ingestion only), and its
 //! client-side budget (requests and tokens per minute, shared by a quota group) can pay for the
-//! request. A budget is a token bucket that holds one second's worth, so a told quota is paced
-//! evenly from the first request rather than spent in a burst; after a rate limit its request
-//! budget resumes with one request and then the pace, not with a burst saved up during the
-//! cooldown. Among eligible keys: fewest in flight, then least recently used.
+//! request. A budget is a sliding window that lets a second's worth through in any 1.02 s
+//! (`budget.rs`), so a told quota is paced evenly from the first request rather than spent in a
+//! burst; after a rate limit nothing goes until the cooldown ends. On PostgreSQL the windows
+//! are the deployment's, kept in the store and shared by every replica: the head of the queue
+//! draws a request's cost from the store's ledger before taking the key. Among eligible keys:
+//! fewest in flight, then least recently used.
 //!
 //! **Who goes first.** Callers wait in one queue per provider. Queries for `/retrieve` (the
 //! priority lane) are served before any waiting ingestion work, may use one slot above the
-//! in-flight limit and may overdraw the budget by a tenth of a minute's worth, which ingestion
-//! then waits to repay — so a query is never queued behind ingestion. Ingestion waiters are
+//! in-flight limit and may borrow a tenth of a minute's worth of budget from the spans ahead,
+//! which ingestion (on every replica, with shared budgets) then waits out — so a query is never
+//! queued behind ingestion. Ingestion waiters are
 //! served round-robin by world (the world served least recently goes first), so one large
 //! upload cannot starve another world. Only the head of the queue may take a key; everyone
 //! else waits to be woken.

@@ -359,3 +359,104 @@ async fn get_json(client: &reqwest::Client, url: String) -> Value {
         .await
         .unwrap()
 }
+
+/// The output of a README command, or `None` (said loudly) when its tool is not installed.
+fn tool_output(program: &str, args: &[&str], dir: &std::path::Path) -> Option<String> {
+    match Command::new(program).args(args).current_dir(dir).output() {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "{program} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        }
+        Err(err) => {
+            eprintln!("SKIPPED: README command `{program}` is not available here: {err}");
+            None
+        }
+    }
+}
+
+/// A server process that is killed if the test ends before it stops it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl Running {
+    /// Stops it as SIGTERM does and checks it exits cleanly.
+    fn stop(mut self) {
+        sigterm(&self.0);
+        assert!(self.0.wait().unwrap().success());
+    }
+}
+
+/// README's operations commands, as written there: a master key made with `openssl rand -base64
+/// 32` seals an API key; `sqlite3 data/quarry.db ".backup …"` copies the store while quarry
+/// runs; the copy, restored after the data is lost, brings the world and the key back.
+#[tokio::test]
+async fn the_readme_operations_commands_work_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(master_key) = tool_output("openssl", &["rand", "-base64", "32"], dir.path()) else {
+        return;
+    };
+    let env = [("QUARRY__SECURITY__MASTER_KEY", master_key.as_str())];
+    let (child, addr, _logs) = start_server_with(dir.path(), &env);
+    let server = Running(child);
+    let client = crate::helpers::http_client();
+    let world = post_json(
+        &client,
+        format!("http://{addr}/v1/worlds"),
+        serde_json::json!({"name": "Backed up", "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}}),
+    )
+    .await;
+    assert!(world["id"].is_string(), "{world}");
+    let key = post_json(
+        &client,
+        format!("http://{addr}/v1/provider-keys"),
+        serde_json::json!({"provider": "openai", "secret": "sk-readme-backup-check"}),
+    )
+    .await;
+    assert_eq!(key["usable"], true, "the generated master key seals keys: {key}");
+
+    // The online backup, while quarry runs.
+    std::fs::create_dir(dir.path().join("backups")).unwrap();
+    if tool_output("sqlite3", &["data/quarry.db", ".backup backups/quarry.db"], dir.path()).is_none() {
+        return;
+    }
+    server.stop();
+
+    // The data is lost; the backup goes back (the vector folder is rebuilt by the startup repair).
+    std::fs::remove_dir_all(dir.path().join("data")).unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    std::fs::copy(dir.path().join("backups/quarry.db"), dir.path().join("data/quarry.db")).unwrap();
+    let (child, addr, _logs) = start_server_with(dir.path(), &env);
+    let server = Running(child);
+    let worlds = get_json(&client, format!("http://{addr}/v1/worlds")).await;
+    assert_eq!(worlds["worlds"][0]["id"], world["id"], "{worlds}");
+    let keys = get_json(&client, format!("http://{addr}/v1/provider-keys")).await;
+    let restored = (keys["keys"].as_array().unwrap().iter())
+        .find(|k| k["key_id"] == key["key_id"])
+        .unwrap_or_else(|| panic!("the key is back: {keys}"));
+    assert_eq!(
+        restored["usable"], true,
+        "the same master key opens it again: {restored}"
+    );
+    server.stop();
+}
+
+/// Sends SIGTERM to `child` (with `kill`, as an operator would).
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
