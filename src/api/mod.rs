@@ -133,18 +133,21 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
 }
 
+/// 401 `unauthorized`, with the `WWW-Authenticate: Bearer` challenge.
+fn unauthorized() -> Response {
+    let mut response = ApiError::unauthorized().into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
 /// With `auth.metrics_token` set, `/metrics` answers only requests bearing it.
 async fn require_metrics_token(State(token): State<Option<Arc<[u8; 32]>>>, req: Request, next: Next) -> Response {
     match (&token, bearer(&req)) {
         (None, _) => next.run(req).await,
         (Some(known), Some(presented)) if digest_matches(known, presented) => next.run(req).await,
-        _ => {
-            let mut response = ApiError::unauthorized().into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-            response
-        }
+        _ => unauthorized(),
     }
 }
 
@@ -180,13 +183,7 @@ async fn require_bearer(State(auth): State<Auth>, req: Request, next: Next) -> R
     }
     match bearer(&req) {
         Some(token) if auth.accepts(token) => next.run(req).await,
-        _ => {
-            let mut response = ApiError::unauthorized().into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-            response
-        }
+        _ => unauthorized(),
     }
 }
 

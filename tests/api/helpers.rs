@@ -251,6 +251,19 @@ impl TestApp {
         self.request(reqwest::Method::PATCH, path, Some(body)).await
     }
 
+    /// Adds a plain-text source to `world` through the JSON route; asserts the 202 and
+    /// returns its body (`source`, `job`).
+    pub async fn add_text(&self, world: &str, filename: &str, text: &str) -> Value {
+        let (status, accepted) = self
+            .post(
+                &format!("/v1/worlds/{world}/sources"),
+                serde_json::json!({"filename": filename, "text": text}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+        accepted
+    }
+
     /// Uploads `bytes` as the multipart field `file` named `filename`.
     pub async fn upload(&self, path: &str, filename: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
         let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_owned());

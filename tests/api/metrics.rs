@@ -61,13 +61,7 @@ async fn the_series_move_with_the_work_they_count() {
             )
         })
         .collect();
-    let (status, accepted) = app
-        .post(
-            &format!("/v1/worlds/{world}/sources"),
-            json!({"filename": "a.txt", "text": text}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let accepted = app.add_text(&world, "a.txt", &text).await;
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
     assert!(chunks >= 2, "{accepted}");
     let n = chunks as f64;

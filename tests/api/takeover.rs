@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::fake_providers::FakeGoogle;
 use crate::helpers::{PgDatabase, TestApp, google_world, on_fake_google, spawn_app_on, spawn_app_with};
@@ -16,13 +16,7 @@ async fn add(app: &TestApp, world: &str) -> (String, u64) {
     let text: String = (0..6)
         .map(|i| format!("Sentence {i} tells of harbour number {} and its walls. ", i * 7))
         .collect();
-    let (status, accepted) = app
-        .post(
-            &format!("/v1/worlds/{world}/sources"),
-            json!({"filename": "a.txt", "text": text}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let accepted = app.add_text(world, "a.txt", &text).await;
     let chunks = accepted["source"]["chunks"].as_u64().unwrap();
     (accepted["job"]["id"].as_str().unwrap().to_owned(), chunks)
 }
