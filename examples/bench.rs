@@ -2,7 +2,7 @@
 //! latency and throughput on a 100k-chunk world (and beside a second one), and memory. It runs
 //! quarry in-process on embedded SQLite and qdrant-edge, against a fake OpenAI embeddings
 //! server of its own (no internet), and prints one plain table per section. Figures and their
-//! reading are in BENCHMARKS.md.
+//! reading are in BENCHMARKS.md (in full: docs/benchmarks-service.md).
 //!
 //! ```text
 //! cargo +nightly run --release --example bench     # everything: 5.5–9 minutes on 2 idle cores, depending on the host
