@@ -47,6 +47,8 @@ pub enum StartupError {
     Vector(#[from] vector::Error),
     #[error("cannot set up an embedding provider")]
     Provider(#[from] crate::providers::http::BuildError),
+    #[error("cannot build the webhook client")]
+    Webhooks(#[source] reqwest::Error),
     #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
@@ -113,7 +115,18 @@ impl App {
         let meters = crate::meters::Metrics::new();
         scheduler.set_meters(meters.clone());
 
-        let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher));
+        let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher.clone()));
+        let webhooks = Arc::new(crate::service::webhooks::WebhookService::new(
+            store.clone(),
+            cipher.clone(),
+        ));
+        let dispatcher = crate::workers::webhooks::WebhookDispatcher::new(
+            store.clone(),
+            cipher,
+            (&settings.webhooks).into(),
+            meters.clone(),
+        )
+        .map_err(StartupError::Webhooks)?;
         let providers = build_providers(&settings, &registry)?;
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
@@ -202,6 +215,7 @@ impl App {
             registry,
             worlds,
             keys,
+            webhooks,
             sources,
             jobs,
             retrieval,
@@ -251,6 +265,7 @@ impl App {
             );
         }
         cluster.spawn(&tracker, &cancel);
+        dispatcher.spawn(format!("{}-webhooks", cluster.id()), &tracker, &cancel);
         {
             // Parents for sources chunked before they existed (small-to-large retrieval).
             let (store, cancel) = (store.clone(), cancel.clone());

@@ -45,6 +45,44 @@ pub struct Settings {
     pub security: SecuritySettings,
     pub cluster: ClusterSettings,
     pub sources: SourcesSettings,
+    pub webhooks: WebhookSettings,
+}
+
+/// How webhook deliveries are sent and retried (`[webhooks]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Seconds a receiver has to answer one delivery.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub timeout_s: u64,
+    /// Seconds before the first retry of a failed delivery; each later retry waits twice as
+    /// long as the one before (±10 %), up to `max_retry_s`.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub first_retry_s: u64,
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_retry_s: u64,
+    /// Attempts per delivery, the first included; then it is `failed` and stays in the log.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_attempts: u32,
+    /// How often each replica looks for due deliveries.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub poll_interval_ms: u64,
+    /// Days delivered and failed deliveries stay in the log.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub keep_deliveries_days: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            timeout_s: 10,
+            first_retry_s: 5,
+            max_retry_s: 3 * 3600,
+            max_attempts: 15,
+            poll_interval_ms: 1000,
+            keep_deliveries_days: 14,
+        }
+    }
 }
 
 /// How uploads are read (`[sources]`).
@@ -615,6 +653,24 @@ impl Settings {
             return fail(format!(
                 "cluster.dead_after_s ({}) must be at least twice cluster.heartbeat_s ({})",
                 self.cluster.dead_after_s, self.cluster.heartbeat_s
+            ));
+        }
+        let hooks = &self.webhooks;
+        for (value, key) in [
+            (hooks.timeout_s, "webhooks.timeout_s"),
+            (hooks.first_retry_s, "webhooks.first_retry_s"),
+            (u64::from(hooks.max_attempts), "webhooks.max_attempts"),
+            (hooks.poll_interval_ms, "webhooks.poll_interval_ms"),
+            (hooks.keep_deliveries_days, "webhooks.keep_deliveries_days"),
+        ] {
+            if value == 0 {
+                return fail(format!("{key} must be at least 1"));
+            }
+        }
+        if hooks.max_retry_s < hooks.first_retry_s {
+            return fail(format!(
+                "webhooks.max_retry_s ({}) must be at least webhooks.first_retry_s ({})",
+                hooks.max_retry_s, hooks.first_retry_s
             ));
         }
         let url = self.store.url.expose_secret();
@@ -1198,6 +1254,14 @@ mod tests {
             (
                 &[("QUARRY__PROVIDERS__GOOGLE__SCHEDULING__REQUESTS_PER_DAY", "0")][..],
                 "providers.google.scheduling.requests_per_day",
+            ),
+            (&[("QUARRY__WEBHOOKS__MAX_ATTEMPTS", "0")][..], "webhooks.max_attempts"),
+            (
+                &[
+                    ("QUARRY__WEBHOOKS__FIRST_RETRY_S", "60"),
+                    ("QUARRY__WEBHOOKS__MAX_RETRY_S", "30"),
+                ][..],
+                "webhooks.max_retry_s",
             ),
         ] {
             let err = Settings::load_from(None, env(vars))

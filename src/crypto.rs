@@ -1,4 +1,4 @@
-//! Encryption of provider-key secrets at rest: AES-256-GCM under `security.master_key`, a
+//! Encryption of secrets at rest (provider keys, webhook signing secrets): AES-256-GCM under `security.master_key`, a
 //! fresh random 96-bit nonce per secret, the key id as associated data (a ciphertext copied
 //! onto another row does not decrypt).
 
@@ -46,17 +46,23 @@ impl SecretCipher {
     }
 
     pub fn seal(&self, id: KeyId, secret: &SecretString) -> Result<Sealed, CryptoError> {
+        self.seal_bytes(id.0.as_bytes(), secret.expose_secret().as_bytes())
+    }
+
+    pub fn open(&self, id: KeyId, sealed: &Sealed) -> Result<SecretString, CryptoError> {
+        let plain = self.open_bytes(id.0.as_bytes(), sealed)?;
+        let text = String::from_utf8(plain).map_err(|_| CryptoError::Decrypt)?;
+        Ok(SecretString::from(text))
+    }
+
+    /// Seals `plain`, bound to `aad` (the id of the row it is stored on): a ciphertext copied
+    /// onto another row does not open.
+    pub fn seal_bytes(&self, aad: &[u8], plain: &[u8]) -> Result<Sealed, CryptoError> {
         let nonce_bytes: [u8; 12] = rand::random();
         let nonce = Nonce::from(nonce_bytes);
         let ciphertext = self
             .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: secret.expose_secret().as_bytes(),
-                    aad: id.0.as_bytes(),
-                },
-            )
+            .encrypt(&nonce, Payload { msg: plain, aad })
             .map_err(|_| CryptoError::Encrypt)?;
         Ok(Sealed {
             ciphertext,
@@ -64,20 +70,17 @@ impl SecretCipher {
         })
     }
 
-    pub fn open(&self, id: KeyId, sealed: &Sealed) -> Result<SecretString, CryptoError> {
+    pub fn open_bytes(&self, aad: &[u8], sealed: &Sealed) -> Result<Vec<u8>, CryptoError> {
         let nonce_bytes: [u8; 12] = sealed.nonce.as_slice().try_into().map_err(|_| CryptoError::Decrypt)?;
-        let plain = self
-            .cipher
+        self.cipher
             .decrypt(
                 &Nonce::from(nonce_bytes),
                 Payload {
                     msg: &sealed.ciphertext,
-                    aad: id.0.as_bytes(),
+                    aad,
                 },
             )
-            .map_err(|_| CryptoError::Decrypt)?;
-        let text = String::from_utf8(plain).map_err(|_| CryptoError::Decrypt)?;
-        Ok(SecretString::from(text))
+            .map_err(|_| CryptoError::Decrypt)
     }
 }
 

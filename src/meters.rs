@@ -36,6 +36,11 @@ pub const SERIES: &[(&str, &str, &str)] = &[
     ),
     ("quarry_jobs", "gauge", "Jobs by kind and status"),
     (
+        "quarry_webhook_deliveries_total",
+        "counter",
+        "Webhook delivery attempts, by event and outcome (delivered, retried, failed)",
+    ),
+    (
         "quarry_pending_chunks",
         "gauge",
         "Chunks waiting to be embedded, by world and provider (the queue's depth)",

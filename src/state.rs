@@ -23,6 +23,7 @@ pub struct AppState {
     pub registry: Arc<ModelRegistry>,
     pub worlds: Arc<WorldService>,
     pub keys: Arc<KeyService>,
+    pub webhooks: Arc<crate::service::webhooks::WebhookService>,
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,

@@ -84,6 +84,7 @@ error_codes! {
     SourceNotFound => "source_not_found", NOT_FOUND, No, "the world has no source with this id";
     JobNotFound => "job_not_found", NOT_FOUND, No, "no job has this id";
     KeyNotFound => "key_not_found", NOT_FOUND, No, "no provider key has this id";
+    WebhookNotFound => "webhook_not_found", NOT_FOUND, No, "no webhook subscription has this id";
     NotFound => "not_found", NOT_FOUND, No, "no route has this path";
     MethodNotAllowed => "method_not_allowed", METHOD_NOT_ALLOWED, No, "the route does not take this method";
     RequestTimeout => "request_timeout", REQUEST_TIMEOUT, No,
@@ -101,6 +102,8 @@ error_codes! {
         "a key from the configuration is changed in the configuration, not through the API";
     NothingToRetry => "nothing_to_retry", CONFLICT, No,
         "the job (or world) has no failed chunk in a run its world serves or is building";
+    WebhookLimitReached => "webhook_limit_reached", CONFLICT, No,
+        "as many webhook subscriptions as quarry keeps (100) exist already; delete one first";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
     PayloadTooLarge => "payload_too_large", PAYLOAD_TOO_LARGE, No,
         "the body is larger than the route takes (`details.limit_bytes`)";
@@ -222,6 +225,7 @@ impl From<ServiceError> for ApiError {
                     Missing::Source => (C::SourceNotFound, "source not found"),
                     Missing::Job => (C::JobNotFound, "job not found"),
                     Missing::Key => (C::KeyNotFound, "provider key not found"),
+                    Missing::Webhook => (C::WebhookNotFound, "webhook subscription not found"),
                 };
                 ApiError::new(code, message)
             }
@@ -249,6 +253,7 @@ impl From<ServiceError> for ApiError {
                     Conflict::KeyReadOnly => C::ProviderKeyReadOnly,
                     Conflict::Duplicate => C::Conflict,
                     Conflict::NothingToRetry => C::NothingToRetry,
+                    Conflict::WebhookLimit => C::WebhookLimitReached,
                 };
                 ApiError::new(code, message)
             }

@@ -19,6 +19,7 @@ pub mod models;
 pub mod openapi;
 pub mod retrieve;
 pub mod sources;
+pub mod webhooks;
 pub mod worlds;
 
 use std::sync::Arc;
@@ -101,6 +102,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(retrieve::router())
         .merge(maintenance::router())
         .merge(cluster::router())
+        .merge(webhooks::router())
         .nest_service("/mcp", mcp::service(state.clone()))
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");

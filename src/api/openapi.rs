@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, worlds};
+use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, webhooks, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -50,6 +50,11 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         keys::delete_key,
         keys::list_providers,
         keys::metrics,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::get_webhook,
+        webhooks::delete_webhook,
+        webhooks::list_deliveries,
         cluster::cluster,
         health::healthz,
         health::readyz,
@@ -63,6 +68,7 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         (name = "jobs", description = "Background ingestion jobs"),
         (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
+        (name = "webhooks", description = "Signed notifications of job lifecycle events (Standard Webhooks)"),
         (name = "operations", description = "Health and readiness probes, metrics, and the replicas sharing the store"),
     )
 )]
@@ -321,8 +327,8 @@ impl Modify for Links {
     }
 }
 
-/// Rules the derived schemas cannot state: a source's `url` pattern (one constant, which the
-/// server matches too), and that a world update sets at least one field (`{}`, or only
+/// Rules the derived schemas cannot state: a source's and a webhook's `url` pattern and a
+/// webhook's `secret` pattern (constants the server matches too), and that a world update sets at least one field (`{}`, or only
 /// `null`s, is `invalid_request`: there is nothing to update).
 struct Rules;
 
@@ -338,6 +344,14 @@ impl Modify for Rules {
                 && let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url")
             {
                 url.pattern = Some(crate::domain::SourceUrl::PATTERN.to_owned());
+            }
+        }
+        if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut("CreateWebhookRequest") {
+            if let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url") {
+                url.pattern = Some(crate::domain::SourceUrl::PATTERN.to_owned());
+            }
+            if let Some(RefOr::T(Schema::Object(secret))) = object.properties.get_mut("secret") {
+                secret.pattern = Some(crate::service::webhooks::SECRET_PATTERN.to_owned());
             }
         }
         if let Some(update) = components.schemas.remove("UpdateWorldRequest") {

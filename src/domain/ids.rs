@@ -67,6 +67,10 @@ id_type!(
     /// A provider API key registered through the API or configuration.
     KeyId
 );
+id_type!(
+    /// A webhook subscription.
+    WebhookId
+);
 
 /// Namespace for point ids: UUIDv5 over the chunk slot.
 const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x6a0f_3c1e_9b5d_4f7a_8e21_5c4b_7d90_a1e3);

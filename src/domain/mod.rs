@@ -7,11 +7,12 @@ pub mod job;
 pub mod key;
 pub mod source;
 pub mod source_details;
+pub mod webhook;
 pub mod work;
 pub mod world;
 
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WorldId, point_id};
+pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WebhookId, WorldId, point_id};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
     RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,
@@ -22,6 +23,7 @@ pub use source::{
     SourceDeletion, SourceFormat, SourceSize, media_essence,
 };
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
+pub use webhook::{Attempt, Delivery, DeliveryStatus, Webhook, WebhookEvent};
 pub use work::{EmbeddedVector, KeptPoint, ManifestEntry, RunInfo, WorkItem};
 pub use world::{
     BUILTIN_OPENAI_MODELS, ChunkingProfile, EmbeddingProfile, NewWorld, ProviderKind, World, WorldName, WorldStats,

@@ -13,6 +13,7 @@ pub enum Missing {
     Source,
     Job,
     Key,
+    Webhook,
 }
 
 /// Which rule a bad input broke.
@@ -42,6 +43,8 @@ pub enum Conflict {
     KeyReadOnly,
     /// A retry found no failed chunk to put back in the queue.
     NothingToRetry,
+    /// As many webhook subscriptions as quarry keeps exist already.
+    WebhookLimit,
 }
 
 /// Why an input could not be processed although it was well formed.

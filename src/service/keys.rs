@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, optional_text};
 use crate::crypto::{self, SecretCipher};
 use crate::domain::{KeyId, KeyOrigin, NewKey, ProviderKind, SealedSecret, StoredKey};
 use crate::providers::scheduler::{KeyScheduler, KeyStatus};
@@ -16,30 +16,6 @@ use crate::store::{self, Store};
 
 /// Longest secret accepted through the API.
 pub const MAX_SECRET_BYTES: usize = 1024;
-
-/// Longest `label` and `quota_group`.
-pub const MAX_TEXT_CHARS: usize = 200;
-
-/// A `label` or `quota_group` as sent: at most 200 characters, no control characters; kept
-/// trimmed, and absent when blank.
-fn optional_text(field: &str, raw: Option<&str>) -> ServiceResult<Option<String>> {
-    let Some(raw) = raw else { return Ok(None) };
-    if raw.chars().count() > MAX_TEXT_CHARS {
-        return Err(ServiceError::invalid(
-            Invalid::Request,
-            field,
-            format!("{field} must be at most {MAX_TEXT_CHARS} characters"),
-        ));
-    }
-    if raw.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            Invalid::Request,
-            field,
-            format!("{field} must not contain control characters"),
-        ));
-    }
-    Ok(Some(raw.trim()).filter(|t| !t.is_empty()).map(str::to_owned))
-}
 
 /// A key creation request, its provider parsed at the edge.
 pub struct CreateKey {

@@ -7,6 +7,7 @@ pub mod keys;
 pub mod repair;
 pub mod retrieval;
 pub mod sources;
+pub mod webhooks;
 pub mod worlds;
 
 pub use error::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
@@ -32,4 +33,28 @@ pub(crate) async fn require_key(
              then try again"
         ),
     ))
+}
+
+/// Longest `label`, `quota_group` or `description`.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// A short text field (a key's `label`, a webhook's `description`) as sent: at most 200 characters, no control characters; kept
+/// trimmed, and absent when blank.
+pub(crate) fn optional_text(field: &str, raw: Option<&str>) -> ServiceResult<Option<String>> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw.chars().count() > MAX_TEXT_CHARS {
+        return Err(ServiceError::invalid(
+            Invalid::Request,
+            field,
+            format!("{field} must be at most {MAX_TEXT_CHARS} characters"),
+        ));
+    }
+    if raw.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            Invalid::Request,
+            field,
+            format!("{field} must not contain control characters"),
+        ));
+    }
+    Ok(Some(raw.trim()).filter(|t| !t.is_empty()).map(str::to_owned))
 }

@@ -43,6 +43,8 @@ pub trait Backend:
     + Is<Option<String>, T = Option<String>, T: Bind<Self>>
     + Is<Option<Vec<u8>>, T = Option<Vec<u8>>, T: Bind<Self>>
     + Is<Option<DateTime<Utc>>, T = Option<DateTime<Utc>>, T: Bind<Self>>
+    + Is<Option<Uuid>, T = Option<Uuid>, T: Bind<Self>>
+    + Is<Option<i64>, T = Option<i64>, T: Bind<Self>>
 {
     /// What [`crate::store::Store::kind`] answers.
     const KIND: &'static str;

@@ -39,6 +39,7 @@
 //! - `keys.rs`: [`KeyStore`], provider keys and quota-group cooldowns.
 //! - `cluster.rs`: [`ClusterStore`], the replica registry and the budgets replicas share.
 //! - `ops.rs`: [`OpsStore`], what `/metrics` reads when scraped.
+//! - `webhooks.rs`: [`WebhookStore`], webhook subscriptions and their deliveries (outbox and log).
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
@@ -58,6 +59,7 @@ mod runs;
 mod sources;
 pub mod sqlite;
 mod vectors;
+mod webhooks;
 mod work;
 mod worlds;
 
@@ -67,6 +69,7 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::{Attempt, Delivery, Webhook, WebhookId};
 use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
@@ -270,6 +273,29 @@ pub trait ClusterStore: Send + Sync {
     async fn draw_budget(&self, draw: &BudgetDraw) -> Result<Drawn>;
     /// Forgets per-day spending of days before `before`. Returns how many rows went.
     async fn forget_budget_days(&self, before: &str) -> Result<u64>;
+}
+
+/// Webhook subscriptions and their deliveries. Deliveries are written by the store itself
+/// (triggers on `jobs`), in the statement that ends a job or makes it wait.
+#[async_trait]
+pub trait WebhookStore: Send + Sync {
+    async fn insert_webhook(&self, hook: &Webhook) -> Result<()>;
+    async fn get_webhook(&self, id: WebhookId) -> Result<Option<Webhook>>;
+    /// Subscriptions by creation, the rows of `window`.
+    async fn list_webhooks(&self, window: Window) -> Result<Vec<Webhook>>;
+    async fn count_webhooks(&self) -> Result<u64>;
+    /// Deletes a subscription and its deliveries; false when there was none.
+    async fn delete_webhook(&self, id: WebhookId) -> Result<bool>;
+    /// Holds up to `limit` due pending deliveries that nobody else holds for `owner`, for
+    /// `lease_s` seconds, oldest due first.
+    async fn claim_deliveries(&self, owner: &str, limit: u32, lease_s: f64) -> Result<Vec<Delivery>>;
+    /// Records an attempt at a delivery `owner` holds (and lets it go): delivered, due again in
+    /// `retry_in_s`, or failed for good. False when `owner` no longer held it.
+    async fn record_attempt(&self, id: i64, owner: &str, attempt: &Attempt) -> Result<bool>;
+    /// A subscription's deliveries, newest first, the rows of `window`.
+    async fn list_deliveries(&self, webhook: WebhookId, window: Window) -> Result<Vec<Delivery>>;
+    /// Forgets settled (delivered or failed) deliveries older than `older_than_s`; returns how many.
+    async fn forget_deliveries(&self, older_than_s: f64) -> Result<u64>;
 }
 
 /// The embedding queue: manifest entries claimed with leases, so several workers and several
@@ -594,6 +620,7 @@ pub trait Store:
     + ParentStore
     + ClusterStore
     + OpsStore
+    + WebhookStore
     + Send
     + Sync
     + 'static

@@ -1,3 +1,5 @@
-//! Background workers. `embedding` drains the embedding queue.
+//! Background workers. `embedding` drains the embedding queue; `webhooks` sends webhook
+//! deliveries.
 
 pub mod embedding;
+pub mod webhooks;

@@ -31,4 +31,5 @@ mod sources;
 mod store_conformance;
 mod takeover;
 mod vector_conformance;
+mod webhooks;
 mod worlds;
