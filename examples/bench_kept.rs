@@ -260,6 +260,7 @@ async fn fill(store: &Arc<dyn Store>, chunks: u32, dims: u32) -> Result<Duration
                 token_count: 12,
                 chunk_text: text,
                 overlap_text: String::new(),
+                page: None,
             }
         })
         .collect();

@@ -97,6 +97,10 @@ WELL_FORMED_BUT_REFUSED = {
         "fusion.dense_weight",
         "fusion.method",
     },
+    # Whether bytes are a PDF with a readable text layer is not a thing JSON Schema can say:
+    # an upload marked `application/pdf` (or named `.pdf`) whose bytes are not one (422).
+    "unreadable_document": {"file"},
+    "no_text_layer": {"file"},
     # A query with more tokens than the world's model takes (422).
     "input_too_large": {"query"},
 }

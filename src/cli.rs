@@ -3,7 +3,7 @@
 //! JSON lines when the output is piped or with `--json`. Exit codes ([`Exit`]) tell usage,
 //! authentication, not-found, rate-limit and server failures apart.
 //!
-//! `ingest` walks files and folders (`.md`, `.markdown`, `.txt`, `.html`, `.htm`; `.gitignore`
+//! `ingest` walks files and folders (`.md`, `.markdown`, `.txt`, `.html`, `.htm`, `.pdf`; `.gitignore`
 //! and `--exclude` globs honoured), uploads each file the world does not have yet (known by the
 //! sha256 of its bytes, which the upload records in the source's metadata as `file_sha256`),
 //! then follows every job's event stream (reconnecting with `Last-Event-ID`) with a progress bar
@@ -310,7 +310,7 @@ pub async fn retrieve(client: &Client, world: &str, query: &str, options: Retrie
 /// What `quarry ingest` is told.
 #[derive(Debug, Default, clap::Args)]
 pub struct IngestOptions {
-    /// Files and folders (.md, .markdown, .txt, .html, .htm; .gitignore honoured).
+    /// Files and folders (.md, .markdown, .txt, .html, .htm, .pdf; .gitignore honoured).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The world's name or id.
@@ -331,7 +331,7 @@ pub struct IngestOptions {
 }
 
 /// File types `ingest` uploads.
-const EXTENSIONS: [&str; 5] = ["md", "markdown", "txt", "html", "htm"];
+const EXTENSIONS: [&str; 6] = ["md", "markdown", "txt", "html", "htm", "pdf"];
 
 /// The files under `paths`, in order, without duplicates.
 fn files(paths: &[PathBuf], exclude: &[String]) -> Result<Vec<PathBuf>> {

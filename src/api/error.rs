@@ -113,6 +113,10 @@ error_codes! {
         "the query has more tokens than the world's model takes";
     TokenCountFailed => "token_count_failed", UNPROCESSABLE_ENTITY, No,
         "the provider could not count the query's tokens";
+    UnreadableDocument => "unreadable_document", UNPROCESSABLE_ENTITY, No,
+        "the uploaded PDF cannot be read: damaged, password-protected, or expanding to far more than its size";
+    NoTextLayer => "no_text_layer", UNPROCESSABLE_ENTITY, No,
+        "the uploaded PDF has no text layer (a scan, or images of text); OCR it first";
     ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
         "every eligible provider key is cooling down; retry after `Retry-After` seconds";
     InternalError => "internal_error", INTERNAL_SERVER_ERROR, No, "a fault inside quarry (logged in full, never sent)";
@@ -261,9 +265,15 @@ impl From<ServiceError> for ApiError {
                 let code = match kind {
                     Unprocessable::InputTooLarge => C::InputTooLarge,
                     Unprocessable::TokenCountFailed => C::TokenCountFailed,
+                    Unprocessable::UnreadableDocument => C::UnreadableDocument,
+                    Unprocessable::NoTextLayer => C::NoTextLayer,
                 };
-                // Only a query is judged this way (sources are chunked to fit).
-                ApiError::new(code, message).with_details(json!({ "field": "query" }))
+                // A query too long for the model, or an uploaded document that gives no text.
+                let field = match kind {
+                    Unprocessable::InputTooLarge | Unprocessable::TokenCountFailed => "query",
+                    Unprocessable::UnreadableDocument | Unprocessable::NoTextLayer => "file",
+                };
+                ApiError::new(code, message).with_details(json!({ "field": field }))
             }
             ServiceError::RateLimited { retry_after } => {
                 let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;

@@ -569,6 +569,8 @@ pub struct RetrievalResult {
     pub chunk_number: u32,
     pub char_start: u64,
     pub char_end: u64,
+    /// For a PDF's chunk, the page (1-based) it starts on; `null` for other formats.
+    pub page: Option<u32>,
     pub chunk_text: String,
     pub overlap_text: String,
     /// Other hits with exactly the same text, folded into this one (their chunk ids).
@@ -604,6 +606,8 @@ pub struct RetrievalCitation {
     /// ends where the cut does).
     pub char_start: u64,
     pub char_end: u64,
+    /// For a PDF's chunk, the page (1-based) it starts on: cite it as "p. N".
+    pub page: Option<u32>,
 }
 
 /// How far to trust the answer, for the caller to tell its model.
@@ -833,6 +837,7 @@ impl From<Retrieval> for RetrieveResponse {
                         chunk_number: c.chunk_number,
                         char_start: c.char_start,
                         char_end: c.char_end,
+                        page: c.page,
                         chunk_text: c.chunk_text,
                         overlap_text: c.overlap_text,
                         duplicates: hit.duplicates.into_iter().map(|id| id.0).collect(),
@@ -854,6 +859,7 @@ impl From<Retrieval> for RetrieveResponse {
                         chunk_number: c.chunk_number,
                         char_start: c.char_start,
                         char_end: c.char_end,
+                        page: c.page,
                     })
                     .collect(),
             },

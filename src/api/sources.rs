@@ -18,7 +18,7 @@ use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
 use crate::domain::{ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceTitle, SourceUrl, WorldId};
-use crate::service::sources::{AddSource, SourceView};
+use crate::service::sources::{AddSource, Document, SourceView};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -125,8 +125,11 @@ pub(super) fn metadata_schema(min_keys: usize) -> utoipa::openapi::schema::Objec
 #[allow(dead_code)] // Read part by part in `read_upload`; here for the OpenAPI document.
 pub struct AddSourceUpload {
     /// The document as UTF-8 text, as `text` in the JSON body (not only whitespace, no NUL
-    /// character). Its part's filename and content type name the source unless the fields
-    /// below are sent.
+    /// character) — or a PDF's bytes, known by the content type `application/pdf`, or, when no
+    /// content type is given, by a `.pdf` name or the `%PDF-` header. A PDF's text is read page
+    /// by page (its chunks carry `page`); one without a text layer (a scan) is 422
+    /// `no_text_layer`, a damaged or password-protected one 422 `unreadable_document`. Its
+    /// part's filename and content type name the source unless the fields below are sent.
     #[schema(value_type = String, content_media_type = "text/plain", min_length = 1,
         pattern = r"^[^\u0000]*[^\u0000\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$")]
     pub file: Vec<u8>,
@@ -139,10 +142,10 @@ pub struct AddSourceUpload {
     )]
     pub filename: Option<String>,
     /// Overrides the `file` part's content type: `text/plain`, `text/markdown` or `text/html`,
-    /// as `content_type` in the JSON body.
+    /// as `content_type` in the JSON body, or `application/pdf`.
     #[schema(
         nullable = false,
-        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$"
+        pattern = r"^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:(?:[Tt][Ee][Xx][Tt]/(?:[Pp][Ll][Aa][Ii][Nn]|[Mm][Aa][Rr][Kk][Dd][Oo][Ww][Nn]|[Hh][Tt][Mm][Ll])|[Aa][Pp][Pp][Ll][Ii][Cc][Aa][Tt][Ii][Oo][Nn]/[Pp][Dd][Ff])[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:;[\s\S]*)?)?$"
     )]
     pub content_type: Option<String>,
     /// As `title` in the JSON body.
@@ -233,6 +236,7 @@ pub struct SourceList {
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
         (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
+        (status = 422, description = "unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
         (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn add_source(
@@ -257,6 +261,7 @@ pub async fn add_source(
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
         (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
         (status = 415, description = "unsupported_media_type (the body is not `multipart/form-data`)", body = ErrorBody),
+        (status = 422, description = "unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
         (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upload_source(
@@ -307,7 +312,7 @@ async fn accept(
         AddSource {
             filename: body.filename,
             content_type: body.content_type,
-            text: body.text,
+            document: Document::Text(body.text),
             title,
             url,
             metadata,
@@ -354,9 +359,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
                     .map(str::to_owned)
                     .filter(|ct| ct != "application/octet-stream");
                 let bytes = field.bytes().await.map_err(too_large)?;
-                let text = String::from_utf8(bytes.to_vec())
-                    .map_err(|_| field_error("file", "the uploaded file is not valid UTF-8 text".into()))?;
-                file = Some((part_name, part_type, text));
+                file = Some((part_name, part_type, bytes));
             }
             "filename" | "content_type" | "title" | "url" | "metadata" => {
                 let slot = match name.as_str() {
@@ -383,7 +386,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
             }
         }
     }
-    let Some((part_name, part_type, text)) = file else {
+    let Some((part_name, part_type, bytes)) = file else {
         return Err(field_error("file", "multipart upload has no `file` field".into()));
     };
     let metadata = match metadata {
@@ -397,16 +400,37 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
     };
     let (title, url, metadata) = parse_details(title.as_deref(), url.as_deref(), metadata.as_ref())?;
     let content_type = content_type.or(part_type);
+    // A PDF by its content type, or, when none is given, by its name or its `%PDF-` header.
+    let named = filename.as_deref().or(part_name.as_deref());
+    let pdf = match content_type.as_deref().map(str::trim).filter(|ct| !ct.is_empty()) {
+        Some(ct) => SourceFormat::of(ct) == Some(SourceFormat::Pdf),
+        None => {
+            named.is_some_and(|n| SourceFormat::guess(n) == SourceFormat::Pdf)
+                || crate::chunking::pdf::looks_like_pdf(&bytes)
+        }
+    };
     // A file part sent without a name is named after its content type, so that the name does
     // not contradict how the text is read.
     let filename = filename.or(part_name).unwrap_or_else(|| {
-        let format = content_type.as_deref().and_then(SourceFormat::of);
+        let format = if pdf {
+            Some(SourceFormat::Pdf)
+        } else {
+            content_type.as_deref().and_then(SourceFormat::of)
+        };
         format!("upload.{}", format.unwrap_or(SourceFormat::Plain).extension())
     });
+    let document = if pdf {
+        Document::Pdf(bytes.to_vec())
+    } else {
+        Document::Text(
+            String::from_utf8(bytes.to_vec())
+                .map_err(|_| field_error("file", "the uploaded file is not valid UTF-8 text (nor a PDF)".into()))?,
+        )
+    };
     Ok(AddSource {
         filename,
         content_type,
-        text,
+        document,
         title,
         url,
         metadata,
@@ -521,6 +545,8 @@ pub struct ChunkDto {
     pub overlap_text: String,
     /// Hex sha256 of `chunk_text`.
     pub sha256: String,
+    /// For a PDF's chunks, the page (1-based) the chunk starts on; `null` for other formats.
+    pub page: Option<u32>,
     /// `pending`, `embedded` or `failed`.
     pub state: String,
     /// Embedding attempts spent (rate limits spend none).
@@ -555,6 +581,7 @@ impl From<ChunkState> for ChunkDto {
             chunk_text: c.chunk.chunk_text,
             overlap_text: c.chunk.overlap_text,
             sha256: c.chunk.sha256,
+            page: c.chunk.page,
             state: c.state.as_str().to_owned(),
             attempts: c.attempts,
             last_error: c.last_error.map(|e| ChunkErrorDto {

@@ -50,6 +50,7 @@
 
 pub mod html;
 mod parents;
+pub mod pdf;
 mod segment;
 mod split;
 mod tokens;
@@ -100,7 +101,10 @@ pub fn prepare_text(
             html::Stopped::TooLarge => ChunkError::TooLarge { limit: max_bytes },
             html::Stopped::Asked => ChunkError::Stopped,
         })?,
-        None => return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned())),
+        // A PDF is bytes, never text: it is read by `pdf::to_text`.
+        Some(SourceFormat::Pdf) | None => {
+            return Err(ChunkError::UnsupportedContentType(content_type.trim().to_owned()));
+        }
     };
     if text.trim().is_empty() {
         return Err(ChunkError::Empty);

@@ -119,6 +119,7 @@ pub fn split_until(
             token_count: u32::try_from(token_count).unwrap_or(u32::MAX),
             chunk_text: text[start..end].to_owned(),
             overlap_text: text[overlap_start..start].to_owned(),
+            page: None,
         });
         previous = Some((first, last));
     }

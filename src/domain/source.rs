@@ -48,6 +48,8 @@ pub struct NewChunk {
     pub token_count: u32,
     pub chunk_text: String,
     pub overlap_text: String,
+    /// The page (1-based) the chunk starts on, for a PDF's chunks.
+    pub page: Option<u32>,
 }
 
 /// A stored chunk.
@@ -66,6 +68,8 @@ pub struct Chunk {
     pub overlap_text: String,
     /// Hex sha256 of `chunk_text`.
     pub sha256: String,
+    /// The page (1-based) the chunk starts on, for a PDF's chunks.
+    pub page: Option<u32>,
 }
 
 /// Per-source counts of chunk states (in the world's active run).
@@ -177,6 +181,8 @@ pub enum SourceFormat {
     Plain,
     Markdown,
     Html,
+    /// Uploaded as a file only: its text is extracted page by page.
+    Pdf,
 }
 
 impl SourceFormat {
@@ -186,18 +192,21 @@ impl SourceFormat {
             "text/plain" => Some(SourceFormat::Plain),
             "text/markdown" => Some(SourceFormat::Markdown),
             "text/html" => Some(SourceFormat::Html),
+            "application/pdf" => Some(SourceFormat::Pdf),
             _ => None,
         }
     }
 
     /// The format a file name suggests: Markdown for `.md`/`.markdown`, HTML for
-    /// `.html`/`.htm`, else plain text.
+    /// `.html`/`.htm`, PDF for `.pdf`, else plain text.
     pub fn guess(filename: &str) -> Self {
         let lower = filename.to_ascii_lowercase();
         if lower.ends_with(".md") || lower.ends_with(".markdown") {
             SourceFormat::Markdown
         } else if lower.ends_with(".html") || lower.ends_with(".htm") {
             SourceFormat::Html
+        } else if lower.ends_with(".pdf") {
+            SourceFormat::Pdf
         } else {
             SourceFormat::Plain
         }
@@ -208,6 +217,7 @@ impl SourceFormat {
             SourceFormat::Plain => "text/plain",
             SourceFormat::Markdown => "text/markdown",
             SourceFormat::Html => "text/html",
+            SourceFormat::Pdf => "application/pdf",
         }
     }
 
@@ -217,6 +227,7 @@ impl SourceFormat {
             SourceFormat::Plain => "txt",
             SourceFormat::Markdown => "md",
             SourceFormat::Html => "html",
+            SourceFormat::Pdf => "pdf",
         }
     }
 }

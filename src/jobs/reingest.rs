@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use super::{JobEngine, lock};
 use crate::chunking::{Cl100k, TokenCounter};
-use crate::domain::{ChunkingProfile, JobId, JobKind, JobStatus, NewChunk, NewParent, RunId, SourceId, WorldId, now};
+use crate::domain::{
+    ChunkingProfile, JobId, JobKind, JobStatus, NewChunk, NewParent, RunId, SourceFormat, SourceId, WorldId, now,
+};
 use crate::store::SourceChunks;
 
 /// First pause before a preparation that met an unavailable store starts again; each further
@@ -158,7 +160,10 @@ impl JobEngine {
         let Some(text) = store.source_text(world, source).await? else {
             return Ok(0);
         };
-        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone()).await?;
+        // A PDF's chunks are told their page again (its text keeps the page breaks).
+        let paged = (store.get_source(world, source).await?)
+            .is_some_and(|s| SourceFormat::of(&s.content_type) == Some(SourceFormat::Pdf));
+        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone(), paged).await?;
         let chunks = SourceChunks {
             source,
             book_number,
@@ -195,9 +200,13 @@ async fn split_off_runtime(
     text: String,
     chunking: ChunkingProfile,
     counter: Arc<dyn TokenCounter>,
+    paged: bool,
 ) -> crate::store::Result<(Vec<NewChunk>, Vec<NewParent>)> {
     tokio::task::spawn_blocking(move || {
-        let chunks = crate::chunking::split_with(&text, chunking, counter.as_ref());
+        let mut chunks = crate::chunking::split_with(&text, chunking, counter.as_ref());
+        if paged {
+            crate::chunking::pdf::number_pages(&text, &mut chunks);
+        }
         let parents = crate::chunking::parents_of(&text, &chunks, chunking.parent_max_tokens);
         (chunks, parents)
     })

@@ -52,6 +52,10 @@ pub enum Conflict {
 pub enum Unprocessable {
     InputTooLarge,
     TokenCountFailed,
+    /// A document (a PDF) quarry cannot read: damaged, password-protected, or a bomb.
+    UnreadableDocument,
+    /// A PDF without a text layer (a scan).
+    NoTextLayer,
 }
 
 #[derive(Debug, thiserror::Error)]

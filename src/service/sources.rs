@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Invalid, Missing, ServiceError, ServiceResult};
+use super::{Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
     ChunkPage, Job, JobId, Metadata, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceDetails, SourceFormat,
@@ -18,11 +18,19 @@ use crate::store::Store;
 use crate::vector::{PointFilter, VectorRepo};
 use tokio_util::sync::CancellationToken;
 
+/// What an upload carries.
+pub enum Document {
+    /// Text (plain, Markdown or HTML), decoded.
+    Text(String),
+    /// A PDF's bytes (uploads only); its text is extracted page by page.
+    Pdf(Vec<u8>),
+}
+
 /// A source upload as received; its title, URL and metadata already parsed at the edge.
 pub struct AddSource {
     pub filename: String,
     pub content_type: Option<String>,
-    pub text: String,
+    pub document: Document,
     pub title: Option<SourceTitle>,
     pub url: Option<SourceUrl>,
     pub metadata: Metadata,
@@ -89,44 +97,51 @@ impl SourceService {
         // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
         // every backend alike, in the text as sent (what the OpenAPI document's `pattern` says;
         // an HTML page's conversion drops it, but the page is refused all the same).
-        if req.text.contains('\0') {
+        if let Document::Text(text) = &req.document
+            && text.contains('\0')
+        {
             return Err(ServiceError::invalid(
                 Invalid::Request,
                 "text",
                 "the text contains a NUL character (U+0000); send the document as text",
             ));
         }
-        let content_type = match req.content_type.as_deref().map(str::trim) {
-            Some(ct) if !ct.is_empty() => ct.to_ascii_lowercase(),
-            _ => SourceFormat::guess(&filename).media_type().to_owned(),
+        let content_type = match (&req.document, req.content_type.as_deref().map(str::trim)) {
+            (Document::Pdf(_), _) => SourceFormat::Pdf.media_type().to_owned(),
+            (Document::Text(_), Some(ct)) if !ct.is_empty() => ct.to_ascii_lowercase(),
+            (Document::Text(_), _) => SourceFormat::guess(&filename).media_type().to_owned(),
         };
-        // Converting a large HTML page takes seconds of CPU: off the async workers, and stopped
-        // when this request is dropped (the client went away or the request timed out).
+        if matches!(req.document, Document::Text(_)) && SourceFormat::of(&content_type) == Some(SourceFormat::Pdf) {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "content_type",
+                "a PDF is uploaded as a file: POST /v1/worlds/{world_id}/sources/upload (multipart/form-data)",
+            ));
+        }
+        let paged = SourceFormat::of(&content_type) == Some(SourceFormat::Pdf);
+        // Converting a large HTML page or PDF takes seconds of CPU: off the async workers, and
+        // stopped when this request is dropped (the client went away or the request timed out).
         let abandoned = CancellationToken::new();
         let _abandon_on_drop = abandoned.clone().drop_guard();
-        let (limit, raw, ct, html) = (self.max_text_bytes, req.text, content_type.clone(), self.html);
+        let (limit, document, ct, html) = (self.max_text_bytes, req.document, content_type.clone(), self.html);
         let stop = abandoned.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
-            chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled())
+        let prepared = tokio::task::spawn_blocking(move || match document {
+            Document::Text(raw) => {
+                chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled()).map_err(text_refused)
+            }
+            Document::Pdf(bytes) => chunking::pdf::to_text(&bytes, limit, &|| stop.is_cancelled())
+                .map(|pdf| chunking::Prepared {
+                    text: pdf.text,
+                    title: pdf.title,
+                })
+                .map_err(pdf_refused),
         })
         .await
         .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
         let chunking::Prepared {
             mut text,
             title: page_title,
-        } = prepared.map_err(|err| match err {
-            ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
-                Invalid::Request,
-                "content_type",
-                format!("unsupported content type `{ct}` (use text/plain, text/markdown or text/html)"),
-            ),
-            ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
-            ChunkError::TooLarge { limit } => ServiceError::TooLarge {
-                limit,
-                message: format!("the text this page converts to is larger than {limit} bytes (server.max_body_bytes)"),
-            },
-            ChunkError::Stopped => ServiceError::internal("the upload was abandoned"),
-        })?;
+        } = prepared?;
         // Checked again on the text to store (the conversion of a page must not bring one in).
         if text.contains('\0') {
             return Err(ServiceError::invalid(
@@ -158,7 +173,7 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, &abandoned).await?;
+            (text, chunks, parents) = self.split(&world, text, paged, &abandoned).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -204,11 +219,13 @@ impl SourceService {
     }
 
     /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
-    /// checking that the provider has a usable key. Returns the text with its chunks and their parents.
+    /// checking that the provider has a usable key; a `paged` text's (a PDF's) chunks are told
+    /// their page. Returns the text with its chunks and their parents.
     async fn split(
         &self,
         world: &World,
         text: String,
+        paged: bool,
         abandoned: &CancellationToken,
     ) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
         // Chunks nobody could embed would wait forever: refused before anything is written.
@@ -225,7 +242,10 @@ impl SourceService {
         let profile = world.chunking;
         let stop = abandoned.clone();
         let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
-            let chunks = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())?;
+            let mut chunks = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())?;
+            if paged {
+                chunking::pdf::number_pages(&text, &mut chunks);
+            }
             let parents = chunking::parents_of(&text, &chunks, profile.parent_max_tokens);
             Some((text, chunks, parents))
         })
@@ -353,4 +373,44 @@ fn clean_filename(raw: &str) -> ServiceResult<String> {
         ));
     }
     Ok(name.to_owned())
+}
+
+/// What a text upload that cannot become source text gets.
+fn text_refused(err: ChunkError) -> ServiceError {
+    match err {
+        ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
+            Invalid::Request,
+            "content_type",
+            format!("unsupported content type `{ct}` (use text/plain, text/markdown or text/html, or upload a PDF)"),
+        ),
+        ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
+        ChunkError::TooLarge { limit } => ServiceError::TooLarge {
+            limit,
+            message: format!("the text this page converts to is larger than {limit} bytes (server.max_body_bytes)"),
+        },
+        ChunkError::Stopped => ServiceError::internal("the upload was abandoned"),
+    }
+}
+
+/// What a PDF that gives no text gets.
+fn pdf_refused(err: chunking::pdf::PdfError) -> ServiceError {
+    use chunking::pdf::PdfError;
+    match err {
+        PdfError::Unreadable(message) => ServiceError::Unprocessable {
+            kind: Unprocessable::UnreadableDocument,
+            message,
+        },
+        PdfError::NoText { pages } => ServiceError::Unprocessable {
+            kind: Unprocessable::NoTextLayer,
+            message: format!(
+                "the PDF has {pages} page(s) but no text layer (a scan, or images of text); \
+                 run it through OCR (e.g. ocrmypdf) and upload the result"
+            ),
+        },
+        PdfError::TooLarge { limit } => ServiceError::TooLarge {
+            limit,
+            message: format!("the text of this PDF is larger than {limit} bytes (server.max_body_bytes)"),
+        },
+        PdfError::Stopped => ServiceError::internal("the upload was abandoned"),
+    }
 }

@@ -97,6 +97,7 @@ pub(super) struct ChunkRow {
     chunk_text: String,
     overlap_text: String,
     text_sha256: String,
+    page: Option<i64>,
 }
 
 impl TryFrom<ChunkRow> for Chunk {
@@ -116,6 +117,7 @@ impl TryFrom<ChunkRow> for Chunk {
             chunk_text: r.chunk_text,
             overlap_text: r.overlap_text,
             sha256: r.text_sha256,
+            page: r.page.map(|p| narrow("chunks", p)).transpose()?,
         })
     }
 }

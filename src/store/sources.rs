@@ -59,7 +59,7 @@ pub(super) async fn insert_chunks<DB: Backend>(
     for batch in rows.chunks(CHUNKS_PER_STATEMENT) {
         let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO chunks (id, world_id, run_id, source_id, book_number, chunk_number, char_start, \
-             char_end, token_count, chunk_text, overlap_text, text_sha256) ",
+             char_end, token_count, chunk_text, overlap_text, text_sha256, page) ",
         );
         insert.push_values(batch, |mut row, (id, text_sha, chunk)| {
             row.push_bind(*id)
@@ -73,7 +73,8 @@ pub(super) async fn insert_chunks<DB: Backend>(
                 .push_bind(wide(chunk.token_count))
                 .push_bind(&chunk.chunk_text)
                 .push_bind(&chunk.overlap_text)
-                .push_bind(text_sha);
+                .push_bind(text_sha)
+                .push_bind(chunk.page.map(i64::from));
         });
         insert.build().execute(&mut **tx).await?;
         let mut insert = QueryBuilder::<DB>::new(
@@ -234,7 +235,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         // Chunks of one source in the world's active run, with their entries.
         let rows: Vec<ChunkStateRow> = sqlx::query_as(
             "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-             c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, \
+             c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
              m.state, m.attempts, m.last_error_code, m.last_error_message \
              FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
              JOIN manifest_entries m ON m.chunk_id = c.id \
@@ -400,6 +401,7 @@ mod tests {
                 token_count: i % 7 + 1,
                 chunk_text: format!("chunk {i:04}."),
                 overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
+                page: (i % 2 == 0).then_some(i / 2 + 1),
             })
             .collect()
     }
@@ -475,8 +477,8 @@ mod tests {
                 (chunk.char_start, chunk.char_end, chunk.token_count)
             );
             assert_eq!(
-                (&c.chunk_text, &c.overlap_text),
-                (&chunk.chunk_text, &chunk.overlap_text)
+                (&c.chunk_text, &c.overlap_text, c.page),
+                (&chunk.chunk_text, &chunk.overlap_text, chunk.page)
             );
         }
 

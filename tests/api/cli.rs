@@ -120,6 +120,27 @@ async fn a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing() {
     let worlds = lines(&quarry(&app, TOKEN, &["worlds"]).await);
     assert_eq!(worlds.len(), 1, "no second world: {worlds:?}");
     assert_eq!(worlds[0]["stats"]["sources"], 3);
+
+    // README's `--exclude 'drafts/**'`: a new draft is left out, then taken without it.
+    std::fs::create_dir(root.join("drafts")).unwrap();
+    std::fs::write(
+        root.join("drafts/next.md"),
+        "The next chapter tells of the northern fleet.",
+    )
+    .unwrap();
+    let mut excluding = args.to_vec();
+    excluding.extend(["--exclude", "drafts/**"]);
+    let out = lines(&quarry(&app, TOKEN, &excluding).await);
+    assert!(events(&out, "uploaded").is_empty(), "{out:?}");
+    let out = lines(&quarry(&app, TOKEN, &args).await);
+    assert_eq!(events(&out, "uploaded").len(), 1, "{out:?}");
+
+    // `quarry jobs Isles --watch` returns once no job is queued or running.
+    let watched = quarry(&app, TOKEN, &["jobs", "Isles", "--watch"]).await;
+    assert!(watched.status.success(), "{watched:?}");
+    let jobs = lines(&watched);
+    assert_eq!(jobs.len(), 4, "{jobs:?}");
+    assert!(jobs.iter().all(|j| j["status"] == "completed"), "{jobs:?}");
 }
 
 #[tokio::test]

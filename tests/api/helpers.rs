@@ -605,6 +605,7 @@ pub async fn spawn_app_with_unreachable_vectors(
                 token_count: 4,
                 chunk_text: text.into(),
                 overlap_text: String::new(),
+                page: None,
             }],
             JobId::new(),
         )

@@ -22,6 +22,8 @@ mod mcp;
 mod metrics;
 mod operations;
 mod outages;
+mod pdf;
+mod readme;
 mod reingest;
 mod remote_providers;
 mod repair;

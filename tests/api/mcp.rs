@@ -153,3 +153,41 @@ async fn mcp_needs_the_bearer_token() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unauthorized");
 }
+
+/// README's MCP client configuration, as written: the JSON block's URL and header (and the
+/// `claude mcp add` line's, which must say the same) reach the server, once its address and
+/// token are those of this test's server.
+#[tokio::test]
+async fn the_readme_mcp_configuration_connects_as_written() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("```json\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .find(|b| b.contains("mcpServers"))
+        .expect("README shows an MCP client configuration");
+    let config: Value = serde_json::from_str(block).expect("the README's MCP configuration is JSON");
+    let server = &config["mcpServers"]["quarry"];
+    assert_eq!(server["type"], "http", "{server}");
+    let url = server["url"].as_str().unwrap();
+    let auth = server["headers"]["Authorization"].as_str().unwrap();
+    let claude = readme
+        .lines()
+        .find(|l| l.starts_with("claude mcp add"))
+        .expect("README shows the claude command");
+    assert!(
+        claude.contains(&format!(" {url} ")) && claude.contains(&format!("\"Authorization: {auth}\"")),
+        "the claude line and the JSON configuration agree: {claude}"
+    );
+    let token = auth.strip_prefix("Bearer ").expect("a bearer token");
+
+    let app = spawn_app_with(|s| s.auth.tokens = vec![secrecy::SecretString::from(token.to_owned())]).await;
+    let url = url.replace("127.0.0.1:8080", &app.addr.to_string());
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let client = ().serve(transport).await.expect("the MCP handshake with the README's settings");
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 3);
+    client.cancel().await.unwrap();
+}

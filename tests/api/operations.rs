@@ -402,3 +402,85 @@ async fn a_world_whose_model_left_the_configuration_is_told_so_on_reingest_and_r
     assert_eq!(status, StatusCode::OK, "{got}");
     assert_eq!(got["stats"]["embedded"], 1, "{got}");
 }
+
+/// README's PostgreSQL backup, as written in `docs/operations.md`: `pg_dump --format=custom`
+/// of the store, `pg_restore --no-owner` into an empty database, and quarry started on the
+/// restored database with an empty vector store answers as before — the startup repair writes
+/// every point again from the vectors the store kept, without asking the provider for one chunk.
+#[tokio::test]
+async fn a_postgres_store_backed_up_with_pg_dump_and_restored_answers_as_before() {
+    use crate::fake_providers::FakeGoogle;
+    use crate::helpers::{PgDatabase, google_world, on_fake_google, spawn_app_on};
+
+    let Some(db) = PgDatabase::create("operations::pg_dump_backup").await else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let mut app = spawn_app_on(db.url.clone(), on_fake_google(fake.base_url(), |_| {})).await;
+    let world = google_world(&app).await;
+    app.add_text(
+        &world,
+        "isles.txt",
+        "Queen Maren rules the isles. Her fleet guards the straits. The lighthouse keeper climbs at dusk.",
+    )
+    .await;
+    app.drain().await;
+    let query = json!({"query": "Who guards the straits?", "top_k": 3});
+    let (status, before) = app.post(&format!("/v1/worlds/{world}/retrieve"), query.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{before}");
+    let ids = |answer: &Value| -> Vec<Value> {
+        answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["chunk_id"].clone())
+            .collect()
+    };
+    assert!(!ids(&before).is_empty(), "{before}");
+    app.stop().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("quarry.dump");
+    let run = |program: &str, args: &[&str]| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|err| panic!("{program} could not run: {err}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dump_arg = dump.to_str().unwrap();
+    run("pg_dump", &["--format=custom", &format!("--file={dump_arg}"), &db.url]);
+    let restored = PgDatabase::create("operations::pg_dump_backup (restored)")
+        .await
+        .unwrap();
+    run(
+        "pg_restore",
+        &["--no-owner", &format!("--dbname={}", restored.url), dump_arg],
+    );
+
+    fake.reset_stats();
+    // A new process on the restored database, with an empty vector store of its own.
+    let app = spawn_app_on(restored.url.clone(), on_fake_google(fake.base_url(), |_| {})).await;
+    let mut after = Value::Null;
+    for _ in 0..100 {
+        let (status, answer) = app.post(&format!("/v1/worlds/{world}/retrieve"), query.clone()).await;
+        if status == StatusCode::OK && !answer["results"].as_array().unwrap().is_empty() {
+            after = answer;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(ids(&after), ids(&before), "{after}");
+    let sent = fake.stats().sent_texts();
+    assert!(
+        sent.iter().all(|t| t == "Who guards the straits?"),
+        "only queries were embedded after the restore: {sent:?}"
+    );
+    drop(app);
+    db.drop_db().await;
+    restored.drop_db().await;
+}

@@ -72,6 +72,7 @@ fn chunks(n: u32) -> Vec<NewChunk> {
             token_count: 3,
             chunk_text: format!("chunk {i:03}."),
             overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
+            page: None,
         })
         .collect()
 }

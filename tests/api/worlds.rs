@@ -285,6 +285,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
                 token_count: 4,
                 chunk_text: s,
                 overlap_text: String::new(),
+                page: None,
             }
         })
         .collect();

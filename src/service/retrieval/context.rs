@@ -269,6 +269,7 @@ fn fit_reading_order(chunks: Vec<ChunkView>, budget: u32) -> Fitted {
             chunk_number: c.chunk_number,
             char_start: c.char_start,
             char_end: c.char_end,
+            page: c.page,
         });
         if let Some(passage) = passages.last_mut() {
             passage.push(c.chunk_text.clone());
@@ -305,6 +306,7 @@ pub(super) struct Cite {
     book_number: u32,
     char_start: u64,
     char_end: u64,
+    page: Option<u32>,
 }
 
 impl Cite {
@@ -316,6 +318,7 @@ impl Cite {
             book_number: c.book_number,
             char_start: c.char_start,
             char_end: c.char_end,
+            page: c.page,
         }
     }
 }
@@ -468,6 +471,7 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
                 chunk_number: piece.number,
                 char_start: cite.char_start,
                 char_end: cite.char_end,
+                page: cite.page,
             });
             parts.push(text.clone());
             fitted.chunks.push(text);

@@ -245,6 +245,8 @@ pub struct Citation {
     /// budget ends where the cut does).
     pub char_start: u64,
     pub char_end: u64,
+    /// For a PDF's chunk, the page it starts on.
+    pub page: Option<u32>,
 }
 
 /// How much the answer is worth trusting, for the caller to tell its model.
