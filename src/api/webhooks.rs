@@ -178,6 +178,7 @@ pub struct DeliveryList {
     responses((status = 201, body = CreatedWebhookDto),
         (status = 400, description = "invalid_request (`details.field`: `url`, `events`, `world_id`, `description` or `secret`)", body = ErrorBody),
         (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found (`world_id` names no world)", body = ErrorBody),
         (status = 409, description = "master_key_missing or webhook_limit_reached", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_webhook(

@@ -1,6 +1,7 @@
 //! The built-in local embedding provider: sentence-transformers all-MiniLM-L6-v2 (384
-//! dimensions, 256 tokens per text) run in-process on the CPU with candle, so quarry works
-//! with no API key and no network. Same trait and scheduler path as the remote providers; a
+//! dimensions, 256 tokens per text) run in-process on the CPU with ONNX Runtime (loaded from
+//! the model folder, where `scripts/fetch-model` puts the pinned library beside the graph), so
+//! quarry works with no API key and no network. Same trait and scheduler path as the remote providers; a
 //! concurrency limit takes the place of keys.
 //!
 //! The recipe matches sentence-transformers: the model's own WordPiece tokenizer with `[CLS]`
@@ -19,11 +20,18 @@
 //!   [`tokio::task::spawn_blocking`], never on the async runtime. A semaphore with
 //!   `max_concurrency` permits bounds how many requests run the model at once; the permit
 //!   moves into the blocking task, so a caller that gives up cannot free it while the model
-//!   is still running. Within one forward pass candle spreads the matrix products over all
-//!   cores (its rayon pool), so on a small machine a limit of 1 or 2 is enough to keep it busy.
-//! - **Batching.** A request's texts are grouped by token length into forward passes of at
-//!   most [`MAX_BATCH_SIZE`] texts, each padded only to its own longest text; results come
-//!   back in input order. Padding is masked out, so a text's vector does not depend on what
+//!   is still running. One forward pass runs at a time, spread over every core by ONNX
+//!   Runtime's own threads.
+//! - **Queries first.** A query ([`EmbedMode::Query`]) does not queue behind ingestion batches:
+//!   queries have a permit of their own, and a query's forward pass goes before every
+//!   ingestion pass still waiting, so it waits at most for the one pass in flight (at most
+//!   eight texts).
+//! - **Tokenized once.** The workers count a batch's tokens before they send it, then send the
+//!   same texts: the token ids of the last few counted batches are kept (by their exact texts),
+//!   and `embed` reuses them instead of tokenizing again.
+//! - **Batching.** A request's texts (at most [`MAX_BATCH_SIZE`]) are sorted by token length
+//!   and cut into forward passes of at most eight, each padded only to its own longest text;
+//!   results come back in input order. Padding is masked out, so a text's vector does not depend on what
 //!   it was batched with (up to float rounding).
 //! - **Mode.** The model is symmetric: documents and queries are embedded the same way, and
 //!   [`EmbedRequest::mode`] is ignored. There are no keys either; `key` is ignored.
@@ -39,7 +47,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use self::model::Model;
 pub use self::model::WordPieceCounter;
-use super::{ApiKey, EmbedRequest, EmbeddingProvider, ModelSpec, ProviderError, ProviderLimits};
+use super::{ApiKey, EmbedMode, EmbedRequest, EmbeddingProvider, ModelSpec, ProviderError, ProviderLimits};
 use crate::chunking::TokenCounter;
 use crate::domain::ProviderKind;
 
@@ -55,6 +63,14 @@ pub const MAX_INPUT_TOKENS: u32 = 256;
 pub const MAX_CHUNK_TOKENS: u32 = MAX_INPUT_TOKENS - 2;
 /// Most texts in one forward pass (and in one request, as reported by `limits`).
 pub const MAX_BATCH_SIZE: usize = 32;
+/// Most texts in one forward pass: as fast per text as larger passes on ONNX Runtime, and
+/// short enough that a query waits little for the pass in flight.
+pub const PASS_SIZE: usize = 8;
+/// Counted batches whose token ids are kept for the `embed` that follows.
+const KEPT_COUNTS: usize = 8;
+
+/// Token ids of recently counted batches, by their exact texts.
+type Counted = std::sync::Mutex<std::collections::VecDeque<(Vec<String>, Vec<Vec<u32>>)>>;
 
 /// all-MiniLM-L6-v2 on the CPU. Cheap to construct; see the module docs for loading, threads
 /// and batching.
@@ -66,8 +82,13 @@ pub struct LocalProvider {
     counter: OnceCell<Arc<WordPieceCounter>>,
     /// Bounds concurrent forward passes; permits are held by the blocking task.
     permits: Arc<Semaphore>,
+    /// Queries' own permit, so that a query never waits behind ingestion batches.
+    query_permits: Arc<Semaphore>,
+    /// Token ids of the last batches `count_tokens` saw (see module docs).
+    counted: Counted,
     /// Forward passes run so far (observability, and tests that check the model was not run).
     forward_passes: Arc<AtomicU64>,
+    reused_counts: AtomicU64,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -91,7 +112,10 @@ impl LocalProvider {
             model: OnceCell::new(),
             counter: OnceCell::new(),
             permits: Arc::new(Semaphore::new(max_concurrency.max(1))),
+            query_permits: Arc::new(Semaphore::new(1)),
+            counted: Counted::default(),
             forward_passes: Arc::new(AtomicU64::new(0)),
+            reused_counts: AtomicU64::new(0),
         }
     }
 
@@ -141,6 +165,19 @@ impl LocalProvider {
         let texts = texts.to_vec();
         blocking(move || model.token_ids(&texts)).await?
     }
+
+    /// The token ids a recent count kept for exactly `texts` (taken out), if any.
+    fn take_counted(&self, texts: &[String]) -> Option<Vec<Vec<u32>>> {
+        let mut counted = self.counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = counted.iter().position(|(counted, _)| counted.as_slice() == texts)?;
+        self.reused_counts.fetch_add(1, Ordering::Relaxed);
+        counted.remove(at).map(|(_, ids)| ids)
+    }
+
+    /// How many `embed` calls reused the token ids of a count (observability and tests).
+    pub fn reused_counts(&self) -> u64 {
+        self.reused_counts.load(Ordering::Relaxed)
+    }
 }
 
 #[async_trait]
@@ -175,7 +212,13 @@ impl EmbeddingProvider for LocalProvider {
             return Ok(Vec::new());
         }
         let ids = self.token_ids(loaded, texts).await?;
-        Ok(ids.iter().map(|ids| token_count(ids)).collect())
+        let counts = ids.iter().map(|ids| token_count(ids)).collect();
+        let mut counted = self.counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if counted.len() == KEPT_COUNTS {
+            counted.pop_front();
+        }
+        counted.push_back((texts.to_vec(), ids));
+        Ok(counts)
     }
 
     async fn embed(&self, _key: Option<&ApiKey>, request: EmbedRequest<'_>) -> Result<Vec<Vec<f32>>, ProviderError> {
@@ -193,16 +236,15 @@ impl EmbeddingProvider for LocalProvider {
             return Ok(Vec::new());
         }
 
-        let ids = self.token_ids(loaded.clone(), request.texts).await?;
-        if let Some(tokens) = ids.iter().map(|ids| token_count(ids)).find(|&n| n > MAX_INPUT_TOKENS) {
-            return Err(ProviderError::InputTooLarge {
-                tokens,
-                limit: MAX_INPUT_TOKENS,
-            });
-        }
-
-        let permit = self
-            .permits
+        // The ids a count kept, else tokenized in the same blocking task as the forward pass
+        // (one hop to the blocking pool per request).
+        let kept = self.take_counted(request.texts);
+        let texts = kept.is_none().then(|| request.texts.to_vec());
+        let permits = match request.mode {
+            EmbedMode::Query => &self.query_permits,
+            EmbedMode::Document => &self.permits,
+        };
+        let permit = permits
             .clone()
             .acquire_owned()
             .await
@@ -210,17 +252,27 @@ impl EmbeddingProvider for LocalProvider {
                 message: "local model is shutting down".into(),
             })?;
         let passes = self.forward_passes.clone();
+        let query = request.mode == EmbedMode::Query;
         let vectors = blocking(move || {
             let _permit = permit;
-            loaded.embed(&ids, &passes)
-        })
-        .await?
-        .map_err(|err| {
-            tracing::error!(error = %err, "local model forward pass failed");
-            ProviderError::Permanent {
-                message: format!("local model failed: {err}"),
+            let ids = match (kept, texts) {
+                (Some(ids), _) => ids,
+                (None, texts) => loaded.token_ids(&texts.unwrap_or_default())?,
+            };
+            if let Some(tokens) = ids.iter().map(|ids| token_count(ids)).find(|&n| n > MAX_INPUT_TOKENS) {
+                return Err(ProviderError::InputTooLarge {
+                    tokens,
+                    limit: MAX_INPUT_TOKENS,
+                });
             }
-        })?;
+            loaded.embed(&ids, query, &passes).map_err(|err| {
+                tracing::error!(error = %err, "local model forward pass failed");
+                ProviderError::Permanent {
+                    message: format!("local model failed: {err}"),
+                }
+            })
+        })
+        .await??;
 
         if vectors.len() != request.texts.len() || vectors.iter().any(|v| v.len() != DIMENSIONS as usize) {
             return Err(ProviderError::Malformed {

@@ -143,7 +143,7 @@ impl WebhookService {
         if let Some(world) = req.world_id
             && self.store.get_world(world).await?.is_none()
         {
-            return Err(invalid("world_id", "no world has this id"));
+            return Err(ServiceError::NotFound(Missing::World));
         }
         if self.store.count_webhooks().await? >= MAX_WEBHOOKS {
             return Err(ServiceError::conflict(
@@ -171,7 +171,7 @@ impl WebhookService {
         };
         self.store.insert_webhook(&webhook).await.map_err(|err| match err {
             // The world was deleted between the check and the insert.
-            crate::store::Error::Query(_) if req.world_id.is_some() => invalid("world_id", "no world has this id"),
+            crate::store::Error::Query(_) if req.world_id.is_some() => ServiceError::NotFound(Missing::World),
             other => other.into(),
         })?;
         Ok(CreatedWebhook { webhook, secret })

@@ -1,4 +1,4 @@
-//! The local provider (all-MiniLM-L6-v2 on candle) against an independent reference: vectors
+//! The local provider (all-MiniLM-L6-v2 on ONNX Runtime) against an independent reference: vectors
 //! and token counts from `tests/fixtures/make_minilm_reference.py` (numpy), plus the
 //! provider's contract (limits enforced before the model runs, batch = single, order kept,
 //! a clear error when the model is missing, inference off the async runtime).
@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use quarry::domain::ProviderKind;
-use quarry::providers::local::{DIMENSIONS, LocalProvider, MAX_BATCH_SIZE, MAX_INPUT_TOKENS, MODEL_NAME};
+use quarry::providers::local::{DIMENSIONS, LocalProvider, MAX_BATCH_SIZE, MAX_INPUT_TOKENS, MODEL_NAME, PASS_SIZE};
 use quarry::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
 use serde::Deserialize;
 
@@ -233,7 +233,7 @@ async fn batch_results_equal_single_results_in_input_order() {
         .map(|i| base[(i * 5) % base.len()].clone())
         .collect();
     let together = embed(&provider, &batch).await.unwrap();
-    assert_eq!(provider.forward_passes(), 2);
+    assert_eq!(provider.forward_passes() as usize, batch.len().div_ceil(PASS_SIZE));
     assert_eq!(together.len(), batch.len());
     let mut alone = Vec::new();
     for text in &base {
@@ -481,4 +481,69 @@ async fn local_worlds_are_chunked_in_the_models_own_tokens_so_every_chunk_embeds
     // The same text counted in cl100k tokens fits far more per chunk: it would have overflowed.
     let cl100k = quarry::chunking::count_tokens(chunks[0]["chunk_text"].as_str().unwrap());
     assert!(cl100k < 200, "{cl100k}");
+}
+
+/// The workers count a batch's tokens, then embed the same texts: the ids of the count are
+/// used, not tokenized again — and the vectors are those of an uncounted embed.
+#[tokio::test]
+async fn a_counted_batch_is_not_tokenized_again_to_embed_it() {
+    let Some(provider) = provider_or_skip("a_counted_batch_is_not_tokenized_again", 1) else {
+        return;
+    };
+    let texts = vec![
+        "The keeper climbs the tower every evening.".to_owned(),
+        "Seals have their young in autumn.".to_owned(),
+    ];
+    let uncounted = embed(&provider, &texts).await.unwrap();
+    assert_eq!(provider.reused_counts(), 0);
+    let counts = provider.count_tokens(None, MODEL_NAME, &texts).await.unwrap();
+    assert_eq!(counts.len(), 2);
+    let counted = embed(&provider, &texts).await.unwrap();
+    assert_eq!(provider.reused_counts(), 1);
+    assert_eq!(counted, uncounted);
+    // Other texts than the counted ones are tokenized for themselves.
+    let other = vec!["Gulls follow the boats home.".to_owned()];
+    provider.count_tokens(None, MODEL_NAME, &texts).await.unwrap();
+    embed(&provider, &other).await.unwrap();
+    assert_eq!(provider.reused_counts(), 1);
+}
+
+/// A query does not wait for the ingestion batches in flight: with one permit busy on a long
+/// ingestion request, a query's vector comes back before that request ends.
+#[tokio::test]
+async fn a_query_is_not_queued_behind_ingestion_batches() {
+    let Some(provider) = provider_or_skip("a_query_is_not_queued_behind_ingestion_batches", 1) else {
+        return;
+    };
+    let provider = Arc::new(provider);
+    provider.ready().await.unwrap();
+    let long = text_of_tokens(&provider, 250).await;
+    let batch = vec![long; 96];
+    let ingestion = tokio::spawn({
+        let provider = provider.clone();
+        async move { embed(&provider, &batch).await }
+    });
+    while provider.forward_passes() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let query = vec!["who climbs the tower?".to_owned()];
+    let vectors = provider
+        .embed(
+            None,
+            EmbedRequest {
+                model: MODEL_NAME,
+                dimensions: DIMENSIONS,
+                mode: EmbedMode::Query,
+                texts: &query,
+                token_counts: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(vectors.len(), 1);
+    assert!(
+        !ingestion.is_finished(),
+        "the query waited for the whole ingestion request"
+    );
+    assert_eq!(ingestion.await.unwrap().unwrap().len(), 96);
 }

@@ -413,7 +413,6 @@ async fn bad_subscriptions_are_refused_naming_the_field_and_change_nothing() {
         (json!({"url": ok, "events": []}), "events"),
         (json!({"url": ok, "events": ["job.started"]}), "events"),
         (json!({"url": ok, "events": "job.completed"}), "events"),
-        (json!({"url": ok, "world_id": uuid::Uuid::new_v4()}), "world_id"),
         (json!({"url": ok, "world_id": "not-a-uuid"}), "world_id"),
         (json!({"url": ok, "description": "bell\u{7}"}), "description"),
         (json!({"url": ok, "secret": "hunter2"}), "secret"),
@@ -425,6 +424,11 @@ async fn bad_subscriptions_are_refused_naming_the_field_and_change_nothing() {
         let error = assert_error(status, &error, StatusCode::BAD_REQUEST, "invalid_request");
         assert_eq!(error["details"]["field"], field, "{body}: {error}");
     }
+    // A world that does not exist is not found, as everywhere.
+    let (status, body) = app
+        .post("/v1/webhooks", json!({"url": ok, "world_id": uuid::Uuid::new_v4()}))
+        .await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
     let (_, listed) = app.get("/v1/webhooks").await;
     assert_eq!(listed["webhooks"], json!([]), "{listed}");
 

@@ -1,24 +1,30 @@
 //! The synchronous half of the local provider: loading the model folder, tokenizing, and one
-//! BERT forward pass with mean pooling. Everything here blocks (file reads, CPU-bound tensor
-//! work) and is only ever called from the blocking thread pool by [`super::LocalProvider`].
+//! forward pass of the ONNX graph (BERT with mean pooling) on ONNX Runtime. Everything here
+//! blocks (file reads, CPU-bound inference) and is only ever called from the blocking thread
+//! pool by [`super::LocalProvider`].
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use ort::session::Session;
+use ort::value::Tensor;
 use tokenizers::Tokenizer;
 
-use super::{DIMENSIONS, MAX_BATCH_SIZE};
+use super::{DIMENSIONS, PASS_SIZE};
 use crate::chunking::TokenCounter;
-use crate::providers::{ProviderError, l2_normalize};
+use crate::providers::ProviderError;
 
 const CONFIG_FILE: &str = "config.json";
 const TOKENIZER_FILE: &str = "tokenizer.json";
-const WEIGHTS_FILE: &str = "model.safetensors";
-/// The script that puts verified copies of the three files in place; every load error names it.
+/// The graph `scripts/build-onnx.py` writes from the model's weights.
+const ONNX_FILE: &str = "model.onnx";
+/// The ONNX Runtime library `scripts/fetch-model` takes from the `onnxruntime` wheel.
+pub(super) const RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
+/// The graph's output: mean-pooled, L2-normalised sentence vectors.
+const OUTPUT: &str = "sentence_embedding";
+/// The script that puts verified copies of the files in place; every load error names it.
 const FETCH_SCRIPT: &str = "scripts/fetch-model";
 
 /// The model's WordPiece tokenizer from `dir`, exact: the shipped tokenizer.json truncates at
@@ -100,30 +106,57 @@ impl TokenCounter for WordPieceCounter {
     }
 }
 
+/// The parts of `config.json` quarry checks.
+#[derive(serde::Deserialize)]
+struct Config {
+    hidden_size: usize,
+    pad_token_id: i64,
+}
+
+/// ONNX Runtime, loaded once per process (the first model folder to load brings the library;
+/// it is the same pinned file in every folder). Only success is kept.
+fn runtime(dir: &Path) -> Result<ort::environment::Environment, ProviderError> {
+    static RUNTIME: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
+    let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(environment) = &*slot {
+        return Ok(environment.clone());
+    }
+    let library = dir.join(RUNTIME_FILE);
+    let environment = ort::init_from(&library)
+        .map_err(|err| unusable(dir, RUNTIME_FILE, &err))?
+        .with_name("quarry")
+        .build()
+        .map_err(|err| unusable(dir, RUNTIME_FILE, &err))?;
+    *slot = Some(environment.clone());
+    Ok(environment)
+}
+
 /// all-MiniLM-L6-v2 ready to run: its tokenizer (truncation and padding switched off) and the
-/// BERT encoder on the CPU.
+/// ONNX graph (BERT, mean pooling and L2 normalisation) in an ONNX Runtime session.
 pub(super) struct Model {
     tokenizer: Tokenizer,
-    bert: BertModel,
-    device: Device,
-    pad_id: u32,
+    /// One session; a forward pass holds it (ONNX Runtime spreads the pass over every core).
+    session: Mutex<Session>,
+    /// Queries waiting for the session: ingestion passes let them go first.
+    queries_waiting: AtomicUsize,
+    pad_id: i64,
 }
 
 impl Model {
-    /// Reads `config.json`, `tokenizer.json` and `model.safetensors` from `dir`. Any problem
-    /// (missing or unreadable file, a model that is not this one) is `Unavailable` with a
-    /// message naming the folder and the fetch script.
+    /// Reads `config.json`, `tokenizer.json`, `model.onnx` and the ONNX Runtime library from
+    /// `dir`. Any problem (missing or unreadable file, a model that is not this one) is
+    /// `Unavailable` with a message naming the folder and the fetch script.
     pub(super) fn load(dir: &Path) -> Result<Self, ProviderError> {
         let started = Instant::now();
-        let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
+        let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, ONNX_FILE, RUNTIME_FILE]
             .into_iter()
             .filter(|file| !dir.join(file).is_file())
             .collect();
         if !missing.is_empty() {
             return Err(ProviderError::Unavailable {
                 message: format!(
-                    "local model files missing in {} ({}); run {FETCH_SCRIPT} to fetch all-MiniLM-L6-v2 there, \
-                     or point providers.local.model_dir at a folder that has them",
+                    "local model files missing in {} ({}); run {FETCH_SCRIPT} to fetch all-MiniLM-L6-v2 and ONNX \
+                     Runtime there, or point providers.local.model_dir at a folder that has them",
                     dir.display(),
                     missing.join(", ")
                 ),
@@ -143,29 +176,33 @@ impl Model {
                 ),
             ));
         }
-        let pad_id = u32::try_from(config.pad_token_id).map_err(|err| unusable(dir, CONFIG_FILE, &err))?;
-
         let tokenizer = load_tokenizer(dir)?;
-
-        // Read into memory rather than memory-map: mapping needs `unsafe` and would break if
-        // the file were rewritten in place under a running server. The buffer is dropped once
-        // the tensors are built.
-        let device = Device::Cpu;
-        let weights = std::fs::read(dir.join(WEIGHTS_FILE)).map_err(|err| unusable(dir, WEIGHTS_FILE, &err))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(|err| unusable(dir, WEIGHTS_FILE, &err))?;
-        let bert = BertModel::load(vb, &config).map_err(|err| unusable(dir, WEIGHTS_FILE, &err))?;
-
+        let environment = runtime(dir)?;
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let session = Session::builder(&environment)
+            .and_then(|b| b.with_intra_threads(threads).map_err(Into::into))
+            .and_then(|b| b.with_inter_threads(1).map_err(Into::into))
+            .and_then(|mut b| b.commit_from_file(dir.join(ONNX_FILE)))
+            .map_err(|err| unusable(dir, ONNX_FILE, &err))?;
+        let outputs: Vec<String> = session.outputs().iter().map(|o| o.name().to_owned()).collect();
+        if !outputs.iter().any(|o| o == OUTPUT) {
+            return Err(unusable(
+                dir,
+                ONNX_FILE,
+                &format!("no `{OUTPUT}` output (it has {outputs:?})"),
+            ));
+        }
         tracing::info!(
             dir = %dir.display(),
+            threads,
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "local embedding model loaded"
+            "local embedding model loaded (ONNX Runtime)"
         );
         Ok(Self {
             tokenizer,
-            bert,
-            device,
-            pad_id,
+            session: Mutex::new(session),
+            queries_waiting: AtomicUsize::new(0),
+            pad_id: config.pad_token_id,
         })
     }
 
@@ -181,48 +218,75 @@ impl Model {
         Ok(encodings.into_iter().map(|e| e.get_ids().to_vec()).collect())
     }
 
-    /// One unit vector per text, in input order. Texts are grouped by length into forward
-    /// passes of at most [`MAX_BATCH_SIZE`] so that little compute goes to padding; each pass
-    /// adds one to `passes`. The caller has checked the per-text limit.
-    pub(super) fn embed(&self, ids: &[Vec<u32>], passes: &AtomicU64) -> candle_core::Result<Vec<Vec<f32>>> {
+    /// One unit vector per text, in input order. Texts are sorted by length and cut into
+    /// forward passes of at most [`PASS_SIZE`], each padded only to its own longest text, so
+    /// little compute goes to padding; each pass adds one to `passes`. A query's pass goes
+    /// before any ingestion pass still waiting. The caller has checked the per-text limit.
+    pub(super) fn embed(&self, ids: &[Vec<u32>], query: bool, passes: &AtomicU64) -> Result<Vec<Vec<f32>>, String> {
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
         let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
-        for group in order.chunks(MAX_BATCH_SIZE) {
+        for group in order.chunks(PASS_SIZE) {
             let batch: Vec<&[u32]> = group.iter().map(|&i| ids[i].as_slice()).collect();
             passes.fetch_add(1, Ordering::Relaxed);
-            for (&i, vector) in group.iter().zip(self.forward(&batch)?) {
+            for (&i, vector) in group.iter().zip(self.forward(&batch, query)?) {
                 vectors[i] = vector;
             }
         }
         Ok(vectors)
     }
 
-    /// BERT over one padded batch, then mean pooling over the attention mask and L2
-    /// normalisation (the sentence-transformers recipe for this model).
-    fn forward(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
+    /// The graph over one padded batch: BERT, then mean pooling over the attention mask and L2
+    /// normalisation (the sentence-transformers recipe for this model, inside the graph).
+    fn forward(&self, batch: &[&[u32]], query: bool) -> Result<Vec<Vec<f32>>, String> {
         let rows = batch.len();
         let seq = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
         if rows == 0 || seq == 0 {
             return Ok(vec![Vec::new(); rows]);
         }
         let mut input_ids = vec![self.pad_id; rows * seq];
-        let mut mask = vec![0u32; rows * seq];
+        let mut mask = vec![0i64; rows * seq];
         for (row, ids) in batch.iter().enumerate() {
-            input_ids[row * seq..row * seq + ids.len()].copy_from_slice(ids);
+            for (slot, &id) in input_ids[row * seq..].iter_mut().zip(ids.iter()) {
+                *slot = i64::from(id);
+            }
             mask[row * seq..row * seq + ids.len()].fill(1);
         }
-        let input_ids = Tensor::from_vec(input_ids, (rows, seq), &self.device)?;
-        let mask = Tensor::from_vec(mask, (rows, seq), &self.device)?;
-        let token_type_ids = input_ids.zeros_like()?;
+        let shape = [rows, seq];
+        let inputs = ort::inputs![
+            "input_ids" => Tensor::from_array((shape, input_ids)).map_err(|e| e.to_string())?,
+            "attention_mask" => Tensor::from_array((shape, mask)).map_err(|e| e.to_string())?,
+            "token_type_ids" => Tensor::from_array((shape, vec![0i64; rows * seq])).map_err(|e| e.to_string())?,
+        ];
+        let mut session = self.lock(query);
+        let outputs = session.run(inputs).map_err(|e| e.to_string())?;
+        let (out_shape, data) = outputs[OUTPUT].try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
+        let width = DIMENSIONS as usize;
+        if out_shape.len() != 2 || data.len() != rows * width {
+            return Err(format!("the model answered shape {out_shape:?} for {rows} texts"));
+        }
+        Ok(data.chunks_exact(width).map(<[f32]>::to_vec).collect())
+    }
 
-        let hidden = self.bert.forward(&input_ids, &token_type_ids, Some(&mask))?; // (rows, seq, 384)
-        let weights = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, seq, 1)
-        let summed = hidden.broadcast_mul(&weights)?.sum(1)?; // (rows, 384)
-        let counts = weights.sum(1)?; // (rows, 1): every text has at least [CLS] and [SEP]
-        let mut vectors = summed.broadcast_div(&counts)?.to_vec2::<f32>()?;
-        vectors.iter_mut().for_each(|v| l2_normalize(v));
-        Ok(vectors)
+    /// The session, for one pass. An ingestion pass waits while queries wait, so a query never
+    /// queues behind more than the pass in flight.
+    fn lock(&self, query: bool) -> std::sync::MutexGuard<'_, Session> {
+        if query {
+            self.queries_waiting.fetch_add(1, Ordering::SeqCst);
+            let guard = self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.queries_waiting.fetch_sub(1, Ordering::SeqCst);
+            return guard;
+        }
+        loop {
+            while self.queries_waiting.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let guard = self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if self.queries_waiting.load(Ordering::SeqCst) == 0 {
+                return guard;
+            }
+            drop(guard);
+        }
     }
 }
 
