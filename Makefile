@@ -13,16 +13,13 @@ QUARRY__AUTH__TOKENS ?= dev-token
 
 .PHONY: run test lint fmt openapi bench bench-quality
 
-MODEL := models/all-minilm-l6-v2/model.safetensors
-
 ## Run quarry on its embedded defaults (SQLite in data/, qdrant-edge in data/vectors, the local
-## model, fetched on first use).
-run: $(MODEL)
+## model). scripts/fetch-model fetches the model and ONNX Runtime on first use; later it only
+## checks the files' pinned sha256 (no network), so `make run` works offline after that.
+run:
+	./scripts/fetch-model
 	@echo "quarry: bearer token is '$(QUARRY__AUTH__TOKENS)' (set QUARRY__AUTH__TOKENS to change it)"
 	QUARRY__AUTH__TOKENS='$(QUARRY__AUTH__TOKENS)' $(CARGO) run --release -- serve
-
-$(MODEL):
-	./scripts/fetch-model
 
 ## Run every test (unit, store and vector conformance, HTTP integration).
 test:
@@ -53,7 +50,8 @@ bench:
 PYTHON_FAQ := /usr/share/doc/python3-doc/html/faq
 DEBIAN_FAQ := /usr/share/doc/debian/FAQ
 
-bench-quality: $(MODEL)
+bench-quality:
+	./scripts/fetch-model
 	@test -d $(PYTHON_FAQ) && test -d $(DEBIAN_FAQ) || { \
 	    echo "bench-quality: the FAQ corpora are missing ($(PYTHON_FAQ), $(DEBIAN_FAQ))." >&2; \
 	    echo "bench-quality: install them with: apt-get install python3-doc debian-faq" >&2; \
