@@ -196,7 +196,7 @@ async fn run(o: Options) -> Result<()> {
         println!("wrote the page texts and pairs under {}", dir.display());
         return Ok(());
     }
-    if !o.model_dir.join("model.safetensors").is_file() {
+    if !o.model_dir.join("model.onnx").is_file() {
         return Err(format!(
             "the local model is not in {}; run scripts/fetch-model",
             o.model_dir.display()

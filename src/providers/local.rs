@@ -12,7 +12,8 @@
 //!
 //! Choices:
 //! - **Laziness.** [`LocalProvider::new`] never fails and does no I/O. The model folder
-//!   (`config.json`, `tokenizer.json`, `model.safetensors`, put there by `scripts/fetch-model`)
+//!   (`config.json`, `tokenizer.json`, `model.onnx` and ONNX Runtime's library, put there by
+//!   `scripts/fetch-model`)
 //!   is loaded on the first call, on the blocking pool. Only success is cached: while files
 //!   are missing or broken every call returns [`ProviderError::Unavailable`] naming the folder
 //!   and the script, and fetching the model later works without a restart.

@@ -32,9 +32,14 @@ pub fn model_dir() -> PathBuf {
 /// `QUARRY_TEST_REQUIRE_MODEL=1`).
 pub fn model_present(test: &str) -> bool {
     let dir = model_dir();
-    let complete = ["config.json", "tokenizer.json", "model.safetensors"]
-        .iter()
-        .all(|file| dir.join(file).is_file());
+    let complete = [
+        "config.json",
+        "tokenizer.json",
+        "model.onnx",
+        "libonnxruntime.so.1.31.1",
+    ]
+    .iter()
+    .all(|file| dir.join(file).is_file());
     if complete {
         return true;
     }
@@ -278,7 +283,12 @@ async fn missing_model_is_unavailable_and_names_the_fetch_script() {
 
     // A broken file is Unavailable too, not a panic.
     std::fs::create_dir_all(&missing).unwrap();
-    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+    for file in [
+        "config.json",
+        "tokenizer.json",
+        "model.onnx",
+        "libonnxruntime.so.1.31.1",
+    ] {
         std::fs::write(missing.join(file), b"not what it should be").unwrap();
     }
     let err = provider.ready().await.unwrap_err();
