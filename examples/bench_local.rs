@@ -14,8 +14,9 @@
 //! MODEL_DIR defaults to `$QUARRY_MODEL_DIR`, else `models/all-minilm-l6-v2`. Chunks are cut
 //! from real English prose to exactly 128 or 256 tokens ([CLS] and [SEP] included) by the
 //! model's own tokenizer. Requests run one after another, each a single batch; with a peer,
-//! quarry and the peer take five turns each per configuration and their medians are compared
-//! (a shared machine's speed drifts by more than the gap being measured). The peers
+//! quarry and the peer (one process, model loaded once) take turns of about 0.3 s until each
+//! has run 10 s, so both are measured in the same moments (a shared machine's speed drifts by
+//! more than the gap being measured). The peers
 //! (`scripts/bench-peers.py`): ONNX Runtime's Python API on the same model.onnx with 2 intra-op
 //! threads, tokenizing with the same tokenizer.json (what fastembed does), and the same
 //! vectors' cosine to quarry's.
@@ -34,9 +35,8 @@ const BATCH_SIZES: [usize; 3] = [1, 8, 32];
 /// Each configuration runs for at least this long (after one warm-up request).
 const MIN_RUN: Duration = Duration::from_secs(10);
 const MIN_REQUESTS: u32 = 3;
-/// Turns quarry and the peer take per configuration when there is a peer (each runs
-/// `MIN_RUN / ROUNDS` per turn).
-const ROUNDS: usize = 5;
+/// About how long one turn of requests runs (quarry's, then the peer's).
+const TURN: Duration = Duration::from_millis(300);
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -67,6 +67,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     print_machine(load_time);
     println!();
     let peers = peers_python();
+    let mut peer = peers.as_deref().map(|python| Peer::start(python, &dir)).transpose()?;
     println!(
         "{:>6}  {:>5}  {:>9}  {:>10}  {:>8}{}",
         "tokens",
@@ -91,44 +92,38 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 texts,
                 token_counts: None,
             };
-            provider.embed(None, request).await?; // warm-up
-            // With peers, quarry and the peer take turns, ROUNDS times each, and the medians
-            // are compared: a shared machine's speed drifts more than the gap being measured.
-            let rounds = if peers.is_some() { ROUNDS } else { 1 };
-            let run = if peers.is_some() {
-                MIN_RUN / ROUNDS as u32
-            } else {
-                MIN_RUN
-            };
-            let (mut rates, mut peer_rates, mut cosine, mut requests, mut elapsed) =
-                (Vec::new(), Vec::new(), 1.0f64, 0u32, 0.0f64);
-            for _ in 0..rounds {
+            let warm = Instant::now();
+            let ours = provider.embed(None, request).await?; // warm-up
+            // Turns of about TURN each; with a peer, quarry and the peer alternate turns until
+            // each has run MIN_RUN, so both are measured in the same moments of a machine whose
+            // speed drifts by more than the gap being measured.
+            let per_turn = (TURN.as_secs_f64() / warm.elapsed().as_secs_f64().max(1e-3)).clamp(1.0, 1000.0) as u32;
+            let (mut ours_s, mut theirs_s, mut requests, mut cosine) = (0.0f64, 0.0f64, 0u32, 1.0f64);
+            if let Some(peer) = peer.as_mut() {
+                let (_, vectors) = peer.turn(texts, 1)?; // warm-up
+                cosine = lowest_cosine(&ours, &vectors);
+            }
+            while requests < MIN_REQUESTS || ours_s < MIN_RUN.as_secs_f64() {
                 let started = Instant::now();
-                let mut n = 0u32;
-                while n < MIN_REQUESTS || started.elapsed() < run {
+                for _ in 0..per_turn {
                     provider.embed(None, request).await?;
-                    n += 1;
                 }
-                let took = started.elapsed().as_secs_f64();
-                rates.push(f64::from(n) * batch as f64 / took);
-                (requests, elapsed) = (requests + n, elapsed + took);
-                if let Some(python) = &peers {
-                    let ours = provider.embed(None, request).await?;
-                    let (peer_rate, worst) = run_peer(python, &dir, texts, &ours, run)?;
-                    peer_rates.push(peer_rate);
-                    cosine = cosine.min(worst);
+                ours_s += started.elapsed().as_secs_f64();
+                requests += per_turn;
+                if let Some(peer) = peer.as_mut() {
+                    theirs_s += peer.turn(texts, per_turn)?.0;
                 }
             }
-            let rate = median(&mut rates);
-            let peer = if peers.is_some() {
-                let peer_rate = median(&mut peer_rates);
+            let rate = f64::from(requests) * batch as f64 / ours_s;
+            let compared = if peer.is_some() {
+                let peer_rate = f64::from(requests) * batch as f64 / theirs_s;
                 format!("   {peer_rate:>9.1}   {:>12.2}×   {cosine:.6}", rate / peer_rate)
             } else {
                 String::new()
             };
             println!(
-                "{tokens:>6}  {batch:>5}  {rate:>9.1}  {:>10.1}  {requests:>8}{peer}",
-                elapsed * 1000.0 / f64::from(requests),
+                "{tokens:>6}  {batch:>5}  {rate:>9.1}  {:>10.1}  {requests:>8}{compared}",
+                ours_s * 1000.0 / f64::from(requests),
             );
         }
     }
@@ -138,11 +133,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     Ok(())
 }
 
-/// The middle of `values` (the upper middle for an even count).
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The Python with the peers installed, if any.
 fn peers_python() -> Option<PathBuf> {
@@ -152,49 +143,54 @@ fn peers_python() -> Option<PathBuf> {
     python.is_file().then_some(python)
 }
 
-/// Runs the peers' benchmark on `texts` (one batch, as quarry's requests): its chunks per
-/// second, and the lowest cosine between its vectors and quarry's.
-fn run_peer(
-    python: &Path,
-    model_dir: &Path,
-    texts: &[String],
-    ours: &[Vec<f32>],
-    run: Duration,
-) -> Result<(f64, f64), Box<dyn std::error::Error + Send + Sync>> {
-    let input = serde_json::json!({
-        "model_dir": model_dir,
-        "texts": texts,
-        "min_seconds": run.as_secs_f64(),
-        "min_requests": MIN_REQUESTS,
-    });
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-peers.py");
-    let mut child = std::process::Command::new(python)
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    child
-        .stdin
-        .take()
-        .ok_or("no stdin")?
-        .write_all(input.to_string().as_bytes())?;
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(format!("bench-peers.py failed ({})", out.status).into());
+/// `scripts/bench-peers.py`, running: ONNX Runtime's Python API with the model loaded, timing
+/// the turns it is given.
+struct Peer {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Peer {
+    fn start(python: &Path, model_dir: &Path) -> Result<Self, BoxError> {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-peers.py");
+        let mut child = std::process::Command::new(python)
+            .arg(script)
+            .arg(model_dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let input = child.stdin.take().ok_or("no stdin")?;
+        let output = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Self { child, input, output })
     }
-    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let rate = answer["chunks_per_s"].as_f64().ok_or("no chunks_per_s")?;
-    let vectors: Vec<Vec<f32>> = serde_json::from_value(answer["vectors"].clone())?;
-    let cosine = ours
-        .iter()
-        .zip(&vectors)
+
+    /// `requests` requests of `texts` as one batch: how long they took, and the vectors.
+    fn turn(&mut self, texts: &[String], requests: u32) -> Result<(f64, Vec<Vec<f32>>), BoxError> {
+        use std::io::BufRead as _;
+        let job = serde_json::json!({"texts": texts, "requests": requests});
+        writeln!(self.input, "{job}")?;
+        self.input.flush()?;
+        let mut line = String::new();
+        if self.output.read_line(&mut line)? == 0 {
+            return Err(format!("bench-peers.py stopped ({:?})", self.child.try_wait()).into());
+        }
+        let answer: serde_json::Value = serde_json::from_str(&line)?;
+        let seconds = answer["seconds"].as_f64().ok_or("no seconds")?;
+        Ok((seconds, serde_json::from_value(answer["vectors"].clone())?))
+    }
+}
+
+/// The lowest cosine between two sets of vectors, pair by pair.
+fn lowest_cosine(ours: &[Vec<f32>], theirs: &[Vec<f32>]) -> f64 {
+    ours.iter()
+        .zip(theirs)
         .map(|(a, b)| {
             let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
             let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
             f64::from(dot / (norm(a) * norm(b)))
         })
-        .fold(1.0, f64::min);
-    Ok((rate, cosine))
+        .fold(1.0, f64::min)
 }
 
 fn print_machine(load_time: Duration) {

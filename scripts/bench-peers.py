@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The peers of `examples/bench_local`: ONNX Runtime's Python API on the same model.onnx, with
+"""The peer of `examples/bench_local`: ONNX Runtime's Python API on the same model.onnx, with
 the same tokenizer.json (the way fastembed runs this model), 2 intra-op threads.
 
-Reads a JSON object on stdin: {"model_dir", "texts", "min_seconds", "min_requests"}; embeds the
-texts as one batch per request, one request after another, for at least min_seconds and
-min_requests requests after one warm-up; writes {"chunks_per_s", "vectors"} on stdout.
+Usage: bench-peers.py MODEL_DIR. Loads the model once, then answers one JSON line on stdin
+with one JSON line on stdout, until stdin closes:
+  {"texts": [...], "requests": n}  ->  {"seconds": s, "vectors": [[...], ...]}
+embedding the texts as one batch per request, n requests one after another, and timing them
+(tokenizing included); `vectors` are the last request's. bench_local alternates such turns with
+its own, so both are measured in the same moments of a machine whose speed drifts.
 Made by scripts/bench-peers-setup (onnxruntime, tokenizers, numpy from the Python package index).
 """
 
@@ -19,9 +22,7 @@ from tokenizers import Tokenizer
 
 
 def main():
-    job = json.load(sys.stdin)
-    model_dir = job["model_dir"]
-    texts = job["texts"]
+    model_dir = sys.argv[1]
     tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -30,21 +31,20 @@ def main():
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), options, providers=["CPUExecutionProvider"])
 
-    def embed():
+    def embed(texts):
         encodings = tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return session.run(["sentence_embedding"], feeds)[0]
 
-    vectors = embed()  # warm-up
-    started = time.perf_counter()
-    requests = 0
-    while requests < job["min_requests"] or time.perf_counter() - started < job["min_seconds"]:
-        embed()
-        requests += 1
-    elapsed = time.perf_counter() - started
-    json.dump({"chunks_per_s": requests * len(texts) / elapsed, "vectors": vectors.tolist()}, sys.stdout)
+    for line in sys.stdin:
+        job = json.loads(line)
+        started = time.perf_counter()
+        for _ in range(job["requests"]):
+            vectors = embed(job["texts"])
+        seconds = time.perf_counter() - started
+        print(json.dumps({"seconds": seconds, "vectors": vectors.tolist()}), flush=True)
 
 
 if __name__ == "__main__":
