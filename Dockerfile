@@ -23,8 +23,9 @@ COPY . .
 RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin quarry
 
 FROM debian:bookworm-slim AS runtime
+# ONNX Runtime's library (in the model folder) needs only glibc >= 2.28 and libstdc++.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl \
+ && apt-get install -y --no-install-recommends ca-certificates curl libstdc++6 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/quarry --create-home quarry
 COPY --from=build /src/target/release/quarry /usr/local/bin/quarry
