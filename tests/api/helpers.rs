@@ -264,6 +264,19 @@ impl TestApp {
         accepted
     }
 
+    /// A source's stored text (`GET …/sources/{source}/text`); asserts the 200.
+    pub async fn source_text(&self, world: &str, source: &str) -> String {
+        let response = self
+            .client
+            .get(self.url(&format!("/v1/worlds/{world}/sources/{source}/text")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::OK);
+        response.text().await.expect("the text")
+    }
+
     /// Uploads `bytes` as the multipart field `file` named `filename`.
     pub async fn upload(&self, path: &str, filename: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
         let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_owned());

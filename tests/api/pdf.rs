@@ -21,13 +21,7 @@ const SCANNED: &str = "/usr/share/doc/asymptote/examples/pixel.pdf";
 
 /// The file's bytes, or `None` (with a loud SKIPPED line) when its package is not installed.
 fn document(test: &str, path: &str, package: &str) -> Option<Vec<u8>> {
-    if !Path::new(path).is_file() {
-        let required = std::env::var("QUARRY_TEST_REQUIRE_DOCS").is_ok_and(|v| v == "1");
-        assert!(!required, "{test}: {path} is missing but QUARRY_TEST_REQUIRE_DOCS=1");
-        eprintln!("SKIPPED: {test} (install {package} for its real PDF)");
-        return None;
-    }
-    Some(std::fs::read(path).unwrap())
+    crate::documents::installed(test, Path::new(path), package).then(|| std::fs::read(path).unwrap())
 }
 
 /// A Google world (fake provider) with chunks of up to 256 tokens.
@@ -41,18 +35,6 @@ async fn world(app: &TestApp) -> String {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{world}");
     world["id"].as_str().unwrap().to_owned()
-}
-
-async fn stored_text(app: &TestApp, world: &str, source: &str) -> String {
-    let response = app
-        .client
-        .get(app.url(&format!("/v1/worlds/{world}/sources/{source}/text")))
-        .bearer_auth(crate::helpers::TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    response.text().await.unwrap()
 }
 
 async fn chunks(app: &TestApp, world: &str, source: &str) -> Vec<Value> {
@@ -86,7 +68,7 @@ async fn a_real_pdf_manual_is_read_page_by_page_and_chunks_results_and_citations
     app.drain().await;
 
     // 87 pages: 86 page breaks; the first page is the manual's first page.
-    let text = stored_text(&app, &world, &source).await;
+    let text = app.source_text(&world, &source).await;
     let pages: Vec<&str> = text.split('\u{c}').collect();
     assert_eq!(pages.len(), 87);
     assert!(
@@ -184,7 +166,7 @@ async fn a_texinfo_manual_reads_in_order_and_other_formats_have_no_page() {
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
     assert_eq!(accepted["source"]["filename"], "upload.pdf", "{accepted}");
     let source = accepted["source"]["id"].as_str().unwrap().to_owned();
-    let text = stored_text(&app, &world, &source).await;
+    let text = app.source_text(&world, &source).await;
     assert_eq!(text.split('\u{c}').count(), 196);
     assert!(text.starts_with("Bash Reference Manual"), "{}", &text[..200]);
     let intro = text.find("What is Bash?").expect("the introduction");
