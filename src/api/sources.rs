@@ -420,10 +420,10 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
         format!("upload.{}", format.unwrap_or(SourceFormat::Plain).extension())
     });
     let document = if pdf {
-        Document::Pdf(bytes.to_vec())
+        Document::Pdf(Vec::from(bytes))
     } else {
         Document::Text(
-            String::from_utf8(bytes.to_vec())
+            String::from_utf8(Vec::from(bytes))
                 .map_err(|_| field_error("file", "the uploaded file is not valid UTF-8 text (nor a PDF)".into()))?,
         )
     };

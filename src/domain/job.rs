@@ -86,8 +86,8 @@ string_enum!(
     ManifestState { Pending => "pending", Embedded => "embedded", Failed => "failed" }
 );
 
-/// Job counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Job counters (serialized as a `progress` event's data and a webhook payload's `counts`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct JobCounts {
     pub total: u64,
     pub embedded: u64,
@@ -265,10 +265,7 @@ impl JobEventData {
     /// The event's JSON text, as stored and streamed.
     pub fn to_json(&self) -> String {
         let value = match self {
-            JobEventData::Progress(c) => serde_json::json!({
-                "total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
-                "retries": c.retries, "rate_limited": c.rate_limited, "reused": c.reused,
-            }),
+            JobEventData::Progress(counts) => serde_json::to_value(counts).unwrap_or_default(),
             JobEventData::Repaired(summary) => serde_json::to_value(summary).unwrap_or_default(),
             JobEventData::Warning { code, chunks, message } => {
                 serde_json::json!({"code": code.as_str(), "chunks": chunks, "message": message})

@@ -254,13 +254,9 @@ impl WebhookDispatcher {
         });
         match self.store.get_job(delivery.job_id).await {
             Ok(Some(job)) => {
-                let c = job.counts;
                 data["kind"] = json!(job.kind.as_str());
                 data["status"] = json!(job.status.as_str());
-                data["counts"] = json!({
-                    "total": c.total, "embedded": c.embedded, "pending": c.pending, "failed": c.failed,
-                    "retries": c.retries, "rate_limited": c.rate_limited, "reused": c.reused,
-                });
+                data["counts"] = json!(job.counts);
                 data["created_at"] = json!(job.created_at);
                 data["started_at"] = json!(job.started_at);
                 data["finished_at"] = json!(job.finished_at);
