@@ -989,6 +989,7 @@ async fn measure(
             let (vectors, repo, collection) = (vectors.clone(), repo.clone(), collection.clone());
             async move {
                 let request = DenseSearch {
+                    hnsw_ef: None,
                     vector: vectors[i % vectors.len()].clone(),
                     filter,
                     sources: None,
@@ -1093,6 +1094,7 @@ async fn measure(
             .search(
                 &corpus.collection,
                 DenseSearch {
+                    hnsw_ef: None,
                     vector: vector.clone(),
                     filter: PointFilter::world(world.id).run(world.active_run),
                     sources: None,

@@ -191,7 +191,8 @@ impl App {
                 settings.retrieval.max_context_tokens,
                 Duration::from_secs(settings.server.request_timeout_s),
             )
-            .with_full_context_threshold(settings.retrieval.full_context_threshold),
+            .with_full_context_threshold(settings.retrieval.full_context_threshold)
+            .with_hnsw_ef_range(settings.vectors.search.min_hnsw_ef, settings.vectors.search.max_hnsw_ef),
         ));
         let addr = settings.server.addr;
         let listener = TcpListener::bind(addr)
@@ -209,6 +210,7 @@ impl App {
                 shared_budgets,
             },
         ));
+        let drift = Arc::new(crate::service::layout::DriftWatch::default());
         let state = AppState {
             store: store.clone(),
             vectors: vectors.clone(),
@@ -223,6 +225,7 @@ impl App {
             engine,
             workers: workers.clone(),
             scheduler: scheduler.clone(),
+            drift: drift.clone(),
             cluster: cluster.clone(),
             meters,
             metrics_token: (settings.auth.metrics_token.as_ref()).map(|t| Arc::new(crate::api::token_digest(t))),
@@ -265,6 +268,7 @@ impl App {
             );
         }
         cluster.spawn(&tracker, &cancel);
+        tracker.spawn(drift.run(store.clone(), vectors.clone(), cancel.clone()));
         dispatcher.spawn(format!("{}-webhooks", cluster.id()), &tracker, &cancel);
         {
             // Parents for sources chunked before they existed (small-to-large retrieval).
@@ -449,13 +453,43 @@ async fn refresh_keys(scheduler: KeyScheduler, cancel: CancellationToken) {
     }
 }
 
-fn open_vectors(settings: &Settings) -> Result<Arc<dyn VectorRepo>, StartupError> {
+/// `quarry vectors check` (`apply = false`) and `quarry vectors apply-settings` (`apply = true`):
+/// compares every collection in use with `[vectors.collection]` and, when applying, changes what
+/// can change in place. Answers what still differs. The embedded store is locked by a running
+/// service: stop it first.
+pub async fn vector_settings(
+    settings: &Settings,
+    apply: bool,
+) -> Result<Vec<crate::service::layout::CollectionDrift>, StartupError> {
+    let store = store::connect(settings.store.url.expose_secret()).await?;
+    let vectors = open_vectors(settings)?;
+    let result = if apply {
+        crate::service::layout::apply_settings(store.as_ref(), vectors.as_ref()).await
+    } else {
+        crate::service::layout::drift_report(store.as_ref(), vectors.as_ref()).await
+    };
+    let closed = vectors.close().await;
+    store.close().await;
+    closed?;
+    result.map_err(|message| StartupError::Vector(vector::Error::Unavailable(message)))
+}
+
+/// Opens the configured vector store (`[vectors]`, with its collection and search settings).
+pub fn open_vectors(settings: &Settings) -> Result<Arc<dyn VectorRepo>, StartupError> {
+    let layout = crate::vector::settings::Layout {
+        collection: settings.vectors.collection.clone(),
+        search: settings.vectors.search.clone(),
+    };
     Ok(match settings.vectors.kind {
-        VectorKind::Embedded => Arc::new(EdgeRepo::open(&settings.vectors.path)?),
+        VectorKind::Embedded => Arc::new(EdgeRepo::open_with(&settings.vectors.path, layout)?),
         VectorKind::Qdrant => {
-            let url = settings.vectors.url.clone().unwrap_or_default();
             let api_key = settings.vectors.api_key.as_ref().map(|k| k.expose_secret().to_owned());
-            Arc::new(ServerRepo::connect(&url, api_key, String::new())?)
+            Arc::new(ServerRepo::connect_nodes(
+                &settings.vectors.node_urls(),
+                api_key,
+                String::new(),
+                layout,
+            )?)
         }
     })
 }

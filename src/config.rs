@@ -15,8 +15,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 4] = [
+const LIST_KEYS: [&str; 5] = [
     "auth.tokens",
+    "vectors.urls",
     "providers.google.keys",
     "providers.openai.keys",
     "providers.rerank.keys",
@@ -221,7 +222,7 @@ pub struct StoreSettings {
 pub enum VectorKind {
     /// qdrant-edge in-process, data under `vectors.path`.
     Embedded,
-    /// A Qdrant server over gRPC at `vectors.url`.
+    /// A Qdrant server (or cluster) over gRPC at `vectors.url` or `vectors.urls`.
     Qdrant,
 }
 
@@ -230,8 +231,25 @@ pub enum VectorKind {
 pub struct VectorSettings {
     pub kind: VectorKind,
     pub path: PathBuf,
+    /// One Qdrant node's gRPC address.
     pub url: Option<String>,
+    /// Several nodes of one Qdrant cluster, tried in order: requests go to the first that
+    /// answers and stay there until it stops answering.
+    pub urls: Vec<String>,
     pub api_key: Option<SecretString>,
+    pub collection: crate::vector::settings::CollectionSettings,
+    pub search: crate::vector::settings::SearchSettings,
+}
+
+impl VectorSettings {
+    /// The Qdrant nodes to talk to, in order (`vectors.urls`, or the one `vectors.url`).
+    pub fn node_urls(&self) -> Vec<String> {
+        if self.urls.is_empty() {
+            self.url.iter().filter(|u| !u.is_empty()).cloned().collect()
+        } else {
+            self.urls.clone()
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -521,7 +539,10 @@ impl Default for VectorSettings {
             kind: VectorKind::Embedded,
             path: PathBuf::from("data/vectors"),
             url: None,
+            urls: Vec::new(),
             api_key: None,
+            collection: crate::vector::settings::CollectionSettings::default(),
+            search: crate::vector::settings::SearchSettings::default(),
         }
     }
 }
@@ -677,9 +698,37 @@ impl Settings {
         if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {
             return fail("store.url must start with sqlite: or postgres:".into());
         }
-        if self.vectors.kind == VectorKind::Qdrant && self.vectors.url.as_deref().is_none_or(str::is_empty) {
-            return fail("vectors.url is required when vectors.kind = \"qdrant\"".into());
+        if self.vectors.url.as_deref().is_some_and(|u| !u.is_empty()) && !self.vectors.urls.is_empty() {
+            return fail("set vectors.url or vectors.urls, not both".into());
         }
+        if self.vectors.kind == VectorKind::Qdrant {
+            let urls = self.vectors.node_urls();
+            if urls.is_empty() {
+                return fail("vectors.url (or vectors.urls) is required when vectors.kind = \"qdrant\"".into());
+            }
+            if let Some(bad) = urls
+                .iter()
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")) || u.len() <= "https://".len())
+            {
+                return fail(format!(
+                    "vectors.urls: {bad:?} is not an http:// or https:// address of a Qdrant node's gRPC port"
+                ));
+            }
+            let mut unique = urls.clone();
+            unique.sort();
+            unique.dedup();
+            if unique.len() != urls.len() {
+                return fail("vectors.urls lists a node twice".into());
+            }
+        }
+        self.vectors
+            .collection
+            .validate(self.vectors.kind == VectorKind::Qdrant)
+            .map_err(ConfigError)?;
+        self.vectors
+            .search
+            .validate(self.vectors.collection.quantization)
+            .map_err(ConfigError)?;
         if self.vectors.kind == VectorKind::Embedded && self.vectors.path.as_os_str().is_empty() {
             return fail("vectors.path must not be empty".into());
         }
@@ -846,7 +895,7 @@ impl Settings {
 /// are parsed as numbers, and TOML has floats), and a fraction for a count, a size or a number of
 /// seconds is a mistake worth stopping for; a whole float such as `8.0` is accepted. The error
 /// names the key, like every other configuration error.
-mod whole {
+pub(crate) mod whole {
     use std::fmt;
     use std::marker::PhantomData;
 
@@ -1192,6 +1241,76 @@ mod tests {
         .unwrap();
         let err = Settings::load_from(Some(&path), env(&[])).unwrap_err().to_string();
         assert!(err.contains("text-embedding-3-small"), "{err}");
+    }
+
+    #[test]
+    fn vector_cluster_settings_come_from_the_environment_and_bad_ones_name_their_key() {
+        use crate::vector::settings::Quantization;
+        let s = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__VECTORS__KIND", "qdrant"),
+                ("QUARRY__VECTORS__URLS", "http://q0:6334,http://q1:6334,http://q2:6334"),
+                ("QUARRY__VECTORS__COLLECTION__REPLICATION_FACTOR", "2"),
+                ("QUARRY__VECTORS__COLLECTION__SHARD_NUMBER", "6"),
+                ("QUARRY__VECTORS__COLLECTION__QUANTIZATION", "int8"),
+                ("QUARRY__VECTORS__COLLECTION__ALWAYS_RAM", "true"),
+                ("QUARRY__VECTORS__COLLECTION__ON_DISK", "true"),
+                ("QUARRY__VECTORS__SEARCH__HNSW_EF", "128"),
+                ("QUARRY__VECTORS__SEARCH__OVERSAMPLING", "2.5"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.vectors.node_urls().len(), 3);
+        assert_eq!(s.vectors.collection.replication_factor, Some(2));
+        assert_eq!(s.vectors.collection.shard_number, Some(6));
+        assert_eq!(s.vectors.collection.quantization, Quantization::Int8);
+        assert_eq!(s.vectors.collection.always_ram, Some(true));
+        assert_eq!(s.vectors.collection.on_disk, Some(true));
+        assert_eq!(s.vectors.search.hnsw_ef, Some(128));
+        assert_eq!(s.vectors.search.oversampling, Some(2.5));
+
+        for (pairs, wanted) in [
+            (
+                vec![("QUARRY__VECTORS__COLLECTION__REPLICATION_FACTOR", "2")],
+                "vectors.collection.replication_factor applies only",
+            ),
+            (
+                vec![("QUARRY__VECTORS__COLLECTION__QUANTIZATION", "int4")],
+                "quantization",
+            ),
+            (
+                vec![("QUARRY__VECTORS__COLLECTION__HNSW_M", "1")],
+                "vectors.collection.hnsw_m",
+            ),
+            (
+                vec![("QUARRY__VECTORS__SEARCH__RESCORE", "false")],
+                "vectors.search.rescore",
+            ),
+            (vec![("QUARRY__VECTORS__COLLECTION__HNSW_M", "20.5")], "hnsw_m"),
+            (vec![("QUARRY__VECTORS__SEARCH__HNSW_EFF", "1")], "hnsw_eff"),
+            (
+                vec![
+                    ("QUARRY__VECTORS__KIND", "qdrant"),
+                    ("QUARRY__VECTORS__URLS", "http://q0:6334,q1:6334"),
+                ],
+                "vectors.urls",
+            ),
+            (
+                vec![
+                    ("QUARRY__VECTORS__KIND", "qdrant"),
+                    ("QUARRY__VECTORS__URL", "http://q0:6334"),
+                    ("QUARRY__VECTORS__URLS", "http://q1:6334"),
+                ],
+                "vectors.url or vectors.urls",
+            ),
+        ] {
+            let mut all = vec![("QUARRY__AUTH__TOKENS", "t")];
+            all.extend(pairs);
+            let err = Settings::load_from(None, env(&all)).unwrap_err().to_string();
+            assert!(err.contains(wanted), "{wanted}: {err}");
+        }
     }
 
     #[test]

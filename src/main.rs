@@ -40,6 +40,11 @@ enum Command {
     Migrate,
     /// Print the OpenAPI document and exit.
     Openapi,
+    /// Compare the vector collections with `[vectors.collection]`, or apply it.
+    Vectors {
+        #[command(subcommand)]
+        action: VectorsCommand,
+    },
     /// List the worlds (client: talks to --url).
     Worlds,
     /// List a world's sources (client).
@@ -62,6 +67,16 @@ enum Command {
     },
     /// Upload files and folders to a world and follow the embedding (client).
     Ingest(quarry::cli::IngestOptions),
+}
+
+#[derive(Subcommand)]
+enum VectorsCommand {
+    /// List the collections whose layout differs from the configuration (exit code 1 if any).
+    Check,
+    /// Change what can change in place (quantization, HNSW, on-disk placement, write
+    /// consistency) to match the configuration; list what cannot. Stop an embedded-store
+    /// service first (its folder is locked); a Qdrant server may stay in use.
+    ApplySettings,
 }
 
 fn main() -> ExitCode {
@@ -97,6 +112,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(Command::Vectors { action }) = &cli.command {
+        let apply = matches!(action, VectorsCommand::ApplySettings);
+        return runtime.block_on(vectors(settings, apply));
+    }
     let result = runtime.block_on(async move {
         match cli.command {
             Some(Command::Migrate) => {
@@ -110,9 +129,11 @@ fn main() -> ExitCode {
                 app.run_until(shutdown_signal()).await?;
                 Ok(())
             }
-            // Answered before the runtime (the document) or by `client` (the client commands).
+            // Answered before the runtime (the document), by `vectors` or by `client` (the client
+            // commands).
             Some(
                 Command::Openapi
+                | Command::Vectors { .. }
                 | Command::Worlds
                 | Command::Sources { .. }
                 | Command::Jobs { .. }
@@ -128,6 +149,45 @@ fn main() -> ExitCode {
             eprintln!("quarry: {}", quarry::telemetry::error_chain(err.as_ref()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `quarry vectors check` and `quarry vectors apply-settings`: one line per setting that
+/// differs; exit code 1 while something that could change in place still differs.
+async fn vectors(settings: Settings, apply: bool) -> ExitCode {
+    let remaining = match quarry::app::vector_settings(&settings, apply).await {
+        Ok(remaining) => remaining,
+        Err(err) => {
+            eprintln!("quarry: {}", quarry::telemetry::error_chain(&err));
+            return ExitCode::FAILURE;
+        }
+    };
+    for collection in &remaining {
+        for d in &collection.settings {
+            println!(
+                "{}\t{}\tconfigured {}\tactual {}\t{}",
+                collection.collection,
+                d.setting,
+                d.configured,
+                d.actual,
+                if d.in_place {
+                    "changes in place: quarry vectors apply-settings"
+                } else {
+                    "fixed at creation: see docs/operations.md"
+                }
+            );
+        }
+    }
+    let pending = remaining.iter().flat_map(|c| &c.settings).any(|d| d.in_place);
+    if remaining.is_empty() {
+        println!("every collection in use matches [vectors.collection]");
+    } else if apply && !pending {
+        println!("applied what can change in place; the settings listed are fixed at creation");
+    }
+    if pending || (!apply && !remaining.is_empty()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

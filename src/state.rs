@@ -38,6 +38,8 @@ pub struct AppState {
     pub meters: crate::meters::Metrics,
     /// Who may scrape `/metrics` (`None`: anyone).
     pub metrics_token: Option<Arc<[u8; 32]>>,
+    /// How the collections in use differ from `[vectors.collection]` (for `/readyz`).
+    pub drift: Arc<crate::service::layout::DriftWatch>,
     /// This replica's membership in the registry of replicas sharing the store.
     pub cluster: Arc<crate::cluster::Cluster>,
     /// This process's circuit breakers, per provider and model.

@@ -31,6 +31,15 @@ pub struct Check {
     /// Why it is not ready (no secrets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Vector store with several nodes (`vectors.urls`): each node's state. Ready while any
+    /// node answers; a node down is a degraded state worth an alert.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::vector::NodeState>,
+    /// Vector store: collections whose layout differs from `[vectors.collection]` (reported,
+    /// never changed silently; `quarry vectors apply-settings` changes what can change in
+    /// place). Does not affect readiness.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<crate::service::layout::CollectionDrift>,
 }
 
 /// Readiness, per dependency. When not ready, `error` carries the same structured error as
@@ -56,7 +65,7 @@ pub async fn healthz() -> axum::Json<Health> {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Readiness>) {
-    let (store, vectors) = tokio::join!(state.store.ping(), state.vectors.health());
+    let (store, vectors, nodes) = tokio::join!(state.store.ping(), state.vectors.health(), state.vectors.nodes());
     let store = Check {
         kind: state.store.kind().into(),
         ok: store.is_ok(),
@@ -66,6 +75,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
             tracing::warn!(error = %e, "readiness: store check failed");
             "the store cannot be reached (the server log says why)".to_owned()
         }),
+        nodes: Vec::new(),
+        drift: Vec::new(),
     };
     let vectors = Check {
         kind: state.vectors.kind().into(),
@@ -74,6 +85,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
             tracing::warn!(error = %e, "readiness: vector store check failed");
             "the vector store cannot be reached (the server log says why)".to_owned()
         }),
+        nodes,
+        drift: state.drift.current(),
     };
     let ready = store.ok && vectors.ok;
     let status = if ready {

@@ -63,6 +63,7 @@ pub struct RawFields {
     fusion: Option<Value>,
     rerank: Option<Value>,
     explain: Option<Value>,
+    hnsw_ef: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for RawRequest {
@@ -155,7 +156,16 @@ fn parse_settings(body: &RawFields) -> Result<Settings, ApiError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(bad("explain", "explain must be true or false")),
     };
+    let hnsw_ef = match &body.hnsw_ef {
+        None => None,
+        // The configured bounds are checked by the service; this only keeps the number sane.
+        Some(v) => match bounded_integer("hnsw_ef", v, 100_000)? {
+            0 => return Err(bad("hnsw_ef", "hnsw_ef must be at least 1")),
+            n => Some(n as u32),
+        },
+    };
     Ok(Settings {
+        hnsw_ef,
         explain,
         rerank,
         top_k,
@@ -427,6 +437,11 @@ pub struct RetrieveRequest {
     /// lists the other candidates of both rankings with the reason each is not in the answer.
     /// Costs two more searches; for tuning, not for every query.
     pub explain: Option<bool>,
+    /// The HNSW beam width of this search (default `vectors.search.hnsw_ef`, else Qdrant's):
+    /// higher finds the exact nearest neighbours more often and costs more time. Must lie
+    /// within `vectors.search.min_hnsw_ef` and `max_hnsw_ef` (16 and 1024 by default).
+    #[schema(example = 128, minimum = 1)]
+    pub hnsw_ef: Option<u32>,
     /// Only search these sources. Each list given must match (any entry of it); an empty match
     /// answers no results with the warning `filter_matched_nothing`.
     pub filter: Option<RetrieveFilter>,

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod jobs;
 pub mod keys;
+pub mod layout;
 pub mod repair;
 pub mod retrieval;
 pub mod sources;

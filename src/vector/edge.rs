@@ -50,12 +50,13 @@ use async_trait::async_trait;
 use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::{
     AnyVariants, Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
-    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, IdfCorpusParams, IdfParams, JsonPath,
-    Match, Modifier, NamedQuery, NamedVectors, OperationError, Payload, PayloadFieldSchema, PayloadIndexInfo,
-    PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted, PrefetchBuilder,
-    QueryEnum, QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams,
-    UpdateOperation, UuidIndexParamsBuilder, ValueVariants, Vector, VectorInternal, VectorStructInternal,
-    VectorStructPersisted, Vectors, WithPayloadInterface, WithVector,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, HnswIndexConfig, IdfCorpusParams,
+    IdfParams, JsonPath, Match, Memory, Modifier, NamedQuery, NamedVectors, OperationError, Payload,
+    PayloadFieldSchema, PayloadIndexInfo, PayloadSchemaParams, PointId, PointInsertOperations, PointOperations,
+    PointStructPersisted, PrefetchBuilder, QuantizationConfig, QuantizationSearchParams, QueryEnum,
+    QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams, UpdateOperation,
+    UuidIndexParamsBuilder, ValueVariants, Vector, VectorInternal, VectorStructInternal, VectorStructPersisted,
+    Vectors, WithPayloadInterface, WithVector,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -63,6 +64,7 @@ use uuid::Uuid;
 
 use crate::domain::{SourceId, WorldId};
 
+use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
     SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
@@ -116,6 +118,8 @@ struct Inner {
     open_lock: tokio::sync::Mutex<()>,
     /// Search threads per shard (the engine's default is 4 × CPUs per shard).
     search_threads: usize,
+    /// `[vectors.collection]` (for new collections) and `[vectors.search]`.
+    layout: Layout,
     /// Declared last: dropped after the shards.
     lock: Arc<DirLock>,
 }
@@ -129,6 +133,8 @@ struct Shard {
     name: String,
     engine: EdgeShard,
     state: Mutex<WriteState>,
+    /// Held while an optimize runs: one at a time per shard (maintenance or a caller's).
+    optimizing: Mutex<()>,
     /// Declared after `engine`: the directory stays locked until the engine is dropped (and has
     /// flushed), even when the shard outlives the repo in a blocking task.
     _lock: Arc<DirLock>,
@@ -173,6 +179,12 @@ impl EdgeRepo {
     /// background maintenance task. Must be called inside a tokio runtime. Collections are opened
     /// lazily on first use.
     pub fn open(path: &Path) -> Result<EdgeRepo> {
+        Self::open_with(path, Layout::default())
+    }
+
+    /// [`EdgeRepo::open`] with collection and search settings. Settings the embedded engine does
+    /// not have (shards, replicas) must be unset: configuration validation refuses them.
+    pub fn open_with(path: &Path, layout: Layout) -> Result<EdgeRepo> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Rejected("EdgeRepo::open must be called inside a tokio runtime".into()))?;
         std::fs::create_dir_all(path)?;
@@ -183,6 +195,7 @@ impl EdgeRepo {
             shards: RwLock::new(HashMap::new()),
             open_lock: tokio::sync::Mutex::new(()),
             search_threads,
+            layout,
             lock,
         });
         let cancel = CancellationToken::new();
@@ -193,6 +206,26 @@ impl EdgeRepo {
             cancel,
             maintenance: Mutex::new(Some(task)),
         })
+    }
+
+    /// Builds `collection`'s optimized segments (its HNSW index and, when configured, quantized
+    /// vectors) now rather than when maintenance gets to it, and waits until they are written.
+    /// For benchmarks and tests; a missing collection is left alone.
+    pub async fn optimize_now(&self, collection: &str) -> Result<()> {
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Ok(());
+        };
+        {
+            let mut state = shard.state();
+            state.unoptimized = 0;
+            state.last_optimize = Instant::now();
+        }
+        blocking(move || {
+            let _one = shard.optimizing.lock().unwrap_or_else(PoisonError::into_inner);
+            shard.engine.optimize().map_err(engine_error)?;
+            shard.engine.flush().map_err(engine_error)
+        })
+        .await
     }
 
     /// The vector directory.
@@ -283,6 +316,7 @@ impl Inner {
                 unoptimized: 0,
                 last_optimize: now,
             }),
+            optimizing: Mutex::new(()),
             _lock: Arc::clone(&self.lock),
         })
     }
@@ -366,7 +400,7 @@ async fn ensure(inner: Arc<Inner>, spec: CollectionSpec) -> Result<()> {
         };
     }
     let dir = inner.root.join(&spec.name);
-    let config = shard_config(&spec, inner.search_threads);
+    let config = shard_config(&spec, inner.search_threads, &inner.layout.collection)?;
     let engine = blocking(move || {
         let engine = EdgeShard::new(&dir, config).map_err(engine_error)?;
         ensure_indexes(&engine)?;
@@ -382,6 +416,50 @@ async fn ensure(inner: Arc<Inner>, spec: CollectionSpec) -> Result<()> {
         .unwrap_or_else(PoisonError::into_inner)
         .insert(spec.name.clone(), shard);
     tracing::info!(collection = %spec.name, dimensions = spec.dimensions, sparse = spec.sparse, "created embedded collection");
+    Ok(())
+}
+
+/// Reopens collection `name` with `[vectors.collection]` applied to its configuration, then
+/// optimizes it so that every segment takes the new layout (quantization, HNSW, placement).
+async fn reload_with_layout(inner: &Arc<Inner>, name: &str) -> Result<()> {
+    let _guard = inner.open_lock.lock().await;
+    let Some(mut shard) = inner.open_existing(name).await? else {
+        return Ok(());
+    };
+    inner
+        .shards
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(name);
+    // Requests still holding the shard finish first: one engine per folder.
+    let shard = loop {
+        match Arc::try_unwrap(shard) {
+            Ok(shard) => break shard,
+            Err(held) => {
+                shard = held;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    let mut config = shard.engine.config().clone();
+    apply_layout(&mut config, &inner.layout.collection)?;
+    config.max_search_threads = Some(inner.search_threads);
+    let dir = inner.root.join(name);
+    let engine = blocking(move || {
+        // Dropping the engine flushes it.
+        drop(shard);
+        let engine = EdgeShard::load(&dir, Some(config)).map_err(engine_error)?;
+        engine.optimize().map_err(engine_error)?;
+        engine.flush().map_err(engine_error)?;
+        Ok(engine)
+    })
+    .await?;
+    let shard = inner.make_shard(name, engine);
+    inner
+        .shards
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(name.to_owned(), shard);
     Ok(())
 }
 
@@ -403,12 +481,13 @@ fn validate_name(name: &str) -> Result<()> {
     }
 }
 
-fn shard_config(spec: &CollectionSpec, search_threads: usize) -> EdgeConfig {
+fn shard_config(spec: &CollectionSpec, search_threads: usize, layout: &CollectionSettings) -> Result<EdgeConfig> {
+    let mut dense = EdgeVectorParams::builder(spec.dimensions as usize, Distance::Cosine);
+    if let Some(on_disk) = layout.on_disk {
+        dense = dense.memory(Memory::from_on_disk(on_disk));
+    }
     let mut builder = EdgeConfig::builder()
-        .vector(
-            DENSE,
-            EdgeVectorParams::builder(spec.dimensions as usize, Distance::Cosine).build(),
-        )
+        .vector(DENSE, dense.build())
         .max_search_threads(search_threads);
     if spec.sparse {
         builder = builder.sparse_vector(
@@ -416,7 +495,100 @@ fn shard_config(spec: &CollectionSpec, search_threads: usize) -> EdgeConfig {
             EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build(),
         );
     }
-    builder.build()
+    let mut config = builder.build();
+    apply_layout(&mut config, layout)?;
+    Ok(config)
+}
+
+/// Sets what `layout` configures on `config` (a new shard's, or an existing one's to reload it
+/// with): placement of vectors and payloads, HNSW and quantization.
+fn apply_layout(config: &mut EdgeConfig, layout: &CollectionSettings) -> Result<()> {
+    if let Some(on_disk) = layout.on_disk
+        && let Some(dense) = config.vectors.get_mut(DENSE)
+    {
+        dense.memory = Some(Memory::from_on_disk(on_disk));
+    }
+    if let Some(on_disk) = layout.on_disk_payload {
+        config.payload_memory = Some(Memory::from_on_disk(on_disk));
+    }
+    if layout.hnsw_m.is_some() || layout.hnsw_ef_construct.is_some() {
+        let current = config.hnsw_config();
+        config.hnsw_config = Some(HnswIndexConfig {
+            m: layout.hnsw_m.map_or(current.m, |m| m as usize),
+            ef_construct: layout.hnsw_ef_construct.map_or(current.ef_construct, |ef| ef as usize),
+            ..current
+        });
+    }
+    config.quantization_config = match layout.quantization {
+        Quantization::None => None,
+        Quantization::Int8 => {
+            // Built from its JSON form: the struct carries deprecated fields.
+            let scalar = match layout.always_ram {
+                Some(true) => serde_json::json!({"scalar": {"type": "int8", "memory": "pinned"}}),
+                _ => serde_json::json!({"scalar": {"type": "int8"}}),
+            };
+            Some(
+                serde_json::from_value::<QuantizationConfig>(scalar)
+                    .map_err(|e| Error::Rejected(format!("int8 quantization config: {e}")))?,
+            )
+        }
+    };
+    if let Some(dense) = config.vectors.get_mut(DENSE) {
+        // A per-vector quantization would override the collection's.
+        dense.quantization_config = None;
+    }
+    Ok(())
+}
+
+/// An embedded collection's layout in the terms of `[vectors.collection]`.
+fn observed(config: &EdgeConfig) -> Observed {
+    let dense = config.vectors.get(DENSE);
+    let hnsw = dense
+        .and_then(|d| d.hnsw_config)
+        .unwrap_or_else(|| config.hnsw_config());
+    let quantization = dense
+        .and_then(|d| d.quantization_config.as_ref())
+        .or(config.quantization_config.as_ref())
+        .and_then(|q| serde_json::to_value(q).ok());
+    let scalar = quantization.as_ref().and_then(|q| q.get("scalar"));
+    let (quantization, always_ram) = match scalar {
+        Some(scalar) if scalar.get("type").and_then(|t| t.as_str()) == Some("int8") => {
+            let pinned = scalar.get("memory").and_then(|m| m.as_str()) == Some("pinned")
+                || scalar.get("always_ram").and_then(serde_json::Value::as_bool) == Some(true);
+            (Quantization::Int8, Some(pinned))
+        }
+        _ => (Quantization::None, None),
+    };
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Observed {
+        shard_number: None,
+        replication_factor: None,
+        write_consistency_factor: None,
+        on_disk: Some(dense.and_then(|d| d.memory_placement()) == Some(Memory::Cold)),
+        on_disk_payload: Some(config.payload_memory_placement() == Memory::Cold),
+        quantization,
+        always_ram,
+        hnsw_m: Some(clamp(hnsw.m)),
+        hnsw_ef_construct: Some(clamp(hnsw.ef_construct)),
+    }
+}
+
+/// Search parameters of a dense query: the beam width and, with quantization, rescoring.
+fn dense_params(layout: &Layout, hnsw_ef: Option<u32>) -> Option<SearchParams> {
+    let ef = layout.search.ef(hnsw_ef);
+    let quantized = layout.collection.quantization == Quantization::Int8;
+    if ef.is_none() && !quantized {
+        return None;
+    }
+    Some(SearchParams {
+        hnsw_ef: ef.map(|ef| ef as usize),
+        quantization: quantized.then(|| QuantizationSearchParams {
+            ignore: false,
+            rescore: Some(layout.search.rescore.unwrap_or(true)),
+            oversampling: layout.search.oversampling,
+        }),
+        ..Default::default()
+    })
 }
 
 /// Why an existing shard does not match `spec`, if it does not.
@@ -709,6 +881,9 @@ impl VectorRepo for EdgeRepo {
         if let Some(threshold) = search.score_threshold {
             request = request.score_threshold(threshold);
         }
+        if let Some(params) = dense_params(&self.inner.layout, search.hnsw_ef) {
+            request = request.params(params);
+        }
         let request = request.build();
         let hits = blocking(move || shard.engine.query(request).map_err(engine_error)).await?;
         Ok(scored(hits))
@@ -750,6 +925,9 @@ impl VectorRepo for EdgeRepo {
             .filter(filter.clone());
         if let Some(threshold) = search.dense_score_threshold {
             dense = dense.score_threshold(threshold);
+        }
+        if let Some(params) = dense_params(&self.inner.layout, search.hnsw_ef) {
+            dense = dense.params(params);
         }
         let dense = dense.build();
         // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
@@ -916,6 +1094,26 @@ impl VectorRepo for EdgeRepo {
         })
     }
 
+    async fn drift(&self, collection: &str) -> Result<Vec<SettingDrift>> {
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Ok(Vec::new());
+        };
+        let observed = observed(&shard.engine.config());
+        Ok(drift(&self.inner.layout.collection, &observed))
+    }
+
+    async fn apply_settings(&self, collection: &str) -> Result<Vec<SettingDrift>> {
+        let found = self.drift(collection).await?;
+        if !found.iter().any(|d| d.in_place) {
+            return Ok(found);
+        }
+        let inner = Arc::clone(&self.inner);
+        let name = collection.to_owned();
+        detached(async move { reload_with_layout(&inner, &name).await }).await?;
+        tracing::info!(collection, "applied [vectors.collection] settings in place");
+        self.drift(collection).await
+    }
+
     async fn close(&self) -> Result<()> {
         self.cancel.cancel();
         let task = self.maintenance.lock().unwrap_or_else(PoisonError::into_inner).take();
@@ -1030,6 +1228,7 @@ fn spawn_optimize(shard: Arc<Shard>) -> JoinHandle<()> {
         state.last_optimize = Instant::now();
     }
     tokio::task::spawn_blocking(move || {
+        let _one = shard.optimizing.lock().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
         let result = shard.engine.optimize();
         let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -1253,6 +1452,7 @@ mod tests {
             .search(
                 "chunks",
                 DenseSearch {
+                    hnsw_ef: None,
                     vector: vec![1.0, 3.0, 0.5, 0.25],
                     filter,
                     sources: None,

@@ -11,6 +11,7 @@
 
 pub mod edge;
 pub mod server;
+pub mod settings;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -148,6 +149,8 @@ pub struct DenseSearch {
     pub limit: usize,
     /// Applied inside the query: only hits scoring above it come back.
     pub score_threshold: Option<f32>,
+    /// The HNSW beam width for this search (`None`: `vectors.search.hnsw_ef`).
+    pub hnsw_ef: Option<u32>,
 }
 
 /// A BM25 search alone (what a hybrid search's sparse prefetch finds), for explaining.
@@ -194,6 +197,8 @@ pub struct HybridSearch {
     /// the fusion (BM25 candidates are not thresholded; fused scores are ranks, not cosines).
     pub dense_score_threshold: Option<f32>,
     pub fusion: Fusion,
+    /// The HNSW beam width of the dense prefetch (`None`: `vectors.search.hnsw_ef`).
+    pub hnsw_ef: Option<u32>,
 }
 
 /// One page of a scroll.
@@ -202,6 +207,17 @@ pub struct ScrollPage {
     pub points: Vec<PointRecord>,
     /// Pass back as `offset` for the next page; `None` at the end.
     pub next: Option<Uuid>,
+}
+
+/// One configured Qdrant node, as `/readyz` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct NodeState {
+    /// Position in `vectors.urls` (0-based; addresses are not shown to unauthenticated callers).
+    pub index: usize,
+    /// Whether the node answered its health check.
+    pub ok: bool,
+    /// Whether requests go to this node first (the last one that answered).
+    pub preferred: bool,
 }
 
 /// The vector store boundary. Every write returns only after the backend confirmed it.
@@ -259,6 +275,19 @@ pub trait VectorRepo: Send + Sync + 'static {
         offset: Option<Uuid>,
         limit: usize,
     ) -> Result<ScrollPage>;
+
+    /// How the existing `collection` differs from `[vectors.collection]` (empty when it matches
+    /// or does not exist).
+    async fn drift(&self, collection: &str) -> Result<Vec<settings::SettingDrift>>;
+
+    /// Changes what can change in place (quantization, HNSW, on-disk placement, write
+    /// consistency) to match `[vectors.collection]`; answers what still differs.
+    async fn apply_settings(&self, collection: &str) -> Result<Vec<settings::SettingDrift>>;
+
+    /// Each configured node's state (a server backend); empty for the embedded store.
+    async fn nodes(&self) -> Vec<NodeState> {
+        Vec::new()
+    }
 
     /// Persists everything written so far and stops background maintenance. Called once at
     /// shutdown after the workers have stopped.

@@ -14,26 +14,29 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::vectors_config::Config as VectorsConfigKind;
 use qdrant_client::qdrant::{
-    self as pb, Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
-    DeletePointsBuilder, FieldType, Filter, GetPointsBuilder, IdfParamsBuilder, PointStruct, PointsIdsList,
-    PrefetchQueryBuilder, Query, QueryPointsBuilder, RrfBuilder, ScrollPointsBuilder, SearchParamsBuilder,
-    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, UuidIndexParamsBuilder, VectorInput,
-    VectorParamsBuilder, VectorsConfigBuilder,
+    self as pb, CollectionParamsDiffBuilder, Condition, CountPointsBuilder, CreateCollectionBuilder,
+    CreateFieldIndexCollectionBuilder, DeletePointsBuilder, FieldType, Filter, GetPointsBuilder, HnswConfigDiffBuilder,
+    IdfParamsBuilder, PointStruct, PointsIdsList, PrefetchQueryBuilder, QuantizationSearchParamsBuilder, Query,
+    QueryPointsBuilder, RrfBuilder, ScalarQuantizationBuilder, ScrollPointsBuilder, SearchParamsBuilder,
+    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateCollectionBuilder, UpsertPointsBuilder,
+    UuidIndexParamsBuilder, VectorInput, VectorParamsBuilder, VectorParamsDiffBuilder, VectorsConfigBuilder,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
 
 use crate::domain::{SourceId, WorldId};
 
+use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
-    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
-    SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
+    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, NodeState, Point, PointFilter, PointPayload, PointRecord,
+    Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
 };
 
 const WORLD_ID: &str = "world_id";
@@ -46,20 +49,32 @@ const UPSERT_BATCH: usize = 256;
 /// Per-request deadline. Writes wait for the server to apply them, so this is generous.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `/readyz` waits for one node's health answer.
+const NODE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A Qdrant server over gRPC. Cheap to share: the client holds a connection pool.
+/// A Qdrant server, or several nodes of one cluster. Cheap to share: each node's client holds
+/// a connection pool.
 pub struct ServerRepo {
-    client: Qdrant,
-    url: String,
+    nodes: Vec<Node>,
+    /// The node requests go to first: the last one that answered.
+    preferred: AtomicUsize,
     /// Prepended to every collection name (tests isolate themselves with it; production: "").
     prefix: String,
+    layout: Layout,
+}
+
+/// One configured node.
+struct Node {
+    url: String,
+    client: Qdrant,
 }
 
 impl fmt::Debug for ServerRepo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the API key.
+        let urls: Vec<&str> = self.nodes.iter().map(|n| n.url.as_str()).collect();
         f.debug_struct("ServerRepo")
-            .field("url", &self.url)
+            .field("urls", &urls)
             .field("prefix", &self.prefix)
             .finish_non_exhaustive()
     }
@@ -69,35 +84,121 @@ impl ServerRepo {
     /// Runs a query on `collection`; a missing collection is named in the error.
     async fn run_query(&self, collection: &str, query: QueryPointsBuilder) -> Result<Vec<ScoredPoint>> {
         let result = self
-            .client
-            .query(query)
+            .call(|c| {
+                let query = query.clone();
+                async move { c.query(query).await }
+            })
             .await
             .map(|r| scored(r.result))
             .map_err(client_error);
         named_if_missing(result, collection)
     }
 
-    /// Builds a client for the gRPC endpoint `url` (e.g. `http://localhost:6334`). Does not touch
-    /// the network: connections are made on first use, so a server that is down shows up as
-    /// [`Error::Unavailable`] from `health()` and the operations, not here. A malformed URL is
-    /// [`Error::Rejected`].
+    /// Builds a client for the gRPC endpoint `url` (e.g. `http://localhost:6334`) with Qdrant's
+    /// default collection layout. See [`ServerRepo::connect_nodes`].
     pub fn connect(url: &str, api_key: Option<String>, collection_prefix: String) -> Result<ServerRepo> {
-        let client = Qdrant::from_url(url)
-            .api_key(api_key)
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            // The check would block here on a throwaway runtime and print to stdout.
-            .skip_compatibility_check()
-            .build()
-            .map_err(|e| match e {
-                QdrantError::InvalidUri(e) => Error::Rejected(format!("invalid Qdrant URL {url:?}: {e}")),
-                other => client_error(other),
-            })?;
+        Self::connect_nodes(&[url.to_owned()], api_key, collection_prefix, Layout::default())
+    }
+
+    /// Builds a client for the nodes at `urls` (gRPC endpoints of one cluster, tried in order).
+    /// Does not touch the network: connections are made on first use, so a server that is down
+    /// shows up as [`Error::Unavailable`] from `health()` and the operations, not here. A
+    /// malformed URL is [`Error::Rejected`].
+    pub fn connect_nodes(
+        urls: &[String],
+        api_key: Option<String>,
+        collection_prefix: String,
+        layout: Layout,
+    ) -> Result<ServerRepo> {
+        if urls.is_empty() {
+            return Err(Error::Rejected("no Qdrant URL given".into()));
+        }
+        let nodes = urls
+            .iter()
+            .map(|url| {
+                let client = Qdrant::from_url(url)
+                    .api_key(api_key.clone())
+                    .timeout(REQUEST_TIMEOUT)
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    // The check would block here on a throwaway runtime and print to stdout.
+                    .skip_compatibility_check()
+                    .build()
+                    .map_err(|e| match e {
+                        QdrantError::InvalidUri(e) => Error::Rejected(format!("invalid Qdrant URL {url:?}: {e}")),
+                        other => client_error(other),
+                    })?;
+                Ok(Node {
+                    url: url.clone(),
+                    client,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(ServerRepo {
-            client,
-            url: url.to_owned(),
+            nodes,
+            preferred: AtomicUsize::new(0),
             prefix: collection_prefix,
+            layout,
         })
+    }
+
+    /// Runs `op` on the preferred node; when that node cannot be reached, on the next one, and so
+    /// on once around the list. The node that answered becomes the preferred one. Only outages
+    /// move a request on: an answer (even a refusal) is the cluster's answer.
+    async fn call<T, F, Fut>(&self, op: F) -> Result<T, QdrantError>
+    where
+        F: Fn(Qdrant) -> Fut,
+        Fut: Future<Output = Result<T, QdrantError>>,
+    {
+        let count = self.nodes.len();
+        let start = self.preferred.load(AtomicOrdering::Relaxed) % count;
+        let mut step = 0;
+        loop {
+            let index = (start + step) % count;
+            let node = &self.nodes[index];
+            match op(node.client.clone()).await {
+                Ok(value) => {
+                    if step > 0 && self.preferred.swap(index, AtomicOrdering::Relaxed) != index {
+                        tracing::warn!(node = %node.url, "Qdrant: moved to this node");
+                    }
+                    return Ok(value);
+                }
+                Err(e) if step + 1 < count && node_unreachable(&e) => {
+                    tracing::warn!(node = %node.url, error = %e, "Qdrant node unreachable; trying the next one");
+                    step += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The write options every update carries: ordered through the shard's leader replica, so
+    /// replicas apply one point's writes in the same order, yet still accepted while a node is down.
+    fn ordering() -> pb::WriteOrdering {
+        pb::WriteOrdering {
+            r#type: pb::WriteOrderingType::Medium as i32,
+        }
+    }
+
+    /// Search parameters of a dense query: the beam width and, with quantization, rescoring.
+    fn dense_params(&self, hnsw_ef: Option<u32>) -> Option<SearchParamsBuilder> {
+        let search = &self.layout.search;
+        let ef = search.ef(hnsw_ef);
+        let quantized = self.layout.collection.quantization == Quantization::Int8;
+        if ef.is_none() && !quantized {
+            return None;
+        }
+        let mut params = SearchParamsBuilder::default();
+        if let Some(ef) = ef {
+            params = params.hnsw_ef(u64::from(ef));
+        }
+        if quantized {
+            let mut q = QuantizationSearchParamsBuilder::default().rescore(search.rescore.unwrap_or(true));
+            if let Some(oversampling) = search.oversampling {
+                q = q.oversampling(oversampling);
+            }
+            params = params.quantization(q);
+        }
+        Some(params)
     }
 
     /// The server-side name of `collection`.
@@ -122,24 +223,22 @@ impl ServerRepo {
             {
                 continue;
             }
-            self.client
-                .create_field_index(
-                    CreateFieldIndexCollectionBuilder::new(name, field, FieldType::Uuid)
-                        .field_index_params(params)
-                        .wait(true),
-                )
-                .await
-                .map_err(client_error)?;
+            let request = CreateFieldIndexCollectionBuilder::new(name, field, FieldType::Uuid)
+                .field_index_params(params)
+                .wait(true);
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.create_field_index(request).await }
+            })
+            .await
+            .map_err(client_error)?;
         }
         Ok(())
     }
 
     /// Checks an existing collection against `spec` and adds missing indexes.
     async fn check_existing(&self, name: &str, spec: &CollectionSpec) -> Result<()> {
-        let info = self.client.collection_info(name).await.map_err(client_error)?;
-        let info = info
-            .result
-            .ok_or_else(|| Error::Unavailable(format!("Qdrant returned no info for collection `{name}`")))?;
+        let info = self.info(name).await?;
         let params = info.config.as_ref().and_then(|c| c.params.as_ref());
         if let Some(reason) = incompatibility(params, spec) {
             return Err(Error::Incompatible {
@@ -148,6 +247,194 @@ impl ServerRepo {
             });
         }
         self.ensure_indexes(name, &info.payload_schema).await
+    }
+
+    async fn info(&self, name: &str) -> Result<pb::CollectionInfo> {
+        let info = self
+            .call(|c| {
+                let name = name.to_owned();
+                async move { c.collection_info(name).await }
+            })
+            .await
+            .map_err(client_error)?;
+        info.result
+            .ok_or_else(|| Error::Unavailable(format!("Qdrant returned no info for collection `{name}`")))
+    }
+
+    async fn exists(&self, name: &str) -> Result<bool> {
+        self.call(|c| {
+            let name = name.to_owned();
+            async move { c.collection_exists(name).await }
+        })
+        .await
+        .map_err(client_error)
+    }
+
+    /// The layout of an existing collection; `None` when it does not exist.
+    async fn observed(&self, collection: &str) -> Result<Option<Observed>> {
+        let name = self.name(collection);
+        if !self.exists(&name).await? {
+            return Ok(None);
+        }
+        let info = named_if_missing(self.info(&name).await, collection)?;
+        Ok(Some(observed(info.config.as_ref())))
+    }
+
+    /// The collection as `[vectors.collection]` describes it, for creating it.
+    fn create_request(&self, name: &str, spec: &CollectionSpec) -> CreateCollectionBuilder {
+        let layout = &self.layout.collection;
+        let mut dense = VectorParamsBuilder::new(u64::from(spec.dimensions), pb::Distance::Cosine);
+        if let Some(on_disk) = layout.on_disk {
+            dense = dense.memory(placement(on_disk));
+        }
+        let mut vectors = VectorsConfigBuilder::default();
+        vectors.add_named_vector_params(DENSE, dense);
+        let mut create = CreateCollectionBuilder::new(name).vectors_config(vectors);
+        if spec.sparse {
+            let mut sparse = SparseVectorsConfigBuilder::default();
+            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(pb::Modifier::Idf));
+            create = create.sparse_vectors_config(sparse);
+        }
+        if let Some(n) = layout.shard_number {
+            create = create.shard_number(n);
+        }
+        if let Some(n) = layout.replication_factor {
+            create = create.replication_factor(n);
+        }
+        if let Some(n) = layout.write_consistency_factor {
+            create = create.write_consistency_factor(n);
+        }
+        if let Some(on_disk) = layout.on_disk_payload {
+            create = create.payload(pb::PayloadStorageParams {
+                memory: Some(placement(on_disk)),
+            });
+        }
+        if let Some(hnsw) = hnsw_diff(layout) {
+            create = create.hnsw_config(hnsw);
+        }
+        if let Some(quantization) = scalar_quantization(layout) {
+            create = create.quantization_config(quantization);
+        }
+        create
+    }
+}
+
+/// The HNSW settings to send, if any is configured.
+fn hnsw_diff(layout: &CollectionSettings) -> Option<HnswConfigDiffBuilder> {
+    if layout.hnsw_m.is_none() && layout.hnsw_ef_construct.is_none() {
+        return None;
+    }
+    let mut hnsw = HnswConfigDiffBuilder::default();
+    if let Some(m) = layout.hnsw_m {
+        hnsw = hnsw.m(u64::from(m));
+    }
+    if let Some(ef) = layout.hnsw_ef_construct {
+        hnsw = hnsw.ef_construct(u64::from(ef));
+    }
+    Some(hnsw)
+}
+
+/// Scalar int8 quantization, when configured.
+fn scalar_quantization(layout: &CollectionSettings) -> Option<ScalarQuantizationBuilder> {
+    match layout.quantization {
+        Quantization::None => None,
+        Quantization::Int8 => {
+            let mut q = ScalarQuantizationBuilder::default().r#type(pb::QuantizationType::Int8 as i32);
+            if layout.always_ram == Some(true) {
+                q = q.memory(pb::Memory::Pinned as i32);
+            }
+            Some(q)
+        }
+    }
+}
+
+/// A collection's layout from its configuration as Qdrant reports it (per-vector settings of the
+/// dense vector win over the collection's).
+fn observed(config: Option<&pb::CollectionConfig>) -> Observed {
+    let params = config.and_then(|c| c.params.as_ref());
+    let dense = params
+        .and_then(|p| p.vectors_config.as_ref())
+        .and_then(|v| v.config.as_ref())
+        .and_then(|c| match c {
+            VectorsConfigKind::ParamsMap(map) => map.map.get(DENSE),
+            VectorsConfigKind::Params(_) => None,
+        });
+    let hnsw = dense
+        .and_then(|d| d.hnsw_config.as_ref())
+        .or_else(|| config.and_then(|c| c.hnsw_config.as_ref()));
+    let quantization = dense
+        .and_then(|d| d.quantization_config.as_ref())
+        .or_else(|| config.and_then(|c| c.quantization_config.as_ref()))
+        .and_then(|q| q.quantization.as_ref());
+    let (quantization, always_ram) = match quantization {
+        Some(pb::quantization_config::Quantization::Scalar(scalar))
+            if scalar.r#type == pb::QuantizationType::Int8 as i32 =>
+        {
+            (Quantization::Int8, Some(pinned(scalar)))
+        }
+        // Other kinds quarry does not configure: shown as "none" to whoever asked for int8.
+        _ => (Quantization::None, None),
+    };
+    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    Observed {
+        shard_number: params.map(|p| p.shard_number),
+        replication_factor: params.map(|p| p.replication_factor.unwrap_or(1)),
+        write_consistency_factor: params.map(|p| p.write_consistency_factor.unwrap_or(1)),
+        on_disk: dense.map(vectors_on_disk),
+        on_disk_payload: params.map(payload_on_disk),
+        quantization,
+        always_ram,
+        hnsw_m: hnsw.and_then(|h| h.m).map(clamp),
+        hnsw_ef_construct: hnsw.and_then(|h| h.ef_construct).map(clamp),
+    }
+}
+
+/// The memory placement that stands for "on disk" (`true`) or "in RAM" (`false`).
+fn placement(on_disk: bool) -> i32 {
+    if on_disk {
+        pb::Memory::Cold as i32
+    } else {
+        pb::Memory::Cached as i32
+    }
+}
+
+// Qdrant 1.19 reports placements as `memory`; collections made with the flags that preceded it
+// (`on_disk`, `on_disk_payload`, `always_ram`) may report only those.
+
+#[allow(deprecated)]
+fn vectors_on_disk(dense: &pb::VectorParams) -> bool {
+    match dense.memory {
+        Some(memory) => memory == pb::Memory::Cold as i32,
+        None => dense.on_disk.unwrap_or(false),
+    }
+}
+
+#[allow(deprecated)]
+fn payload_on_disk(params: &pb::CollectionParams) -> bool {
+    match params.payload.as_ref().and_then(|p| p.memory) {
+        Some(memory) => memory == pb::Memory::Cold as i32,
+        None => params.on_disk_payload,
+    }
+}
+
+#[allow(deprecated)]
+fn pinned(scalar: &pb::ScalarQuantization) -> bool {
+    match scalar.memory {
+        Some(memory) => memory == pb::Memory::Pinned as i32,
+        None => scalar.always_ram.unwrap_or(false),
+    }
+}
+
+/// Whether `e` says the node could not be reached (or failed before answering), so the same
+/// request may go to another node. A refusal or a missing collection is the cluster's answer.
+fn node_unreachable(e: &QdrantError) -> bool {
+    match e {
+        QdrantError::ResponseError { status } => matches!(
+            status.code() as i32,
+            code::UNAVAILABLE | code::DEADLINE_EXCEEDED | code::CANCELLED | code::UNKNOWN
+        ),
+        QdrantError::Io(_) => true,
+        _ => false,
     }
 }
 
@@ -355,8 +642,7 @@ impl VectorRepo for ServerRepo {
     }
 
     async fn health(&self) -> Result<()> {
-        self.client
-            .health_check()
+        self.call(|c| async move { c.health_check().await })
             .await
             .map(|_| ())
             .map_err(|e| match client_error(e) {
@@ -375,23 +661,20 @@ impl VectorRepo for ServerRepo {
             )));
         }
         let name = self.name(&spec.name);
-        if self.client.collection_exists(&name).await.map_err(client_error)? {
+        if self.exists(&name).await? {
             return self.check_existing(&name, spec).await;
         }
-        let mut vectors = VectorsConfigBuilder::default();
-        vectors.add_named_vector_params(
-            DENSE,
-            VectorParamsBuilder::new(u64::from(spec.dimensions), pb::Distance::Cosine),
-        );
-        let mut create = CreateCollectionBuilder::new(&name).vectors_config(vectors);
-        if spec.sparse {
-            let mut sparse = SparseVectorsConfigBuilder::default();
-            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(pb::Modifier::Idf));
-            create = create.sparse_vectors_config(sparse);
-        }
-        if let Err(e) = self.client.create_collection(create).await {
-            // Another replica may have created it in the meantime: then it only has to match.
-            let created_elsewhere = self.client.collection_exists(&name).await.unwrap_or(false);
+        let create = self.create_request(&name, spec);
+        let created = self
+            .call(|c| {
+                let create = create.clone();
+                async move { c.create_collection(create).await }
+            })
+            .await;
+        if let Err(e) = created {
+            // Another replica may have created it in the meantime (or a node created it and then
+            // failed to answer): then it only has to match.
+            let created_elsewhere = self.exists(&name).await.unwrap_or(false);
             if !created_elsewhere {
                 return Err(client_error(e));
             }
@@ -404,7 +687,7 @@ impl VectorRepo for ServerRepo {
     async fn upsert(&self, collection: &str, points: Vec<Point>) -> Result<()> {
         let name = self.name(collection);
         if points.is_empty() {
-            return if self.client.collection_exists(&name).await.map_err(client_error)? {
+            return if self.exists(&name).await? {
                 Ok(())
             } else {
                 Err(Error::MissingCollection(collection.to_owned()))
@@ -414,13 +697,18 @@ impl VectorRepo for ServerRepo {
         while !points.is_empty() {
             let rest = points.split_off(points.len().min(UPSERT_BATCH));
             let batch = std::mem::replace(&mut points, rest);
-            self.client
-                .upsert_points(UpsertPointsBuilder::new(&name, batch).wait(true))
-                .await
-                .map_err(|e| match client_error(e) {
-                    Error::MissingCollection(_) => Error::MissingCollection(collection.to_owned()),
-                    other => other,
-                })?;
+            let request = UpsertPointsBuilder::new(&name, batch)
+                .wait(true)
+                .ordering(Self::ordering());
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.upsert_points(request).await }
+            })
+            .await
+            .map_err(|e| match client_error(e) {
+                Error::MissingCollection(_) => Error::MissingCollection(collection.to_owned()),
+                other => other,
+            })?;
         }
         Ok(())
     }
@@ -437,6 +725,9 @@ impl VectorRepo for ServerRepo {
             .with_payload(true);
         if let Some(threshold) = search.score_threshold {
             query = query.score_threshold(threshold);
+        }
+        if let Some(params) = self.dense_params(search.hnsw_ef) {
+            query = query.params(params);
         }
         self.run_query(collection, query).await
     }
@@ -470,6 +761,9 @@ impl VectorRepo for ServerRepo {
         if let Some(threshold) = search.dense_score_threshold {
             dense = dense.score_threshold(threshold);
         }
+        if let Some(params) = self.dense_params(search.hnsw_ef) {
+            dense = dense.params(params);
+        }
         // IDF over this world's points only: other worlds' vocabularies must not weigh its terms.
         let sparse = PrefetchQueryBuilder::default()
             .query(bm25(search.sparse))
@@ -500,7 +794,13 @@ impl VectorRepo for ServerRepo {
         let request = GetPointsBuilder::new(self.name(collection), point_ids(ids))
             .with_payload(true)
             .with_vectors(false);
-        let result = self.client.get_points(request).await.map_err(client_error);
+        let result = self
+            .call(|c| {
+                let request = request.clone();
+                async move { c.get_points(request).await }
+            })
+            .await
+            .map_err(client_error);
         let points = or_empty(result.map(|r| r.result), Vec::new())?;
         // The server does not promise the request's order: restore it.
         let mut by_id: HashMap<Uuid, PointRecord> = points
@@ -520,7 +820,13 @@ impl VectorRepo for ServerRepo {
             .with_vectors(pb::VectorsSelector {
                 names: vec![DENSE.to_owned()],
             });
-        let result = self.client.get_points(request).await.map_err(client_error);
+        let result = self
+            .call(|c| {
+                let request = request.clone();
+                async move { c.get_points(request).await }
+            })
+            .await
+            .map_err(client_error);
         let points = or_empty(result.map(|r| r.result), Vec::new())?;
         Ok(points
             .into_iter()
@@ -540,13 +846,16 @@ impl VectorRepo for ServerRepo {
         }
         let request = DeletePointsBuilder::new(self.name(collection))
             .points(PointsIdsList { ids: point_ids(ids) })
-            .wait(true);
+            .wait(true)
+            .ordering(Self::ordering());
         or_empty(
-            self.client
-                .delete_points(request)
-                .await
-                .map(|_| ())
-                .map_err(client_error),
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.delete_points(request).await }
+            })
+            .await
+            .map(|_| ())
+            .map_err(client_error),
             (),
         )
     }
@@ -554,13 +863,16 @@ impl VectorRepo for ServerRepo {
     async fn delete_by_filter(&self, collection: &str, filter: PointFilter) -> Result<()> {
         let request = DeletePointsBuilder::new(self.name(collection))
             .points(to_filter(filter))
-            .wait(true);
+            .wait(true)
+            .ordering(Self::ordering());
         or_empty(
-            self.client
-                .delete_points(request)
-                .await
-                .map(|_| ())
-                .map_err(client_error),
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.delete_points(request).await }
+            })
+            .await
+            .map(|_| ())
+            .map_err(client_error),
             (),
         )
     }
@@ -570,8 +882,10 @@ impl VectorRepo for ServerRepo {
             .filter(to_filter(filter))
             .exact(true);
         let result = self
-            .client
-            .count(request)
+            .call(|c| {
+                let request = request.clone();
+                async move { c.count(request).await }
+            })
             .await
             .map(|r| r.result.map_or(0, |c| c.count))
             .map_err(client_error);
@@ -601,8 +915,10 @@ impl VectorRepo for ServerRepo {
             request = request.offset(offset);
         }
         let result = self
-            .client
-            .scroll(request)
+            .call(|c| {
+                let request = request.clone();
+                async move { c.scroll(request).await }
+            })
             .await
             .map(|r| ScrollPage {
                 points: r.result.into_iter().filter_map(record).collect(),
@@ -616,6 +932,99 @@ impl VectorRepo for ServerRepo {
                 next: None,
             },
         )
+    }
+
+    async fn drift(&self, collection: &str) -> Result<Vec<SettingDrift>> {
+        Ok(self
+            .observed(collection)
+            .await?
+            .map(|observed| drift(&self.layout.collection, &observed))
+            .unwrap_or_default())
+    }
+
+    async fn apply_settings(&self, collection: &str) -> Result<Vec<SettingDrift>> {
+        let found = self.drift(collection).await?;
+        let changeable = |setting: &str| found.iter().any(|d| d.in_place && d.setting.ends_with(setting));
+        let layout = &self.layout.collection;
+        let mut update = UpdateCollectionBuilder::new(self.name(collection));
+        let mut changed = false;
+        let mut params = CollectionParamsDiffBuilder::default();
+        let mut params_changed = false;
+        if let (true, Some(n)) = (changeable(".write_consistency_factor"), layout.write_consistency_factor) {
+            params = params.write_consistency_factor(n);
+            params_changed = true;
+        }
+        if let (true, Some(on_disk)) = (changeable(".on_disk_payload"), layout.on_disk_payload) {
+            params = params.payload(pb::PayloadStorageParams {
+                memory: Some(placement(on_disk)),
+            });
+            params_changed = true;
+        }
+        if params_changed {
+            update = update.params(params);
+            changed = true;
+        }
+        if let (true, Some(on_disk)) = (changeable(".on_disk"), layout.on_disk) {
+            let dense = VectorParamsDiffBuilder::default().memory(placement(on_disk)).build();
+            update = update.vectors_config(pb::VectorsConfigDiff {
+                config: Some(pb::vectors_config_diff::Config::ParamsMap(pb::VectorParamsDiffMap {
+                    map: HashMap::from([(DENSE.to_owned(), dense)]),
+                })),
+            });
+            changed = true;
+        }
+        if (changeable(".hnsw_m") || changeable(".hnsw_ef_construct"))
+            && let Some(hnsw) = hnsw_diff(layout)
+        {
+            update = update.hnsw_config(hnsw);
+            changed = true;
+        }
+        if changeable(".quantization") || changeable(".always_ram") {
+            update = match scalar_quantization(layout) {
+                Some(q) => update.quantization_config(q),
+                None => update.quantization_config(pb::Disabled {}),
+            };
+            changed = true;
+        }
+        if changed {
+            let request = update;
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.update_collection(request).await }
+            })
+            .await
+            .map_err(client_error)?;
+            tracing::info!(collection, "applied [vectors.collection] settings in place");
+        }
+        self.drift(collection).await
+    }
+
+    async fn nodes(&self) -> Vec<NodeState> {
+        let preferred = self.preferred.load(AtomicOrdering::Relaxed) % self.nodes.len();
+        let checks = self.nodes.iter().map(|node| async move {
+            let answer = tokio::time::timeout(NODE_CHECK_TIMEOUT, node.client.health_check()).await;
+            match answer {
+                Ok(Ok(_)) => true,
+                Ok(Err(e)) => {
+                    tracing::warn!(node = %node.url, error = %e, "readiness: Qdrant node check failed");
+                    false
+                }
+                Err(_) => {
+                    tracing::warn!(node = %node.url, "readiness: Qdrant node did not answer in time");
+                    false
+                }
+            }
+        });
+        futures_util::future::join_all(checks)
+            .await
+            .into_iter()
+            .enumerate()
+            .map(|(index, ok)| NodeState {
+                index,
+                ok,
+                preferred: index == preferred,
+            })
+            .collect()
     }
 
     async fn close(&self) -> Result<()> {

@@ -150,6 +150,16 @@ async fn start(dir: Arc<tempfile::TempDir>, store_url: String, tweak: impl FnOnc
     start_on(dir, store_url, None, tweak).await
 }
 
+/// An app on the files of an app stopped and dropped earlier (its `dir` and store URL), e.g.
+/// after a command-line tool worked on them.
+pub async fn spawn_app_in(
+    dir: Arc<tempfile::TempDir>,
+    store_url: String,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
+    start(dir, store_url, tweak).await
+}
+
 /// One replica on `vectors`, shared with others (see [`shared_vectors`]).
 pub async fn spawn_app_sharing(
     store_url: &str,

@@ -17,6 +17,7 @@ use std::sync::Once;
 use quarry::domain::{RunId, SourceId, WorldId, point_id};
 use quarry::vector::edge::EdgeRepo;
 use quarry::vector::server::ServerRepo;
+use quarry::vector::settings::Layout;
 use quarry::vector::{CollectionSpec, DenseSearch, Point, PointFilter, PointPayload, SparseVector, VectorRepo};
 use uuid::Uuid;
 
@@ -96,6 +97,7 @@ impl Slot {
 
 fn dense_search(vector: [f32; 4], filter: PointFilter, limit: usize, threshold: Option<f32>) -> DenseSearch {
     DenseSearch {
+        hnsw_ef: None,
         vector: vector.to_vec(),
         filter,
         sources: None,
@@ -123,8 +125,21 @@ struct EdgeEnv {
 
 impl EdgeEnv {
     fn new() -> Self {
+        Self::with_layout(Layout::default())
+    }
+
+    fn with_layout(layout: Layout) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let repo = EdgeRepo::open(dir.path()).unwrap();
+        let repo = EdgeRepo::open_with(dir.path(), layout).unwrap();
+        EdgeEnv { repo, dir }
+    }
+
+    /// Closes the repo and opens the same directory with `layout`.
+    async fn reopen(self, layout: Layout) -> Self {
+        let EdgeEnv { repo, dir } = self;
+        repo.close().await.unwrap();
+        drop(repo);
+        let repo = EdgeRepo::open_with(dir.path(), layout).unwrap();
         EdgeEnv { repo, dir }
     }
 
@@ -160,6 +175,16 @@ struct ServerEnv {
 
 impl ServerEnv {
     fn from_env(test: &str) -> Option<Self> {
+        Self::from_env_with(test, Layout::default())
+    }
+
+    /// The server of `QUARRY_TEST_QDRANT_URL`, reached through `urls_before` (addresses tried
+    /// first: dead ones, for failover) and then the real one, with `layout`.
+    fn from_env_with(test: &str, layout: Layout) -> Option<Self> {
+        Self::from_env_nodes(test, layout, &[])
+    }
+
+    fn from_env_nodes(test: &str, layout: Layout, urls_before: &[&str]) -> Option<Self> {
         let Ok(url) = std::env::var("QUARRY_TEST_QDRANT_URL") else {
             announce_server_skip();
             let _ = writeln!(
@@ -170,13 +195,28 @@ impl ServerEnv {
         };
         let api_key = std::env::var("QUARRY_TEST_QDRANT_API_KEY").ok();
         let prefix = format!("quarry_test_{}_", Uuid::new_v4().simple());
-        let repo = ServerRepo::connect(&url, api_key.clone(), prefix.clone()).unwrap();
+        let mut urls: Vec<String> = urls_before.iter().map(|u| (*u).to_owned()).collect();
+        urls.push(url.clone());
+        let repo = ServerRepo::connect_nodes(&urls, api_key.clone(), prefix.clone(), layout).unwrap();
         Some(ServerEnv {
             repo,
             url,
             api_key,
             prefix,
         })
+    }
+}
+
+impl ServerEnv {
+    /// Another client of the same server and collections, with another layout.
+    fn repo_with(&self, layout: Layout) -> ServerRepo {
+        ServerRepo::connect_nodes(
+            std::slice::from_ref(&self.url),
+            self.api_key.clone(),
+            self.prefix.clone(),
+            layout,
+        )
+        .unwrap()
     }
 }
 
@@ -240,5 +280,6 @@ macro_rules! conformance_tests {
 mod collections;
 mod deletes;
 mod embedded;
+mod layout;
 mod search;
 mod unreachable_server;

@@ -72,6 +72,7 @@ impl RetrievalService {
             .search(
                 &world.collection,
                 DenseSearch {
+                    hnsw_ef: None,
                     vector: ran.vector,
                     filter,
                     sources: None,

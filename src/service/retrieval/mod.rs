@@ -120,6 +120,9 @@ pub struct Settings {
     /// Explain the answer: each hit's standing in the dense and BM25 rankings, and why other
     /// candidates are not in it.
     pub explain: bool,
+    /// The HNSW beam width of this search (`None`: `vectors.search.hnsw_ef`); must lie within
+    /// `vectors.search.min_hnsw_ef` and `max_hnsw_ef`.
+    pub hnsw_ef: Option<u32>,
 }
 
 /// Reranking: how many candidates the search hands the reranker, and how many it keeps.
@@ -419,6 +422,8 @@ pub struct RetrievalLimits {
     pub query_budget: Duration,
     /// `mode: auto` answers with the whole corpus at most this many tokens (and the budget).
     pub full_context_threshold: u32,
+    /// The bounds of a request's `hnsw_ef` (`vectors.search.min_hnsw_ef`, `max_hnsw_ef`).
+    pub hnsw_ef_range: (u32, u32),
 }
 
 impl RetrievalLimits {
@@ -431,6 +436,15 @@ impl RetrievalLimits {
             max_context_tokens,
             query_budget: request_timeout.saturating_sub(margin),
             full_context_threshold: 30_000,
+            hnsw_ef_range: (16, 1024),
+        }
+    }
+
+    #[must_use]
+    pub fn with_hnsw_ef_range(self, min: u32, max: u32) -> Self {
+        Self {
+            hnsw_ef_range: (min, max),
+            ..self
         }
     }
 
@@ -518,6 +532,16 @@ impl RetrievalService {
 
     /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
     pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Retrieval> {
+        let (min_ef, max_ef) = self.limits.hnsw_ef_range;
+        if let Some(ef) = settings.hnsw_ef
+            && !(min_ef..=max_ef).contains(&ef)
+        {
+            return Err(ServiceError::invalid(
+                Invalid::RetrievalSettings,
+                "hnsw_ef",
+                format!("hnsw_ef must be between {min_ef} and {max_ef} (vectors.search.min_hnsw_ef and max_hnsw_ef)"),
+            ));
+        }
         if settings.rerank.is_some() && self.providers.reranker().is_none() {
             return Err(ServiceError::invalid(
                 Invalid::RetrievalSettings,

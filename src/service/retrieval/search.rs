@@ -40,6 +40,7 @@ impl RetrievalService {
             limit: limit as usize,
             min_score: settings.min_score,
             sources: sources.map(<[SourceId]>::to_vec),
+            hnsw_ef: settings.hnsw_ef,
         };
         let kept = settings.explain.then(|| vector.clone());
         let hits = self.search(world, query, vector, plan).await?;
@@ -165,6 +166,7 @@ impl RetrievalService {
             limit,
             min_score,
             sources,
+            hnsw_ef,
         } = plan;
         let filter = PointFilter::world(world.id).run(world.active_run);
         // Always sent, 0.0 included: with cosine a hit can score below zero, and the default
@@ -178,6 +180,7 @@ impl RetrievalService {
                     .search(
                         &world.collection,
                         DenseSearch {
+                            hnsw_ef,
                             vector,
                             filter,
                             sources,
@@ -192,6 +195,7 @@ impl RetrievalService {
                     .hybrid_search(
                         &world.collection,
                         HybridSearch {
+                            hnsw_ef,
                             dense: vector,
                             sparse: crate::sparse::query(query),
                             filter,
@@ -215,6 +219,7 @@ struct SearchPlan {
     limit: usize,
     min_score: f32,
     sources: Option<Vec<SourceId>>,
+    hnsw_ef: Option<u32>,
 }
 
 /// Whether `query` carries literal terms a lexical match finds better than an embedding: an

@@ -33,6 +33,11 @@ async fn settings_are_refused_before_the_world_is_looked_up() {
         ),
         (json!({"query": "q", "max_context_tokens": "800"}), "max_context_tokens"),
         (json!({"query": "q", "max_context_tokens": 1.5}), "max_context_tokens"),
+        (json!({"query": "q", "hnsw_ef": 0}), "hnsw_ef"),
+        (json!({"query": "q", "hnsw_ef": "64"}), "hnsw_ef"),
+        (json!({"query": "q", "hnsw_ef": 15}), "hnsw_ef"),
+        (json!({"query": "q", "hnsw_ef": 1025}), "hnsw_ef"),
+        (json!({"query": "q", "hnsw_ef": 10_000_000}), "hnsw_ef"),
     ];
     for (body, field) in cases {
         for path in [&unknown, &s.path()] {
@@ -170,4 +175,31 @@ async fn hybrid_mode_on_a_dense_world_is_refused() {
     let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_retrieval_settings");
     assert_eq!(error["details"]["field"], "mode");
     assert_eq!(s.fake.stats().requests, 0);
+}
+
+#[tokio::test]
+async fn hnsw_ef_moves_within_the_configured_bounds_and_finds_the_same_best_hit() {
+    let s = super::setup_on_fake_google("Aerth", |settings| {
+        settings.vectors.search.min_hnsw_ef = 8;
+        settings.vectors.search.max_hnsw_ef = 64;
+        settings.vectors.search.hnsw_ef = Some(32);
+    })
+    .await;
+    s.ingest(&[("isles.txt", ISLES)]).await;
+    let query = "who rules the northern isles?";
+    let plain = s.ok(json!({"query": query, "top_k": 3})).await;
+    for ef in [8, 64] {
+        let tuned = s.ok(json!({"query": query, "top_k": 3, "hnsw_ef": ef})).await;
+        assert_eq!(tuned["results"][0]["text"], plain["results"][0]["text"], "hnsw_ef {ef}");
+    }
+    // The bounds are the configured ones, and the message says which.
+    for ef in [7, 65] {
+        let (status, answer) = s.retrieve(json!({"query": query, "hnsw_ef": ef})).await;
+        let error = assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_retrieval_settings");
+        assert_eq!(error["details"]["field"], "hnsw_ef");
+        assert!(
+            error["message"].as_str().unwrap().contains("between 8 and 64"),
+            "{answer}"
+        );
+    }
 }

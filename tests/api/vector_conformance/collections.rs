@@ -125,6 +125,7 @@ async fn a_missing_collection_reads_empty_and_refuses_searches_and_upserts(repo:
         .await;
     assert!(nothing_asked.unwrap().is_empty());
     let hybrid = HybridSearch {
+        hnsw_ef: None,
         dense: vec![1.0, 0.0, 0.0, 0.0],
         sparse: SparseVector {
             indices: vec![1],

@@ -23,6 +23,7 @@ async fn edge_huge_limits_return_everything_without_exhausting_memory() {
     let hits = repo.search("hybrid", dense_search([1.0, 0.0, 0.0, 0.0], filter, usize::MAX, None));
     assert_eq!(hits.await.unwrap().len(), 5);
     let hybrid = HybridSearch {
+        hnsw_ef: None,
         dense: vec![1.0, 0.0, 0.0, 0.0],
         sparse: SparseVector {
             indices: vec![1],
@@ -103,6 +104,7 @@ async fn edge_data_survives_a_restart() {
         .hybrid_search(
             "hybrid",
             HybridSearch {
+                hnsw_ef: None,
                 dense: vec![1.0, 0.0, 0.0, 0.0],
                 sparse: SparseVector {
                     indices: vec![5],

@@ -130,6 +130,7 @@ async fn hybrid_search_finds_a_rare_term_the_dense_vector_ranks_low(repo: &dyn V
         .hybrid_search(
             "hybrid",
             HybridSearch {
+                hnsw_ef: None,
                 dense: q.to_vec(),
                 sparse: SparseVector {
                     indices: vec![RARE],
@@ -175,6 +176,7 @@ async fn hybrid_search_fuses_with_the_weights_and_method_given(repo: &dyn Vector
     points.push(target.clone());
     repo.upsert("weighted", points).await.unwrap();
     let search = |fusion: Fusion| HybridSearch {
+        hnsw_ef: None,
         dense: q.to_vec(),
         sparse: SparseVector {
             indices: vec![RARE],
@@ -279,6 +281,7 @@ async fn hybrid_search_weighs_terms_by_their_rarity_in_the_world(repo: &dyn Vect
         .hybrid_search(
             "hybrid",
             HybridSearch {
+                hnsw_ef: None,
                 dense: q.to_vec(),
                 sparse: SparseVector {
                     indices: vec![X, Y],
@@ -424,6 +427,7 @@ async fn searches_keep_to_the_sources_they_are_given(repo: &dyn VectorRepo) {
     );
 
     let hybrid = HybridSearch {
+        hnsw_ef: None,
         dense: q.to_vec(),
         sparse: SparseVector {
             indices: vec![7],

@@ -1,0 +1,442 @@
+//! How chunk collections are laid out (`[vectors.collection]`) and searched
+//! (`[vectors.search]`), and how an existing collection is compared with that configuration.
+//!
+//! Every layout setting is optional: unset means "whatever Qdrant chooses" and is never
+//! reported as drift. A collection is created with the settings in force; an existing one is
+//! only *compared* ([`drift`]) — changing it is an explicit step (`quarry vectors
+//! apply-settings`), because re-quantizing or re-indexing millions of points is not something
+//! a restart should start by surprise.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Vector quantization of the dense vector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Quantization {
+    /// Full-precision float32 vectors only.
+    #[default]
+    None,
+    /// Qdrant's scalar int8 quantization: a quarter of the RAM; searches use the int8 copy and
+    /// rescore the best candidates with the originals.
+    Int8,
+}
+
+impl fmt::Display for Quantization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Quantization::None => "none",
+            Quantization::Int8 => "int8",
+        })
+    }
+}
+
+/// `[vectors.collection]`: applied when a profile collection is created.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CollectionSettings {
+    /// Shards per collection (server only; unset: Qdrant's default, one per node). Fixed at
+    /// creation.
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub shard_number: Option<u32>,
+    /// Copies of every shard (server only; unset: 1). Fixed at creation as far as quarry is
+    /// concerned.
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub replication_factor: Option<u32>,
+    /// Copies that must confirm a write before it counts (server only; unset: 1).
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub write_consistency_factor: Option<u32>,
+    /// Original float32 vectors on disk (memory-mapped) instead of RAM.
+    pub on_disk: Option<bool>,
+    /// Payloads on disk instead of RAM.
+    pub on_disk_payload: Option<bool>,
+    pub quantization: Quantization,
+    /// With `int8`: keep the quantized vectors in RAM even when the originals are on disk.
+    pub always_ram: Option<bool>,
+    /// HNSW links per node.
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub hnsw_m: Option<u32>,
+    /// HNSW candidates considered while building.
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub hnsw_ef_construct: Option<u32>,
+}
+
+/// `[vectors.search]`: how every dense search runs.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchSettings {
+    /// HNSW beam width of a search (unset: Qdrant's default, the index's `ef_construct`).
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub hnsw_ef: Option<u32>,
+    /// Bounds on a `/retrieve` request's own `hnsw_ef`.
+    #[serde(deserialize_with = "crate::config::whole::deserialize")]
+    pub min_hnsw_ef: u32,
+    #[serde(deserialize_with = "crate::config::whole::deserialize")]
+    pub max_hnsw_ef: u32,
+    /// With `int8`: rescore the candidates with the original vectors (default true).
+    pub rescore: Option<bool>,
+    /// With `int8`: candidates taken from the quantized index per result, ≥ 1 (unset: 1).
+    pub oversampling: Option<f64>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            hnsw_ef: None,
+            min_hnsw_ef: 16,
+            max_hnsw_ef: 1024,
+            rescore: None,
+            oversampling: None,
+        }
+    }
+}
+
+/// Everything a backend needs to know about layout and search: `[vectors.collection]` and
+/// `[vectors.search]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Layout {
+    pub collection: CollectionSettings,
+    pub search: SearchSettings,
+}
+
+/// The most shards, replicas or HNSW links a setting may ask for: far beyond sensible values,
+/// well before Qdrant's own limits.
+const MAX_SHARDS: u32 = 1024;
+const MAX_REPLICAS: u32 = 16;
+const MAX_HNSW_M: u32 = 128;
+const MAX_EF: u32 = 4096;
+const MAX_OVERSAMPLING: f64 = 16.0;
+
+impl CollectionSettings {
+    /// Checks the settings for a backend; the message names the key. `server` is false for the
+    /// embedded backend, which has one shard and no replicas.
+    pub fn validate(&self, server: bool) -> Result<(), String> {
+        let key = |name: &str| format!("vectors.collection.{name}");
+        if !server {
+            for (name, set) in [
+                ("shard_number", self.shard_number.is_some()),
+                ("replication_factor", self.replication_factor.is_some()),
+                ("write_consistency_factor", self.write_consistency_factor.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{} applies only to vectors.kind = \"qdrant\" (the embedded store has one shard and no replicas)",
+                        key(name)
+                    ));
+                }
+            }
+        }
+        for (name, value, max) in [
+            ("shard_number", self.shard_number, MAX_SHARDS),
+            ("replication_factor", self.replication_factor, MAX_REPLICAS),
+            ("write_consistency_factor", self.write_consistency_factor, MAX_REPLICAS),
+        ] {
+            if let Some(value) = value
+                && !(1..=max).contains(&value)
+            {
+                return Err(format!("{} must be between 1 and {max} (got {value})", key(name)));
+            }
+        }
+        let replicas = self.replication_factor.unwrap_or(1);
+        if let Some(wcf) = self.write_consistency_factor
+            && wcf > replicas
+        {
+            return Err(format!(
+                "{} ({wcf}) must not exceed vectors.collection.replication_factor ({replicas}): no write could ever be confirmed",
+                key("write_consistency_factor")
+            ));
+        }
+        if let Some(m) = self.hnsw_m
+            && !(4..=MAX_HNSW_M).contains(&m)
+        {
+            return Err(format!(
+                "{} must be between 4 and {MAX_HNSW_M} (got {m})",
+                key("hnsw_m")
+            ));
+        }
+        if let Some(ef) = self.hnsw_ef_construct
+            && !(4..=MAX_EF).contains(&ef)
+        {
+            return Err(format!(
+                "{} must be between 4 and {MAX_EF} (got {ef})",
+                key("hnsw_ef_construct")
+            ));
+        }
+        if self.always_ram.is_some() && self.quantization == Quantization::None {
+            return Err(format!(
+                "{} needs vectors.collection.quantization = \"int8\"",
+                key("always_ram")
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl SearchSettings {
+    /// Checks the settings; the message names the key.
+    pub fn validate(&self, quantization: Quantization) -> Result<(), String> {
+        let key = |name: &str| format!("vectors.search.{name}");
+        if self.min_hnsw_ef == 0 || self.min_hnsw_ef > self.max_hnsw_ef || self.max_hnsw_ef > MAX_EF {
+            return Err(format!(
+                "{} and {} must satisfy 1 <= min_hnsw_ef <= max_hnsw_ef <= {MAX_EF} (got {} and {})",
+                key("min_hnsw_ef"),
+                key("max_hnsw_ef"),
+                self.min_hnsw_ef,
+                self.max_hnsw_ef
+            ));
+        }
+        if let Some(ef) = self.hnsw_ef
+            && !(self.min_hnsw_ef..=self.max_hnsw_ef).contains(&ef)
+        {
+            return Err(format!(
+                "{} ({ef}) must be between vectors.search.min_hnsw_ef ({}) and vectors.search.max_hnsw_ef ({})",
+                key("hnsw_ef"),
+                self.min_hnsw_ef,
+                self.max_hnsw_ef
+            ));
+        }
+        if quantization == Quantization::None {
+            for (name, set) in [
+                ("rescore", self.rescore.is_some()),
+                ("oversampling", self.oversampling.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{} needs vectors.collection.quantization = \"int8\"",
+                        key(name)
+                    ));
+                }
+            }
+        }
+        if let Some(o) = self.oversampling
+            && !(o.is_finite() && (1.0..=MAX_OVERSAMPLING).contains(&o))
+        {
+            return Err(format!(
+                "{} must be between 1 and {MAX_OVERSAMPLING} (got {o})",
+                key("oversampling")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The beam width for one search: the request's own (already checked against the bounds)
+    /// or the configured one.
+    pub fn ef(&self, requested: Option<u32>) -> Option<u32> {
+        requested.or(self.hnsw_ef)
+    }
+}
+
+/// An existing collection's layout as the backend reports it, in the terms of
+/// [`CollectionSettings`]; `None` where the backend does not say (or does not have the notion).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    pub shard_number: Option<u32>,
+    pub replication_factor: Option<u32>,
+    pub write_consistency_factor: Option<u32>,
+    pub on_disk: Option<bool>,
+    pub on_disk_payload: Option<bool>,
+    pub quantization: Quantization,
+    pub always_ram: Option<bool>,
+    pub hnsw_m: Option<u32>,
+    pub hnsw_ef_construct: Option<u32>,
+}
+
+/// One setting of an existing collection that differs from the configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct SettingDrift {
+    /// The configuration key, e.g. `vectors.collection.hnsw_m`.
+    #[schema(example = "vectors.collection.quantization")]
+    pub setting: String,
+    #[schema(example = "int8")]
+    pub configured: String,
+    /// What the collection has (`unset` where the backend reports nothing).
+    #[schema(example = "none")]
+    pub actual: String,
+    /// Whether `quarry vectors apply-settings` can change it in place (shard count and
+    /// replication cannot: see the operations guide).
+    pub in_place: bool,
+}
+
+/// The settings that differ between `configured` and `observed`. Unset settings never differ.
+pub fn drift(configured: &CollectionSettings, observed: &Observed) -> Vec<SettingDrift> {
+    let mut out = Vec::new();
+    let mut compare = |name: &str, wanted: Option<String>, actual: Option<String>, in_place: bool| {
+        if let Some(wanted) = wanted
+            && actual.as_ref() != Some(&wanted)
+        {
+            out.push(SettingDrift {
+                setting: format!("vectors.collection.{name}"),
+                configured: wanted,
+                actual: actual.unwrap_or_else(|| "unset".to_owned()),
+                in_place,
+            });
+        }
+    };
+    let text = |v: Option<u32>| v.map(|v| v.to_string());
+    let flag = |v: Option<bool>| v.map(|v| v.to_string());
+    compare(
+        "shard_number",
+        text(configured.shard_number),
+        text(observed.shard_number),
+        false,
+    );
+    compare(
+        "replication_factor",
+        text(configured.replication_factor),
+        text(observed.replication_factor),
+        false,
+    );
+    compare(
+        "write_consistency_factor",
+        text(configured.write_consistency_factor),
+        text(observed.write_consistency_factor),
+        true,
+    );
+    compare("on_disk", flag(configured.on_disk), flag(observed.on_disk), true);
+    compare(
+        "on_disk_payload",
+        flag(configured.on_disk_payload),
+        flag(observed.on_disk_payload),
+        true,
+    );
+    compare(
+        "quantization",
+        Some(configured.quantization.to_string()),
+        Some(observed.quantization.to_string()),
+        true,
+    );
+    if configured.quantization == Quantization::Int8 && observed.quantization == Quantization::Int8 {
+        compare(
+            "always_ram",
+            flag(configured.always_ram),
+            flag(observed.always_ram.or(Some(false))),
+            true,
+        );
+    }
+    compare("hnsw_m", text(configured.hnsw_m), text(observed.hnsw_m), true);
+    compare(
+        "hnsw_ef_construct",
+        text(configured.hnsw_ef_construct),
+        text(observed.hnsw_ef_construct),
+        true,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_configured_settings_can_differ() {
+        let observed = Observed {
+            shard_number: Some(3),
+            replication_factor: Some(1),
+            hnsw_m: Some(16),
+            hnsw_ef_construct: Some(100),
+            on_disk: Some(false),
+            ..Observed::default()
+        };
+        assert!(drift(&CollectionSettings::default(), &observed).is_empty());
+        let configured = CollectionSettings {
+            replication_factor: Some(2),
+            hnsw_m: Some(16),
+            quantization: Quantization::Int8,
+            ..CollectionSettings::default()
+        };
+        let found = drift(&configured, &observed);
+        let names: Vec<(&str, &str, bool)> = found
+            .iter()
+            .map(|d| (d.setting.as_str(), d.actual.as_str(), d.in_place))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("vectors.collection.replication_factor", "1", false),
+                ("vectors.collection.quantization", "none", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        let cases: [(CollectionSettings, bool, &str); 6] = [
+            (
+                CollectionSettings {
+                    replication_factor: Some(2),
+                    ..CollectionSettings::default()
+                },
+                false,
+                "vectors.collection.replication_factor applies only",
+            ),
+            (
+                CollectionSettings {
+                    shard_number: Some(0),
+                    ..CollectionSettings::default()
+                },
+                true,
+                "vectors.collection.shard_number must be between 1",
+            ),
+            (
+                CollectionSettings {
+                    replication_factor: Some(2),
+                    write_consistency_factor: Some(3),
+                    ..CollectionSettings::default()
+                },
+                true,
+                "vectors.collection.write_consistency_factor (3) must not exceed",
+            ),
+            (
+                CollectionSettings {
+                    hnsw_m: Some(2),
+                    ..CollectionSettings::default()
+                },
+                true,
+                "vectors.collection.hnsw_m",
+            ),
+            (
+                CollectionSettings {
+                    hnsw_ef_construct: Some(1_000_000),
+                    ..CollectionSettings::default()
+                },
+                false,
+                "vectors.collection.hnsw_ef_construct",
+            ),
+            (
+                CollectionSettings {
+                    always_ram: Some(true),
+                    ..CollectionSettings::default()
+                },
+                false,
+                "vectors.collection.always_ram needs",
+            ),
+        ];
+        for (settings, server, wanted) in cases {
+            let err = settings.validate(server).expect_err(wanted);
+            assert!(err.contains(wanted), "{err}");
+        }
+        let search = SearchSettings {
+            oversampling: Some(2.0),
+            ..SearchSettings::default()
+        };
+        assert!(
+            search
+                .validate(Quantization::None)
+                .unwrap_err()
+                .contains("vectors.search.oversampling needs")
+        );
+        assert!(search.validate(Quantization::Int8).is_ok());
+        let search = SearchSettings {
+            hnsw_ef: Some(5000),
+            ..SearchSettings::default()
+        };
+        assert!(
+            search
+                .validate(Quantization::None)
+                .unwrap_err()
+                .contains("vectors.search.hnsw_ef (5000)")
+        );
+    }
+}
