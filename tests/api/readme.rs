@@ -10,6 +10,14 @@ const EXERCISED: &[(&str, &str)] = &[
     ),
     ("make test", ".ci/run"),
     (
+        "quarry vectors check",
+        "collection_layout::a_collection_made_under_other_settings_is_reported_and_changed_only_by_the_command",
+    ),
+    (
+        "quarry vectors apply-settings",
+        "collection_layout::a_collection_made_under_other_settings_is_reported_and_changed_only_by_the_command",
+    ),
+    (
         "make openapi",
         "binary::openapi_subcommand_prints_the_committed_document (what make openapi writes)",
     ),
