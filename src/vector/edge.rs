@@ -511,11 +511,12 @@ fn apply_layout(config: &mut EdgeConfig, layout: &CollectionSettings) -> Result<
     if let Some(on_disk) = layout.on_disk_payload {
         config.payload_memory = Some(Memory::from_on_disk(on_disk));
     }
-    if layout.hnsw_m.is_some() || layout.hnsw_ef_construct.is_some() {
+    if layout.hnsw_m.is_some() || layout.hnsw_ef_construct.is_some() || layout.hnsw_payload_m.is_some() {
         let current = config.hnsw_config();
         config.hnsw_config = Some(HnswIndexConfig {
             m: layout.hnsw_m.map_or(current.m, |m| m as usize),
             ef_construct: layout.hnsw_ef_construct.map_or(current.ef_construct, |ef| ef as usize),
+            payload_m: layout.hnsw_payload_m.map(|m| m as usize).or(current.payload_m),
             ..current
         });
     }
@@ -569,6 +570,7 @@ fn observed(config: &EdgeConfig) -> Observed {
         quantization,
         always_ram,
         hnsw_m: Some(clamp(hnsw.m)),
+        hnsw_payload_m: hnsw.payload_m.map(clamp),
         hnsw_ef_construct: Some(clamp(hnsw.ef_construct)),
     }
 }

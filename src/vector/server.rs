@@ -321,12 +321,15 @@ impl ServerRepo {
 
 /// The HNSW settings to send, if any is configured.
 fn hnsw_diff(layout: &CollectionSettings) -> Option<HnswConfigDiffBuilder> {
-    if layout.hnsw_m.is_none() && layout.hnsw_ef_construct.is_none() {
+    if layout.hnsw_m.is_none() && layout.hnsw_ef_construct.is_none() && layout.hnsw_payload_m.is_none() {
         return None;
     }
     let mut hnsw = HnswConfigDiffBuilder::default();
     if let Some(m) = layout.hnsw_m {
         hnsw = hnsw.m(u64::from(m));
+    }
+    if let Some(m) = layout.hnsw_payload_m {
+        hnsw = hnsw.payload_m(u64::from(m));
     }
     if let Some(ef) = layout.hnsw_ef_construct {
         hnsw = hnsw.ef_construct(u64::from(ef));
@@ -385,6 +388,7 @@ fn observed(config: Option<&pb::CollectionConfig>) -> Observed {
         quantization,
         always_ram,
         hnsw_m: hnsw.and_then(|h| h.m).map(clamp),
+        hnsw_payload_m: hnsw.and_then(|h| h.payload_m).map(clamp),
         hnsw_ef_construct: hnsw.and_then(|h| h.ef_construct).map(clamp),
     }
 }
@@ -973,7 +977,7 @@ impl VectorRepo for ServerRepo {
             });
             changed = true;
         }
-        if (changeable(".hnsw_m") || changeable(".hnsw_ef_construct"))
+        if (changeable(".hnsw_m") || changeable(".hnsw_payload_m") || changeable(".hnsw_ef_construct"))
             && let Some(hnsw) = hnsw_diff(layout)
         {
             update = update.hnsw_config(hnsw);

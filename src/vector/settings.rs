@@ -55,9 +55,14 @@ pub struct CollectionSettings {
     pub quantization: Quantization,
     /// With `int8`: keep the quantized vectors in RAM even when the originals are on disk.
     pub always_ram: Option<bool>,
-    /// HNSW links per node.
+    /// HNSW links per node (0: no global graph; needs `hnsw_payload_m`).
     #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
     pub hnsw_m: Option<u32>,
+    /// HNSW links per node inside each world's own graph (Qdrant's `payload_m`; unset: as
+    /// `hnsw_m`). With `hnsw_m = 0` this is the per-tenant layout Qdrant suggests for many
+    /// tenants in one collection: every world gets its own graph and there is no global one.
+    #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
+    pub hnsw_payload_m: Option<u32>,
     /// HNSW candidates considered while building.
     #[serde(deserialize_with = "crate::config::whole::option::deserialize")]
     pub hnsw_ef_construct: Option<u32>,
@@ -148,13 +153,28 @@ impl CollectionSettings {
                 key("write_consistency_factor")
             ));
         }
-        if let Some(m) = self.hnsw_m
+        if let Some(m) = self.hnsw_payload_m
             && !(4..=MAX_HNSW_M).contains(&m)
         {
             return Err(format!(
                 "{} must be between 4 and {MAX_HNSW_M} (got {m})",
-                key("hnsw_m")
+                key("hnsw_payload_m")
             ));
+        }
+        match self.hnsw_m {
+            Some(0) if self.hnsw_payload_m.is_none() => {
+                return Err(format!(
+                    "{} = 0 (no global graph) needs vectors.collection.hnsw_payload_m (the per-world graphs)",
+                    key("hnsw_m")
+                ));
+            }
+            Some(m) if m != 0 && !(4..=MAX_HNSW_M).contains(&m) => {
+                return Err(format!(
+                    "{} must be 0 or between 4 and {MAX_HNSW_M} (got {m})",
+                    key("hnsw_m")
+                ));
+            }
+            _ => {}
         }
         if let Some(ef) = self.hnsw_ef_construct
             && !(4..=MAX_EF).contains(&ef)
@@ -240,6 +260,7 @@ pub struct Observed {
     pub quantization: Quantization,
     pub always_ram: Option<bool>,
     pub hnsw_m: Option<u32>,
+    pub hnsw_payload_m: Option<u32>,
     pub hnsw_ef_construct: Option<u32>,
 }
 
@@ -316,6 +337,12 @@ pub fn drift(configured: &CollectionSettings, observed: &Observed) -> Vec<Settin
         );
     }
     compare("hnsw_m", text(configured.hnsw_m), text(observed.hnsw_m), true);
+    compare(
+        "hnsw_payload_m",
+        text(configured.hnsw_payload_m),
+        text(observed.hnsw_payload_m),
+        true,
+    );
     compare(
         "hnsw_ef_construct",
         text(configured.hnsw_ef_construct),
@@ -413,6 +440,21 @@ mod tests {
                 "vectors.collection.always_ram needs",
             ),
         ];
+        let tenant_only = CollectionSettings {
+            hnsw_m: Some(0),
+            ..CollectionSettings::default()
+        };
+        assert!(
+            tenant_only
+                .validate(true)
+                .unwrap_err()
+                .contains("needs vectors.collection.hnsw_payload_m")
+        );
+        let tenant_only = CollectionSettings {
+            hnsw_payload_m: Some(16),
+            ..tenant_only
+        };
+        assert!(tenant_only.validate(false).is_ok());
         for (settings, server, wanted) in cases {
             let err = settings.validate(server).expect_err(wanted);
             assert!(err.contains(wanted), "{err}");

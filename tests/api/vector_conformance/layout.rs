@@ -31,6 +31,7 @@ fn tuned() -> CollectionSettings {
         quantization: Quantization::Int8,
         always_ram: Some(true),
         hnsw_m: Some(20),
+        hnsw_payload_m: Some(12),
         hnsw_ef_construct: Some(64),
         ..CollectionSettings::default()
     }
@@ -157,6 +158,7 @@ async fn edge_reports_a_differing_collection_and_changes_it_only_when_asked() {
         [
             "vectors.collection.hnsw_ef_construct",
             "vectors.collection.hnsw_m",
+            "vectors.collection.hnsw_payload_m",
             "vectors.collection.on_disk",
             "vectors.collection.quantization",
         ],
@@ -175,7 +177,7 @@ async fn edge_reports_a_differing_collection_and_changes_it_only_when_asked() {
             search: search_settings(),
         })
         .await;
-    assert_eq!(env.repo.drift("layout").await.unwrap().len(), 4);
+    assert_eq!(env.repo.drift("layout").await.unwrap().len(), 5);
     assert_eq!(quantized_files(env.dir.path()), 0);
     assert!(env.repo.apply_settings("layout").await.unwrap().is_empty());
     assert!(env.repo.drift("layout").await.unwrap().is_empty());
@@ -250,7 +252,10 @@ async fn server_creates_collections_with_the_configured_layout() {
         Some(qdrant_client::qdrant::Memory::Cold as i32)
     );
     let hnsw = config.hnsw_config.unwrap();
-    assert_eq!((hnsw.m, hnsw.ef_construct), (Some(20), Some(64)));
+    assert_eq!(
+        (hnsw.m, hnsw.payload_m, hnsw.ef_construct),
+        (Some(20), Some(12), Some(64))
+    );
     let quantization = format!("{:?}", config.quantization_config);
     assert!(quantization.contains("Scalar"), "{quantization}");
     let slot = Slot::new();
