@@ -1,0 +1,380 @@
+//! Section `retrieve`: quarry in-process with one world of `--chunks` chunks loaded through its
+//! API (the fake provider answers at once, without a quota), then `POST /retrieve` under load,
+//! on SQLite (default) or PostgreSQL (`--store`), with embedded vectors either way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use crate::corpus::Corpus;
+use crate::fake::{Fake, FakeConfig};
+use crate::harness::{self, Quarry, Result, Table, mean, num, quantile_ms};
+use crate::vectors::Mem;
+use crate::{Options, StoreKind, disk_usage, mib, pgdb, progress};
+
+/// The name of the benchmark's world (found again in a `--data` directory).
+const WORLD: &str = "scale";
+/// Results per request.
+const TOP_K: usize = 10;
+
+/// One answer's timing, as quarry reports it.
+struct Timing {
+    embed: f64,
+    search: f64,
+    verify: f64,
+    total: f64,
+    results: usize,
+}
+
+struct Tables {
+    load: Table,
+    space: Table,
+    latency: Table,
+    notes: Vec<String>,
+}
+
+pub async fn run(o: &Options) -> Result<()> {
+    let mut t = Tables {
+        load: Table::new(&["store", "chunks", "sources", "load s", "chunks/s", "index settle s"]),
+        space: Table::new(&[
+            "store",
+            "RSS MiB",
+            "peak MiB",
+            "RSS B/chunk",
+            "relational MiB",
+            "relational B/chunk",
+            "vectors MiB",
+            "vectors B/chunk",
+        ]),
+        latency: Table::new(&[
+            "store",
+            "concurrency",
+            "requests",
+            "errors",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "req/s",
+            "embed ms",
+            "search ms",
+            "verify ms",
+            "total ms",
+        ]),
+        notes: Vec::new(),
+    };
+    let corpus = Corpus::new(o.text);
+    for store in o.stores(&[StoreKind::Sqlite]) {
+        one(o, &corpus, store, &mut t).await?;
+    }
+    let per_source = o.chunks / o.sources;
+    println!();
+    println!(
+        "## Retrieve: quarry in-process, one world of {} chunks in {} sources loaded through the API ({} dimensions, \
+         {} text, chunks of one sentence, zero-latency fake provider without a quota, embedded vectors)",
+        num((per_source * o.sources) as f64, 0),
+        o.sources,
+        o.dims,
+        o.text_name()
+    );
+    println!();
+    t.load.print();
+    println!();
+    println!(
+        "load s: from the first upload until the world showed every chunk embedded (polled every second, every 5 s \
+         above 200,000 chunks); index \
+         settle s: then until the process stayed under 5 % of a core for a second (the background optimize done)."
+    );
+    println!();
+    t.space.print();
+    println!();
+    println!(
+        "RSS: the whole process (quarry, the fake provider, the load generator) less what it held before quarry \
+         started, after the index settled; peak: VmHWM, the process's peak since it started (earlier sections \
+         included). \
+         relational: the SQLite file with its WAL and shared-memory files (blocks allocated), or \
+         pg_database_size(); vectors: blocks allocated under the vector directory. B/chunk: per chunk loaded."
+    );
+    println!();
+    t.latency.print();
+    println!();
+    println!(
+        "POST /v1/worlds/{{id}}/retrieve with top_k {TOP_K} over HTTP on loopback; queries are perturbed sentences \
+         of the world (`corpus.rs`). p50/p95/p99 measured by the client; embed / search / verify / total: means of \
+         quarry's own `timing`."
+    );
+    for note in &t.notes {
+        println!("{note}");
+    }
+    Ok(())
+}
+
+/// The world named [`WORLD`], if there is one.
+async fn find_world(quarry: &Quarry) -> Result<Option<Value>> {
+    let worlds = quarry.get("/v1/worlds").await?;
+    Ok(worlds["worlds"]
+        .as_array()
+        .and_then(|all| all.iter().find(|w| w["name"] == WORLD))
+        .cloned())
+}
+
+async fn one(o: &Options, corpus: &Corpus, store: StoreKind, t: &mut Tables) -> Result<()> {
+    let label = store.name();
+    let keys: Vec<String> = (0..2).map(|i| format!("sk-scale-{i}")).collect();
+    let fake = Fake::start(FakeConfig {
+        outage: None,
+        keys: keys.clone(),
+        quota: None,
+        latency: Duration::ZERO,
+    })
+    .await?;
+    let temporary = tempfile::Builder::new().prefix("quarry-scale-retrieve-").tempdir()?;
+    let dir: PathBuf = o.data.clone().unwrap_or_else(|| temporary.path().to_owned());
+    let pg = match store {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => Some(pgdb::create(&crate::postgres_admin(), "quarry_scale").await?),
+    };
+    let before = Mem::now();
+    let started = Quarry::start_in(Some(&dir), &fake.base_url(), &keys, |s| {
+        // No periodic reconciliation in the middle of a measurement.
+        s.embedding.audit_interval_s = 0;
+        if let Some((url, _)) = &pg {
+            s.store.url = SecretString::from(url.clone());
+        }
+    })
+    .await;
+    let result = match started {
+        Ok(quarry) => {
+            let result = load_and_measure(
+                o,
+                corpus,
+                label,
+                &quarry,
+                &dir,
+                pg.as_ref().map(|p| p.0.as_str()),
+                before,
+                t,
+            )
+            .await;
+            let stopped = quarry.stop().await;
+            result.and(stopped)
+        }
+        Err(err) => Err(err),
+    };
+    if let Some((_, name)) = &pg
+        && let Err(err) = pgdb::drop(&crate::postgres_admin(), name).await
+    {
+        eprintln!("[bench_scale] dropping the scratch database {name} failed: {err}");
+    }
+    drop(fake);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn load_and_measure(
+    o: &Options,
+    corpus: &Corpus,
+    label: &str,
+    quarry: &Quarry,
+    dir: &Path,
+    pg_url: Option<&str>,
+    before: Mem,
+    t: &mut Tables,
+) -> Result<()> {
+    let per_source = o.chunks / o.sources;
+    let total = per_source * o.sources;
+    let world = match find_world(quarry).await? {
+        Some(world) => {
+            let embedded = world["stats"]["embedded"].as_u64().unwrap_or(0);
+            if embedded != total || world["stats"]["chunks"].as_u64() != Some(total) {
+                return Err(format!(
+                    "the --data directory holds world `{WORLD}` with {embedded} embedded chunks, not {total}; delete it"
+                )
+                .into());
+            }
+            progress(format!(
+                "retrieve ({label}): reusing world `{WORLD}` from {}",
+                dir.display()
+            ));
+            let settled = harness::settle(Duration::from_secs(3), Duration::from_secs(3 * 3600)).await;
+            t.load.row(vec![
+                format!("{label} (reused)"),
+                num(total as f64, 0),
+                o.sources.to_string(),
+                "–".into(),
+                "–".into(),
+                format!("{:.0}", settled.as_secs_f64()),
+            ]);
+            world
+        }
+        None => load(o, corpus, label, quarry, t).await?,
+    };
+    let id = world["id"].as_str().ok_or("world without id")?.to_owned();
+
+    let memory = Mem::now();
+    let relational = match pg_url {
+        None => ["quarry.db", "quarry.db-wal", "quarry.db-shm"]
+            .iter()
+            .map(|f| disk_usage(&dir.join(f)).0)
+            .sum::<u64>(),
+        Some(url) => {
+            let pool = sqlx::PgPool::connect(url).await?;
+            let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                .fetch_one(&pool)
+                .await?;
+            pool.close().await;
+            bytes as u64
+        }
+    };
+    let (vectors, _) = disk_usage(&dir.join("vectors"));
+    let n = total as f64;
+    t.space.row(vec![
+        label.to_owned(),
+        num(memory.rss - before.rss, 0),
+        num(memory.peak, 0),
+        num((memory.rss - before.rss) * 1_048_576.0 / n, 0),
+        num(mib(relational), 0),
+        num(relational as f64 / n, 0),
+        num(mib(vectors), 0),
+        num(vectors as f64 / n, 0),
+    ]);
+
+    let most = o.requests.iter().copied().max().unwrap_or(0).max(100);
+    let queries: Arc<Vec<String>> = Arc::new((0..most as u64).map(|q| corpus.query(0, q, total)).collect());
+    let url = Arc::new(quarry.url(&format!("/v1/worlds/{id}/retrieve")));
+    let client = quarry.client.clone();
+    let retrieve = move |i: usize| {
+        let (url, client, queries) = (url.clone(), client.clone(), queries.clone());
+        async move {
+            let response = client
+                .post(url.as_str())
+                .bearer_auth(harness::TOKEN)
+                .json(&json!({"query": queries[i % queries.len()], "top_k": TOP_K}))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body: Value = response.json().await.map_err(|e| e.to_string())?;
+            if !status.is_success() {
+                return Err(format!("HTTP {status}: {body}"));
+            }
+            let timing = &body["timing"];
+            let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
+            Ok::<Timing, String>(Timing {
+                embed: f("embed_ms"),
+                search: f("search_ms"),
+                verify: f("verify_ms"),
+                total: f("total_ms"),
+                results: body["results"].as_array().map_or(0, Vec::len),
+            })
+        }
+    };
+    progress(format!("retrieve ({label}): warming up"));
+    let warm = harness::run_load(4, 100, retrieve.clone()).await;
+    if warm.errors > 0 {
+        return Err(format!("retrieve fails: {}", warm.first_error.unwrap_or_default()).into());
+    }
+    for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
+        progress(format!(
+            "retrieve ({label}): {requests} requests at concurrency {concurrency}"
+        ));
+        let load = harness::run_load(concurrency, requests, retrieve.clone()).await;
+        let out = &load.outputs;
+        let short = out.iter().filter(|t| t.results < TOP_K).count();
+        if short > 0 {
+            t.notes.push(format!(
+                "{label}, concurrency {concurrency}: {short} answers had fewer than {TOP_K} results"
+            ));
+        }
+        if let Some(err) = &load.first_error {
+            t.notes
+                .push(format!("{label}, concurrency {concurrency}: first error: {err}"));
+        }
+        t.latency.row(vec![
+            label.to_owned(),
+            concurrency.to_string(),
+            requests.to_string(),
+            load.errors.to_string(),
+            format!("{:.2}", quantile_ms(&load.latencies, 0.50)),
+            format!("{:.2}", quantile_ms(&load.latencies, 0.95)),
+            format!("{:.2}", quantile_ms(&load.latencies, 0.99)),
+            num(load.per_second(), 1),
+            format!("{:.2}", mean(out.iter().map(|t| t.embed))),
+            format!("{:.2}", mean(out.iter().map(|t| t.search))),
+            format!("{:.2}", mean(out.iter().map(|t| t.verify))),
+            format!("{:.2}", mean(out.iter().map(|t| t.total))),
+        ]);
+    }
+    Ok(())
+}
+
+/// Creates the world and uploads `--sources` sources of one-sentence paragraphs (a 32-token
+/// chunking makes each sentence a chunk), then waits until every chunk is embedded and the
+/// index has settled. Returns the world's JSON.
+async fn load(o: &Options, corpus: &Corpus, label: &str, quarry: &Quarry, t: &mut Tables) -> Result<Value> {
+    let per_source = o.chunks / o.sources;
+    let total = per_source * o.sources;
+    let world = quarry.create_world(WORLD, o.dims as u32, 32, 0).await?;
+    let id = world["id"].as_str().ok_or("world without id")?.to_owned();
+    progress(format!(
+        "retrieve ({label}): loading {total} chunks in {} sources through the API",
+        o.sources
+    ));
+    let started = Instant::now();
+    for s in 0..o.sources {
+        let sentences: Vec<String> = (0..per_source)
+            .map(|c| corpus.sentence(0, s * per_source + c))
+            .collect();
+        quarry
+            .add_source(&id, &format!("scale-{s:05}.md"), &sentences.join("\n\n"))
+            .await?;
+    }
+    let uploaded = started.elapsed();
+    // Reading a world's counts walks its entries: at a million, every second would be a
+    // noticeable share of two cores taken from the load being measured.
+    let poll = Duration::from_secs(if total > 200_000 { 5 } else { 1 });
+    let mut last_report = Instant::now();
+    loop {
+        let world = quarry.get(&format!("/v1/worlds/{id}")).await?;
+        let stats = &world["stats"];
+        let count = |k: &str| stats[k].as_u64().unwrap_or(0);
+        if count("pending") == 0 && count("chunks") >= total {
+            if count("failed") > 0 {
+                return Err(format!("{} chunks failed while loading", count("failed")).into());
+            }
+            break;
+        }
+        if last_report.elapsed() > Duration::from_secs(15) {
+            progress(format!(
+                "  {}/{total} embedded after {:.0} s ({:.0} chunks/s)",
+                count("embedded"),
+                started.elapsed().as_secs_f64(),
+                count("embedded") as f64 / started.elapsed().as_secs_f64()
+            ));
+            last_report = Instant::now();
+        }
+        if started.elapsed() > Duration::from_secs(6 * 3600) {
+            return Err("loading did not finish within 6 hours".into());
+        }
+        tokio::time::sleep(poll).await;
+    }
+    let loaded = started.elapsed();
+    progress(format!(
+        "  loaded in {:.0} s (uploads took {:.0} s); waiting for the index to settle",
+        loaded.as_secs_f64(),
+        uploaded.as_secs_f64()
+    ));
+    let settled = harness::settle(Duration::from_secs(3), Duration::from_secs(3 * 3600)).await;
+    progress(format!("  settled after {:.0} s", settled.as_secs_f64()));
+    t.load.row(vec![
+        label.to_owned(),
+        num(total as f64, 0),
+        o.sources.to_string(),
+        format!("{:.0}", loaded.as_secs_f64()),
+        num(total as f64 / loaded.as_secs_f64(), 0),
+        format!("{:.0}", settled.as_secs_f64()),
+    ]);
+    quarry.get(&format!("/v1/worlds/{id}")).await
+}
