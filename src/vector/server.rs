@@ -430,12 +430,14 @@ fn pinned(scalar: &pb::ScalarQuantization) -> bool {
 }
 
 /// Whether `e` says the node could not be reached (or failed before answering), so the same
-/// request may go to another node. A refusal or a missing collection is the cluster's answer.
+/// request may go to another node (every request quarry sends is idempotent). A refusal or a
+/// missing collection is the cluster's answer.
 fn node_unreachable(e: &QdrantError) -> bool {
     match e {
         QdrantError::ResponseError { status } => matches!(
             status.code() as i32,
-            code::UNAVAILABLE | code::DEADLINE_EXCEEDED | code::CANCELLED | code::UNKNOWN
+            // The client reports a refused or broken connection as INTERNAL ("Failed to connect").
+            code::UNAVAILABLE | code::DEADLINE_EXCEEDED | code::CANCELLED | code::UNKNOWN | code::INTERNAL
         ),
         QdrantError::Io(_) => true,
         _ => false,

@@ -100,7 +100,7 @@ impl Cluster {
             binary,
             nodes,
             _dir: dir,
-            http: reqwest::Client::new(),
+            http: crate::helpers::http_client(),
         };
         for i in 0..3 {
             cluster.start_node(i);
@@ -291,7 +291,7 @@ fn assert_complete(answers: &[(StatusCode, Value, String)], what: &str) {
         let results = body["results"].as_array().unwrap();
         assert_eq!(results.len(), 3, "{what}: {body}");
         assert!(
-            results[0]["text"]
+            results[0]["chunk_text"]
                 .as_str()
                 .unwrap()
                 .contains(topic.trim_end_matches('.')),
