@@ -719,9 +719,8 @@ const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.boo
      JOIN manifest_entries m ON m.chunk_id = c.id \
      WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
 /// `src/store/sources.rs`, `list_chunks`'s total.
-const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM chunks c JOIN worlds w ON w.id = c.world_id \
-     AND w.active_run_id = c.run_id JOIN manifest_entries m ON m.chunk_id = c.id \
-     WHERE c.world_id = $1 AND c.source_id = $2";
+const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id \
+     AND w.active_run_id = m.run_id WHERE m.world_id = $1 AND m.source_id = $2";
 /// `src/store/sources.rs`, `source_counts`.
 const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
      COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \

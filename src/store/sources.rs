@@ -247,9 +247,10 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .bind(wide(offset))
         .fetch_all(&self.pool)
         .await?;
+        // One entry per chunk of the run: counted from the entries' source index alone.
         let total: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
-             JOIN manifest_entries m ON m.chunk_id = c.id WHERE c.world_id = $1 AND c.source_id = $2",
+            "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
+             WHERE m.world_id = $1 AND m.source_id = $2",
         )
         .bind(world.0)
         .bind(id.0)
