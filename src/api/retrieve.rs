@@ -439,8 +439,9 @@ pub struct RetrieveRequest {
     pub explain: Option<bool>,
     /// The HNSW beam width of this search (default `vectors.search.hnsw_ef`, else Qdrant's):
     /// higher finds the exact nearest neighbours more often and costs more time. Must lie
-    /// within `vectors.search.min_hnsw_ef` and `max_hnsw_ef` (16 and 1024 by default).
-    #[schema(example = 128, minimum = 1)]
+    /// within `vectors.search.min_hnsw_ef` and `max_hnsw_ef` (16 and 1024 by default: the
+    /// bounds shown here; a deployment may configure others).
+    #[schema(example = 128, minimum = 16, maximum = 1024)]
     pub hnsw_ef: Option<u32>,
     /// Only search these sources. Each list given must match (any entry of it); an empty match
     /// answers no results with the warning `filter_matched_nothing`.
