@@ -28,7 +28,8 @@
 //!
 //! **`vectors`**: `EdgeRepo` (qdrant-edge) alone, in each `--layouts` layout: `float32` (the
 //! default layout), `int8` (scalar int8 quantization kept in RAM, searches rescored with the
-//! originals, oversampling 2) and, when asked, `int8-disk` (the same with the original vectors
+//! originals, oversampling 2) and, when asked, `float32-tenant` (no global graph, one per world:
+//! `hnsw_m = 0`, `hnsw_payload_m = 16`) and `int8-disk` (the same as int8 with the original vectors
 //! on disk). Each layout runs in a child process of this binary, with its own temporary
 //! directory, so that its memory figures are its own. The child writes `--worlds` worlds of
 //! `--chunks ÷ --worlds` points into one collection (quarry keeps one per embedding profile,
@@ -130,7 +131,7 @@ usage: bench_scale [options]
   --sources N          sources per world (default 1000)
   --dims D             embedding dimensions (default 384)
   --text KIND          zipf (default: topics and frequent words) or uniform (text::Words as is)
-  --layouts LIST       vectors: float32,int8,int8-disk (default float32,int8)
+  --layouts LIST       vectors: float32,int8,int8-disk,float32-tenant (default float32,int8)
   --queries N          vectors: distinct queries, spread over the worlds (default 200)
   --ef LIST            vectors: hnsw_ef values, `default` for the engine's own
                        (default default,64,128,256)

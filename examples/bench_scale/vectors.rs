@@ -31,7 +31,7 @@ use crate::harness::{self, Result, Table, num, quantile_ms};
 use crate::{Options, disk_usage, mib, progress};
 
 /// The layouts `--layouts` may name.
-pub const LAYOUTS: [&str; 3] = ["float32", "int8", "int8-disk"];
+pub const LAYOUTS: [&str; 4] = ["float32", "int8", "int8-disk", "float32-tenant"];
 
 /// Points per `upsert` call (the workers write a claim at a time; the engine takes 1,000 per
 /// WAL record).
@@ -58,6 +58,15 @@ pub fn layout(name: &str) -> Result<Layout> {
         "float32" => Layout::default(),
         "int8" => int8(None),
         "int8-disk" => int8(Some(true)),
+        // Qdrant's layout for many tenants: no global graph, one graph per world.
+        "float32-tenant" => Layout {
+            collection: CollectionSettings {
+                hnsw_m: Some(0),
+                hnsw_payload_m: Some(16),
+                ..CollectionSettings::default()
+            },
+            search: SearchSettings::default(),
+        },
         other => return Err(format!("unknown layout `{other}` (known: {})", LAYOUTS.join(", ")).into()),
     };
     layout.collection.validate(false)?;
