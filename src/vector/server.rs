@@ -249,6 +249,18 @@ impl ServerRepo {
         self.ensure_indexes(name, &info.payload_schema).await
     }
 
+    /// Points by id as `request` asks for them; none from a missing collection.
+    async fn points(&self, request: GetPointsBuilder) -> Result<Vec<pb::RetrievedPoint>> {
+        let result = self
+            .call(|c| {
+                let request = request.clone();
+                async move { c.get_points(request).await }
+            })
+            .await
+            .map_err(client_error);
+        or_empty(result.map(|r| r.result), Vec::new())
+    }
+
     async fn info(&self, name: &str) -> Result<pb::CollectionInfo> {
         let info = self
             .call(|c| {
@@ -800,14 +812,7 @@ impl VectorRepo for ServerRepo {
         let request = GetPointsBuilder::new(self.name(collection), point_ids(ids))
             .with_payload(true)
             .with_vectors(false);
-        let result = self
-            .call(|c| {
-                let request = request.clone();
-                async move { c.get_points(request).await }
-            })
-            .await
-            .map_err(client_error);
-        let points = or_empty(result.map(|r| r.result), Vec::new())?;
+        let points = self.points(request).await?;
         // The server does not promise the request's order: restore it.
         let mut by_id: HashMap<Uuid, PointRecord> = points
             .into_iter()
@@ -826,14 +831,7 @@ impl VectorRepo for ServerRepo {
             .with_vectors(pb::VectorsSelector {
                 names: vec![DENSE.to_owned()],
             });
-        let result = self
-            .call(|c| {
-                let request = request.clone();
-                async move { c.get_points(request).await }
-            })
-            .await
-            .map_err(client_error);
-        let points = or_empty(result.map(|r| r.result), Vec::new())?;
+        let points = self.points(request).await?;
         Ok(points
             .into_iter()
             .filter_map(|point| {
