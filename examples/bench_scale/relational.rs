@@ -730,12 +730,13 @@ const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
      WHERE m.world_id = $1 AND m.source_id = $2";
 /// `src/store/worlds.rs`, `world_stats`.
 const WORLD_STATS: &str = "SELECT (SELECT COUNT(*) FROM sources WHERE world_id = $1) AS sources, \
-     COUNT(m.chunk_id) AS chunks, \
-     COUNT(m.chunk_id) FILTER (WHERE m.state = 'embedded') AS embedded, \
-     COUNT(m.chunk_id) FILTER (WHERE m.state = 'pending') AS pending, \
-     COUNT(m.chunk_id) FILTER (WHERE m.state = 'failed') AS failed \
-     FROM worlds w LEFT JOIN manifest_entries m ON m.world_id = w.id AND m.run_id = w.active_run_id \
-     WHERE w.id = $1";
+     CAST(COALESCE(SUM(c.n), 0) AS BIGINT) AS chunks, \
+     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'embedded'), 0) AS BIGINT) AS embedded, \
+     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'pending'), 0) AS BIGINT) AS pending, \
+     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0) AS BIGINT) AS failed, \
+     COUNT(c.run_id) AS count_rows, w.active_run_id AS run_id \
+     FROM worlds w LEFT JOIN manifest_counts c ON c.run_id = w.active_run_id \
+     WHERE w.id = $1 GROUP BY w.id, w.active_run_id";
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
 /// values from the load; `chunk` is the entry the mark names (a leased one for PostgreSQL,

@@ -33,6 +33,7 @@ struct Tables {
     load: Table,
     space: Table,
     latency: Table,
+    world: Table,
     notes: Vec<String>,
 }
 
@@ -63,6 +64,7 @@ pub async fn run(o: &Options) -> Result<()> {
             "verify ms",
             "total ms",
         ]),
+        world: Table::new(&["store", "calls", "p50 ms", "p99 ms"]),
         notes: Vec::new(),
     };
     let corpus = Corpus::new(o.text);
@@ -83,9 +85,7 @@ pub async fn run(o: &Options) -> Result<()> {
     t.load.print();
     println!();
     println!(
-        "load s: from the first upload until the world showed every chunk embedded (polled every second, every 5 s \
-         above 200,000 chunks); index \
-         settle s: then until the process stayed under 5 % of a core for a second (the background optimize done)."
+        "load s: from the first upload until the world showed every chunk embedded (polled every second); index settle s: then until the process stayed under 5 % of a core for a second (the background optimize done)."
     );
     println!();
     t.space.print();
@@ -108,6 +108,13 @@ pub async fn run(o: &Options) -> Result<()> {
     for note in &t.notes {
         println!("{note}");
     }
+    println!();
+    t.world.print();
+    println!();
+    println!(
+        "GET /v1/worlds/{{id}} (the world with its counts) one call at a time over HTTP, after the retrieval \
+         load: what a client polling the world pays."
+    );
     Ok(())
 }
 
@@ -271,6 +278,36 @@ async fn load_and_measure(
             })
         }
     };
+    progress(format!("retrieve ({label}): reading the world"));
+    let world_url = Arc::new(quarry.url(&format!("/v1/worlds/{id}")));
+    let client = quarry.client.clone();
+    let read_world = move |_| {
+        let (url, client) = (world_url.clone(), client.clone());
+        async move {
+            let response = client
+                .get(url.as_str())
+                .bearer_auth(harness::TOKEN)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body: Value = response.json().await.map_err(|e| e.to_string())?;
+            match body["stats"]["chunks"].as_u64() {
+                Some(n) if status.is_success() && n == total => Ok(()),
+                _ => Err(format!("HTTP {status}: {body}")),
+            }
+        }
+    };
+    let reads = harness::run_load(1, 200, read_world).await;
+    if let Some(err) = &reads.first_error {
+        return Err(format!("GET /v1/worlds/{{id}} fails: {err}").into());
+    }
+    t.world.row(vec![
+        label.to_owned(),
+        reads.latencies.len().to_string(),
+        format!("{:.2}", quantile_ms(&reads.latencies, 0.50)),
+        format!("{:.2}", quantile_ms(&reads.latencies, 0.99)),
+    ]);
     progress(format!("retrieve ({label}): warming up"));
     let warm = harness::run_load(4, 100, retrieve.clone()).await;
     if warm.errors > 0 {
@@ -332,9 +369,7 @@ async fn load(o: &Options, corpus: &Corpus, label: &str, quarry: &Quarry, t: &mu
             .await?;
     }
     let uploaded = started.elapsed();
-    // Reading a world's counts walks its entries: at a million, every second would be a
-    // noticeable share of two cores taken from the load being measured.
-    let poll = Duration::from_secs(if total > 200_000 { 5 } else { 1 });
+    let poll = Duration::from_secs(1);
     let mut last_report = Instant::now();
     loop {
         let world = quarry.get(&format!("/v1/worlds/{id}")).await?;

@@ -55,6 +55,9 @@ pub trait Backend:
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
     /// machines whose clocks disagree agree on (see `cluster.rs`).
     const NOW_S: &'static str;
+    /// The statement that folds run `$1`'s rows of `manifest_counts` into one per state, where
+    /// the backend keeps them as deltas (see migration 0014).
+    const FOLD_COUNTS: Option<&'static str>;
 }
 
 impl Backend for Sqlite {
@@ -68,6 +71,8 @@ impl Backend for Sqlite {
     /// concurrent claimers apart.
     const CLAIM_LOCK: &'static str = "";
     const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
+    /// Nothing to fold: the triggers keep one row per (run, state) up to date.
+    const FOLD_COUNTS: Option<&'static str> = None;
 }
 
 impl Backend for Postgres {
@@ -78,6 +83,14 @@ impl Backend for Postgres {
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
     /// `clock_timestamp()`, not `now()`: the time the statement runs, not its transaction's start.
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
+    /// Deletes the rows no other folder holds (`SKIP LOCKED`: two readers folding at once take
+    /// disjoint rows and never wait for each other) and appends their sums. Deltas appended
+    /// meanwhile are not in this statement's snapshot and stay as they are.
+    const FOLD_COUNTS: Option<&'static str> = Some(
+        "WITH gone AS (DELETE FROM manifest_counts WHERE id IN \
+         (SELECT id FROM manifest_counts WHERE run_id = $1 FOR UPDATE SKIP LOCKED) RETURNING state, n) \
+         INSERT INTO manifest_counts (run_id, state, n) SELECT $1, state, SUM(n) FROM gone GROUP BY state",
+    );
 }
 
 /// `Is<X, T = X>` names the type `X` as an associated type of every type, so that a bound on

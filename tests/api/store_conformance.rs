@@ -140,4 +140,5 @@ mod retry;
 mod source_details;
 mod sources;
 mod work_queue;
+mod world_counts;
 mod worlds_and_keys;

@@ -49,7 +49,7 @@ async fn requeues_in_a_run_being_built_go_to_its_reingest_job_and_hold_the_switc
 
 /// A world's source of two chunks, and a running re-ingest that has chunked it into its run;
 /// every entry of both runs claimed and embedded. Returns the new run, its job and the items.
-async fn reingest_fully_embedded(
+pub(super) async fn reingest_fully_embedded(
     store: &Arc<dyn Store>,
     world: &World,
 ) -> (RunId, quarry::domain::Job, Vec<quarry::domain::WorkItem>) {
@@ -93,7 +93,7 @@ async fn reingest_fully_embedded(
 
 /// Claims the one pending entry, which must be `job`'s, embeds it, and checks that the re-ingest
 /// then switches the world.
-async fn embed_the_last_entry_and_switch(store: &Arc<dyn Store>, job: &quarry::domain::Job) {
+pub(super) async fn embed_the_last_entry_and_switch(store: &Arc<dyn Store>, job: &quarry::domain::Job) {
     let items = claim(store, "w", 10).await;
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].job_id, job.id);

@@ -11,7 +11,7 @@ use super::{add_source, claim, complete, new_world};
 conformance!(failed_entries_are_retried_under_their_job);
 
 /// Fails every claimed entry of `items` for good.
-async fn fail_all(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::WorkItem]) {
+pub(super) async fn fail_all(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::WorkItem]) {
     let now = Utc::now().trunc_subsecs(6);
     for item in items {
         let failed = store
