@@ -69,8 +69,8 @@
 //! (`claim_work` of 32, `complete_work`, `get_job`, `finish_job_if_done`), a retrieval's reads
 //! (`world_for_retrieval`, `chunks_by_points` and `source_details` of 10 random hits) and the
 //! listings (first and last pages of sources and of a source's chunks, `source_counts`,
-//! `world_stats`); table and index sizes; and the plans of those statements (their SQL copied
-//! from `src/store/`): `EXPLAIN QUERY PLAN` on SQLite, `EXPLAIN (ANALYZE, BUFFERS)` on
+//! `world_stats`); table and index sizes; and the plans of those statements (the store's own SQL,
+//! `quarry::store::statements`): `EXPLAIN QUERY PLAN` on SQLite, `EXPLAIN (ANALYZE, BUFFERS)` on
 //! PostgreSQL, run in a transaction that is rolled back.
 //!
 //! # Run time

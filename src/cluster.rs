@@ -61,7 +61,8 @@ impl Cluster {
     }
 
     /// Writes this replica's heartbeat, then removes replicas found dead and gives their
-    /// claimed work back. Returns how many entries were given back.
+    /// claimed work back; also the store's housekeeping (old budget days, counts to fold).
+    /// Returns how many entries were given back.
     pub async fn beat(&self) -> store::Result<u64> {
         self.store
             .heartbeat(&ReplicaBeat {
@@ -90,6 +91,7 @@ impl Cluster {
         }
         let old = crate::providers::budget::provider_day(chrono::Utc::now() - chrono::Duration::days(2));
         self.store.forget_budget_days(&old).await?;
+        self.store.fold_counts().await?;
         Ok(released)
     }
 

@@ -11,8 +11,8 @@
 //! One more source is then added and left pending: the queue the claim measurements work
 //! through, as an ingest in progress leaves one.
 //!
-//! The SQL shown with its plan is copied from `src/store/` (file and function named with
-//! each); a change there has to be copied here.
+//! The SQL shown with its plan is the store's own text (`quarry::store::statements`), so the
+//! plans follow every change to it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -632,7 +632,7 @@ enum Arg {
     Text(String),
 }
 
-/// A statement of the hot paths, copied from `src/store/`, with realistic values.
+/// A statement of the hot paths, as the store runs it, with realistic values.
 struct Statement {
     name: &'static str,
     /// Where in `src/store/` the text comes from.
@@ -662,81 +662,11 @@ fn in_list(first: usize, n: usize) -> String {
     format!("({})", params.join(", "))
 }
 
-// The statements, as the store runs them (line continuations joined).
-
-/// `src/store/work.rs`, `CLAIM`; the backend's lock clause and `)` follow.
-const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
-     WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-     WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
-     SELECT 1 FROM manifest_entries p WHERE p.job_id = j.id AND p.state = 'pending' \
-     AND (p.lease_expires_at IS NULL OR p.lease_expires_at < $4)) \
-     ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
-     AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
-     ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
-/// `src/store/work.rs`, `claim_work`'s read of what it leased.
-const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
-     c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
-     r.provider, r.model, r.dimensions, r.collection, w.hybrid \
-     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
-     JOIN worlds w ON w.id = m.world_id \
-     WHERE m.lease_owner = $1 AND m.lease_expires_at = $2 AND m.state = 'pending' \
-     ORDER BY c.book_number, c.chunk_number";
-/// `src/store/work.rs`, `complete_work`'s mark of one entry.
-const COMPLETE_MARK: &str = "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
-     lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
-     WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
-     AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)";
-/// `src/store/jobs.rs`, `get_job`'s read of the failed entries.
-const JOB_ERRORS: &str = "SELECT c.book_number, c.chunk_number, m.last_error_code, m.last_error_message \
-     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number LIMIT $2";
-/// `src/store/jobs.rs`, `finish_if_done`.
-const FINISH_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
-     SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
-     finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
-     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id";
-/// `src/store/retrieval.rs`, `WORLD_FOR_RETRIEVAL` (with `world_columns!`).
-const WORLD_FOR_RETRIEVAL: &str = "SELECT id, name, provider, model, dimensions, max_tokens, overlap_tokens, \
-     parent_max_tokens, hybrid, active_run_id, collection, created_at, updated_at, \
-     (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
-     AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
-     AS embedded FROM worlds WHERE id = $1";
-/// `src/store/retrieval.rs`, `CHUNKS_BY_POINTS` (with `select_chunk_view!`); the id list follows.
-const CHUNKS_BY_POINTS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, \
-     c.char_start, c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, m.point_id, \
-     s.filename FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id \
-     WHERE m.point_id IN ";
-/// `src/store/retrieval.rs`, `SOURCE_DETAILS`; the id list follows.
-const SOURCE_DETAILS: &str = "SELECT id, title, url, metadata FROM sources WHERE world_id = $1 AND id IN ";
-/// `src/store/sources.rs`, `LIST_SOURCES` (with `source_columns!`).
-const LIST_SOURCES: &str = "SELECT id, world_id, book_number, filename, content_type, sha256, chars, title, url, \
-     metadata, created_at FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3";
-/// `src/store/sources.rs`, `list_chunks`'s page.
-const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, \
-     c.char_start, c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
-     m.state, m.attempts, m.last_error_code, m.last_error_message \
-     FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
-     JOIN manifest_entries m ON m.chunk_id = c.id \
-     WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
-/// `src/store/sources.rs`, `list_chunks`'s total.
-const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id \
-     AND w.active_run_id = m.run_id WHERE m.world_id = $1 AND m.source_id = $2";
-/// `src/store/sources.rs`, `source_counts`.
-const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
-     COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \
-     COUNT(*) FILTER (WHERE m.state = 'pending') AS pending, \
-     COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
-     FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
-     WHERE m.world_id = $1 AND m.source_id = $2";
-/// `src/store/worlds.rs`, `world_stats`.
-const WORLD_STATS: &str = "SELECT (SELECT COUNT(*) FROM sources WHERE world_id = $1) AS sources, \
-     CAST(COALESCE(SUM(c.n), 0) AS BIGINT) AS chunks, \
-     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'embedded'), 0) AS BIGINT) AS embedded, \
-     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'pending'), 0) AS BIGINT) AS pending, \
-     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0) AS BIGINT) AS failed, \
-     COUNT(c.run_id) AS count_rows, w.active_run_id AS run_id \
-     FROM worlds w LEFT JOIN manifest_counts c ON c.run_id = w.active_run_id \
-     WHERE w.id = $1 GROUP BY w.id, w.active_run_id";
+// The statements, as the store runs them.
+use quarry::store::statements::{
+    CHUNKS_BY_POINTS, CLAIM, CLAIM_READ, COMPLETE_MARK, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS, LIST_CHUNKS_TOTAL,
+    LIST_SOURCES, REUSABLE, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
+};
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
 /// values from the load; `chunk` is the entry the mark names (a leased one for PostgreSQL,
@@ -779,13 +709,22 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         },
         Statement {
             name: "worker: claim_work, reading the claimed entries",
-            origin: "work.rs claim_work",
+            origin: "work.rs CLAIM_READ",
             sql: CLAIM_READ.into(),
             args: vec![owner.clone(), Arg::Time(lease)],
         },
         Statement {
+            name: "worker: find_reusable (32 text hashes)",
+            origin: "retrieval.rs REUSABLE",
+            sql: format!("{REUSABLE}m.world_id = $2 AND c.text_sha256 IN {}", in_list(3, 32)),
+            args: [Arg::Text("quarry_bench".into()), Arg::Id(world)]
+                .into_iter()
+                .chain((0..32).map(|i| Arg::Text(format!("{i:064x}"))))
+                .collect(),
+        },
+        Statement {
             name: "worker: complete_work, marking one entry",
-            origin: "work.rs complete_work",
+            origin: "work.rs COMPLETE_MARK",
             sql: COMPLETE_MARK.into(),
             args: vec![
                 Arg::Id(chunk),
@@ -798,13 +737,13 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         },
         Statement {
             name: "worker: get_job, the failed entries",
-            origin: "jobs.rs get_job",
+            origin: "jobs.rs JOB_ERRORS",
             sql: JOB_ERRORS.into(),
             args: vec![Arg::Id(l.queue.0), Arg::Int(100)],
         },
         Statement {
             name: "worker: finish_job_if_done",
-            origin: "jobs.rs finish_if_done",
+            origin: "jobs.rs FINISH_IF_DONE",
             sql: FINISH_IF_DONE.into(),
             args: vec![Arg::Id(l.queue.0), Arg::Time(stamp)],
         },
@@ -836,25 +775,25 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         },
         Statement {
             name: "list: list_chunks, first page",
-            origin: "sources.rs list_chunks",
+            origin: "sources.rs LIST_CHUNKS",
             sql: LIST_CHUNKS.into(),
             args: vec![Arg::Id(world), Arg::Id(source), Arg::Int(i64::from(PAGE)), Arg::Int(0)],
         },
         Statement {
             name: "list: list_chunks, the total",
-            origin: "sources.rs list_chunks",
+            origin: "sources.rs LIST_CHUNKS_TOTAL",
             sql: LIST_CHUNKS_TOTAL.into(),
             args: vec![Arg::Id(world), Arg::Id(source)],
         },
         Statement {
             name: "list: source_counts",
-            origin: "sources.rs source_counts",
+            origin: "sources.rs SOURCE_COUNTS",
             sql: SOURCE_COUNTS.into(),
             args: vec![Arg::Id(world), Arg::Id(source)],
         },
         Statement {
             name: "world: world_stats",
-            origin: "worlds.rs world_stats",
+            origin: "worlds.rs WORLD_STATS",
             sql: WORLD_STATS.into(),
             args: vec![Arg::Id(world)],
         },

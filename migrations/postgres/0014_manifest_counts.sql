@@ -6,7 +6,8 @@
 -- (run, state) whose count it changed. One shared counter row per (run, state) would be locked
 -- by every embedding worker of every replica until its transaction ends, and two statements
 -- moving entries in opposite directions could deadlock on the pair; appending never waits.
--- Readers sum a run's rows and fold them into one per state now and then (`world_stats`).
+-- Readers sum a run's rows; every replica's heartbeat folds them into one per state
+-- (`fold_counts`), so they stay a handful.
 CREATE TABLE manifest_counts (
     id     BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id UUID NOT NULL,

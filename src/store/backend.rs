@@ -55,8 +55,8 @@ pub trait Backend:
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
     /// machines whose clocks disagree agree on (see `cluster.rs`).
     const NOW_S: &'static str;
-    /// The statement that folds run `$1`'s rows of `manifest_counts` into one per state, where
-    /// the backend keeps them as deltas (see migration 0014).
+    /// The statement that folds the `manifest_counts` rows of every run with more than one per
+    /// state into one per state, where the backend keeps them as deltas (see migration 0014).
     const FOLD_COUNTS: Option<&'static str>;
 }
 
@@ -83,13 +83,16 @@ impl Backend for Postgres {
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
     /// `clock_timestamp()`, not `now()`: the time the statement runs, not its transaction's start.
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
-    /// Deletes the rows no other folder holds (`SKIP LOCKED`: two readers folding at once take
-    /// disjoint rows and never wait for each other) and appends their sums. Deltas appended
-    /// meanwhile are not in this statement's snapshot and stay as they are.
+    /// Deletes the rows of the runs that have more than three (one per state), those no other
+    /// folder holds (`SKIP LOCKED`: replicas folding at once take disjoint rows and never wait for
+    /// each other), and appends their non-zero sums. Deltas appended meanwhile are not in this
+    /// statement's snapshot and stay for the next fold.
     const FOLD_COUNTS: Option<&'static str> = Some(
-        "WITH gone AS (DELETE FROM manifest_counts WHERE id IN \
-         (SELECT id FROM manifest_counts WHERE run_id = $1 FOR UPDATE SKIP LOCKED) RETURNING state, n) \
-         INSERT INTO manifest_counts (run_id, state, n) SELECT $1, state, SUM(n) FROM gone GROUP BY state",
+        "WITH busy AS (SELECT run_id FROM manifest_counts GROUP BY run_id HAVING COUNT(*) > 3), \
+         gone AS (DELETE FROM manifest_counts WHERE id IN (SELECT id FROM manifest_counts \
+         WHERE run_id IN (SELECT run_id FROM busy) FOR UPDATE SKIP LOCKED) RETURNING run_id, state, n) \
+         INSERT INTO manifest_counts (run_id, state, n) SELECT run_id, state, SUM(n) FROM gone \
+         GROUP BY run_id, state HAVING SUM(n) <> 0",
     );
 }
 

@@ -120,6 +120,12 @@ pub(super) async fn lock_job_status<'e, DB: Backend>(
     )
 }
 
+/// [`finish_if_done`]'s statement: `$1` job, `$2` now.
+pub const FINISH_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
+     SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
+     finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
+     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id";
+
 /// Completes (or fails, when entries failed) running job `id` when no entry of it is pending;
 /// returns whether it did. Not for re-ingests: one ends only through `finish_reingest`, which
 /// switches the world or retires its run.
@@ -128,16 +134,11 @@ pub(super) async fn finish_if_done<'e, DB: Backend>(
     id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let finished: Option<Uuid> = sqlx::query_scalar(
-        "UPDATE jobs SET status = CASE WHEN EXISTS (\
-         SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
-         finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
-         AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id",
-    )
-    .bind(id)
-    .bind(now)
-    .fetch_optional(db)
-    .await?;
+    let finished: Option<Uuid> = sqlx::query_scalar(FINISH_IF_DONE)
+        .bind(id)
+        .bind(now)
+        .fetch_optional(db)
+        .await?;
     Ok(finished.is_some())
 }
 
@@ -161,6 +162,11 @@ pub(super) async fn insert_event<'e, DB: Backend>(
     .await?)
 }
 
+/// `get_job`'s read of a job's first failed entries: `$1` job, `$2` how many.
+pub const JOB_ERRORS: &str = "SELECT c.book_number, c.chunk_number, m.last_error_code, m.last_error_message \
+     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
+     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number LIMIT $2";
+
 #[async_trait]
 impl<DB: Backend> JobStore for SqlStore<DB> {
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
@@ -168,15 +174,11 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
             return Ok(None);
         };
         // The first `MAX_JOB_ERRORS` failed entries.
-        let errors: Vec<JobErrorRow> = sqlx::query_as(
-            "SELECT c.book_number, c.chunk_number, m.last_error_code, m.last_error_message \
-             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-             WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number LIMIT $2",
-        )
-        .bind(id.0)
-        .bind(wide(MAX_JOB_ERRORS))
-        .fetch_all(&self.pool)
-        .await?;
+        let errors: Vec<JobErrorRow> = sqlx::query_as(JOB_ERRORS)
+            .bind(id.0)
+            .bind(wide(MAX_JOB_ERRORS))
+            .fetch_all(&self.pool)
+            .await?;
         row.into_job(errors).map(Some)
     }
 

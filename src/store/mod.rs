@@ -63,6 +63,18 @@ mod webhooks;
 mod work;
 mod worlds;
 
+/// The text of the statements on the hot paths (claims, retrieval's verification, listings,
+/// counts), as the store runs them: `examples/bench_scale` prints their query plans at a million
+/// chunks from these, not from copies that could drift. Not an API.
+#[doc(hidden)]
+pub mod statements {
+    pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
+    pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
+    pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
+    pub use super::work::{CLAIM, CLAIM_READ, COMPLETE_MARK};
+    pub use super::worlds::WORLD_STATS;
+}
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -165,6 +177,10 @@ pub trait WorldStore: Send + Sync {
     /// Every collection any run of the world writes to (more than one while a re-ingest into a
     /// new profile is under way).
     async fn world_collections(&self, id: WorldId) -> Result<Vec<String>>;
+    /// Folds the counts a backend keeps as deltas (PostgreSQL, migration 0014) into one row per
+    /// run and state, for every run that has more; each replica's heartbeat calls it, so a
+    /// world's counts stay a handful of rows to read. Nothing to do on SQLite.
+    async fn fold_counts(&self) -> Result<()>;
 }
 
 /// Sources, their chunks and manifest entries.

@@ -53,24 +53,32 @@ fn window_union(first: usize, n: usize) -> String {
 /// one's entry and run. With plain joins SQLite, which has no statistics, walked every entry of
 /// the world for each batch of hashes, and a load through the API slowed from about 1,000 chunks/s
 /// to 250 by 170,000 chunks. PostgreSQL reorders the joins as it sees fit either way.
-const REUSABLE: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
+pub const REUSABLE: &str = "SELECT c.text_sha256, m.point_id FROM chunks c \
      CROSS JOIN manifest_entries m CROSS JOIN runs r \
      WHERE m.chunk_id = c.id AND r.id = m.run_id \
      AND m.state = 'embedded' AND m.embedded_text_sha256 = c.text_sha256 AND r.collection = $1 \
      AND r.status IN ('active', 'building') AND ";
+
+/// `world_for_retrieval`'s statement: `$1` world, `$2` how many embedded entries to count at most.
+pub const WORLD_FOR_RETRIEVAL: &str = concat!(
+    "SELECT ",
+    world_columns!(),
+    ", (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
+     AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
+     AS embedded FROM worlds WHERE id = $1"
+);
+
+/// `chunks_by_points`'s statement; the point ids' list follows.
+pub const CHUNKS_BY_POINTS: &str = concat!(select_chunk_view!(), "WHERE m.point_id IN ");
+
+/// `source_details`'s statement: `$1` world; the source ids' list follows.
+pub const SOURCE_DETAILS: &str = "SELECT id, title, url, metadata FROM sources WHERE world_id = $1 AND id IN ";
 
 #[async_trait]
 impl<DB: Backend> RetrievalStore for SqlStore<DB> {
     async fn world_for_retrieval(&self, id: WorldId, at_most: u64) -> Result<Option<(World, u64)>> {
         // The world and its active run's embedded entries counted up to `$2`, in one round trip:
         // retrieval needs both before anything else.
-        const WORLD_FOR_RETRIEVAL: &str = concat!(
-            "SELECT ",
-            world_columns!(),
-            ", (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
-             AND m.run_id = (SELECT active_run_id FROM worlds WHERE id = $1) AND m.state = 'embedded' LIMIT $2) AS e) \
-             AS embedded FROM worlds WHERE id = $1"
-        );
         let row: Option<WorldCountRow> = sqlx::query_as(WORLD_FOR_RETRIEVAL)
             .bind(id.0)
             .bind(wide(at_most))
@@ -86,7 +94,6 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         // The point ids as `$1…`. Only the point index may serve this: with world and run in the
         // condition too, SQLite (without statistics) walks every entry of the world instead; the
         // rows of other worlds and runs are dropped here.
-        const CHUNKS_BY_POINTS: &str = concat!(select_chunk_view!(), "WHERE m.point_id IN ");
         let mut found = Vec::with_capacity(points.len());
         // Bounded parameter lists: SQLite caps the number of parameters per statement.
         for batch in points.chunks(500) {
@@ -107,7 +114,6 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
     }
 
     async fn source_details(&self, world: WorldId, sources: &[SourceId]) -> Result<Vec<(SourceId, SourceDetails)>> {
-        const SOURCE_DETAILS: &str = "SELECT id, title, url, metadata FROM sources WHERE world_id = $1 AND id IN ";
         let mut found = Vec::with_capacity(sources.len());
         // Bounded parameter lists, as in `chunks_by_points`.
         for batch in sources.chunks(500) {

@@ -370,10 +370,6 @@ pub(super) struct StatsRow {
     pub embedded: i64,
     pub pending: i64,
     pub failed: i64,
-    /// How many `manifest_counts` rows the counts were summed from.
-    pub count_rows: i64,
-    /// The world's active run.
-    pub run_id: Uuid,
 }
 
 #[derive(sqlx::FromRow)]

@@ -113,6 +113,33 @@ pub(super) async fn insert_chunks<DB: Backend>(
     Ok(())
 }
 
+/// `list_sources`'s statement: `$1` world, `$2` limit, `$3` offset.
+pub const LIST_SOURCES: &str = concat!(
+    "SELECT ",
+    source_columns!(),
+    " FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3"
+);
+
+/// `source_counts`'s statement: `$1` world, `$2` source.
+pub const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
+     COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \
+     COUNT(*) FILTER (WHERE m.state = 'pending') AS pending, \
+     COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
+     FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
+     WHERE m.world_id = $1 AND m.source_id = $2";
+
+/// `list_chunks`'s page: `$1` world, `$2` source, `$3` limit, `$4` offset.
+pub const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
+     c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
+     m.state, m.attempts, m.last_error_code, m.last_error_message \
+     FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+     JOIN manifest_entries m ON m.chunk_id = c.id \
+     WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
+
+/// `list_chunks`'s total: `$1` world, `$2` source.
+pub const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
+     WHERE m.world_id = $1 AND m.source_id = $2";
+
 #[async_trait]
 impl<DB: Backend> SourceStore for SqlStore<DB> {
     async fn add_source(&self, source: &NewSource, chunks: Vec<NewChunk>, job: JobId) -> Result<(Source, Job)> {
@@ -186,11 +213,6 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
     }
 
     async fn list_sources(&self, world: WorldId, window: Window) -> Result<Vec<Source>> {
-        const LIST_SOURCES: &str = concat!(
-            "SELECT ",
-            source_columns!(),
-            " FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3"
-        );
         let rows: Vec<SourceRow> = sqlx::query_as(LIST_SOURCES)
             .bind(world.0)
             .bind(wide(window.limit))
@@ -201,18 +223,11 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
     }
 
     async fn source_counts(&self, world: WorldId, id: SourceId) -> Result<SourceCounts> {
-        let row: CountsRow = sqlx::query_as(
-            "SELECT COUNT(*) AS chunks, \
-             COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \
-             COUNT(*) FILTER (WHERE m.state = 'pending') AS pending, \
-             COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
-             FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
-             WHERE m.world_id = $1 AND m.source_id = $2",
-        )
-        .bind(world.0)
-        .bind(id.0)
-        .fetch_one(&self.pool)
-        .await?;
+        let row: CountsRow = sqlx::query_as(SOURCE_COUNTS)
+            .bind(world.0)
+            .bind(id.0)
+            .fetch_one(&self.pool)
+            .await?;
         Ok(SourceCounts {
             chunks: narrow("manifest_entries", row.chunks)?,
             embedded: narrow("manifest_entries", row.embedded)?,
@@ -233,29 +248,19 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
 
     async fn list_chunks(&self, world: WorldId, id: SourceId, offset: u64, limit: u32) -> Result<ChunkPage> {
         // Chunks of one source in the world's active run, with their entries.
-        let rows: Vec<ChunkStateRow> = sqlx::query_as(
-            "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-             c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
-             m.state, m.attempts, m.last_error_code, m.last_error_message \
-             FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
-             JOIN manifest_entries m ON m.chunk_id = c.id \
-             WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4",
-        )
-        .bind(world.0)
-        .bind(id.0)
-        .bind(i64::from(limit))
-        .bind(wide(offset))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<ChunkStateRow> = sqlx::query_as(LIST_CHUNKS)
+            .bind(world.0)
+            .bind(id.0)
+            .bind(i64::from(limit))
+            .bind(wide(offset))
+            .fetch_all(&self.pool)
+            .await?;
         // One entry per chunk of the run: counted from the entries' source index alone.
-        let total: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
-             WHERE m.world_id = $1 AND m.source_id = $2",
-        )
-        .bind(world.0)
-        .bind(id.0)
-        .fetch_one(&self.pool)
-        .await?;
+        let total: i64 = sqlx::query_scalar(LIST_CHUNKS_TOTAL)
+            .bind(world.0)
+            .bind(id.0)
+            .fetch_one(&self.pool)
+            .await?;
         Ok(ChunkPage {
             chunks: rows.into_iter().map(TryInto::try_into).collect::<Result<_>>()?,
             total: narrow("chunks", total)?,

@@ -13,7 +13,7 @@ use crate::domain::{ChunkId, EmbeddedVector, JobId, RunId, WorkItem};
 /// form locks the chosen rows with `SKIP LOCKED`, so concurrent claimers take disjoint entries;
 /// SQLite runs the single statement under its database write lock, which gives the same
 /// guarantee.
-const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
+pub const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
      WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
      WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
      SELECT 1 FROM manifest_entries p WHERE p.job_id = j.id AND p.state = 'pending' \
@@ -21,6 +21,22 @@ const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
      ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
+
+/// What a claim leased, read back: `$1` owner, `$2` lease end.
+pub const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
+     c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
+     r.provider, r.model, r.dimensions, r.collection, w.hybrid \
+     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
+     JOIN worlds w ON w.id = m.world_id \
+     WHERE m.lease_owner = $1 AND m.lease_expires_at = $2 AND m.state = 'pending' \
+     ORDER BY c.book_number, c.chunk_number";
+
+/// `complete_work`'s mark of one entry: `$1` chunk, `$2` owner, `$3` text hash, `$4` now,
+/// `$5` job (still running), `$6` its run.
+pub const COMPLETE_MARK: &str = "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
+     lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
+     WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
+     AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)";
 
 #[async_trait]
 impl<DB: Backend> WorkStore for SqlStore<DB> {
@@ -43,19 +59,11 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         if claimed.rows_affected() == 0 {
             return Ok(Vec::new());
         }
-        let rows: Vec<WorkRow> = sqlx::query_as(
-            "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
-             c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
-             r.provider, r.model, r.dimensions, r.collection, w.hybrid \
-             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
-             JOIN worlds w ON w.id = m.world_id \
-             WHERE m.lease_owner = $1 AND m.lease_expires_at = $2 AND m.state = 'pending' \
-             ORDER BY c.book_number, c.chunk_number",
-        )
-        .bind(owner)
-        .bind(lease_until)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<WorkRow> = sqlx::query_as(CLAIM_READ)
+            .bind(owner)
+            .bind(lease_until)
+            .fetch_all(&self.pool)
+            .await?;
         let items: Vec<WorkItem> = rows.into_iter().map(TryInto::try_into).collect::<Result<_>>()?;
         if let Some(first) = items.first() {
             sqlx::query("UPDATE jobs SET claimed_at = $2 WHERE id = $1")
@@ -79,20 +87,15 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         let mut tx = self.begin().await?;
         let mut kept: Vec<&EmbeddedVector> = Vec::with_capacity(done.len());
         for embedded in done {
-            let result = sqlx::query(
-                "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
-                 lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
-                 WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
-                 AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)",
-            )
-            .bind(embedded.chunk_id.0)
-            .bind(owner)
-            .bind(&embedded.text_sha256)
-            .bind(now)
-            .bind(job.0)
-            .bind(run.0)
-            .execute(&mut *tx)
-            .await?;
+            let result = sqlx::query(COMPLETE_MARK)
+                .bind(embedded.chunk_id.0)
+                .bind(owner)
+                .bind(&embedded.text_sha256)
+                .bind(now)
+                .bind(job.0)
+                .bind(run.0)
+                .execute(&mut *tx)
+                .await?;
             if result.rows_affected() > 0 {
                 kept.push(embedded);
             }

@@ -18,20 +18,15 @@ macro_rules! world_columns {
 }
 pub(super) use world_columns;
 
-/// Delta rows of one run's counts that a reader folds into one per state (PostgreSQL only; a
-/// folded run has at most three, one per state).
-const FOLD_AFTER_ROWS: i64 = 32;
-
 /// A world's counts, summed from its active run's kept counts (migration 0014), never from its
-/// entries; with how many rows they were summed from, for the fold.
-pub(super) const WORLD_STATS: &str = "SELECT (SELECT COUNT(*) FROM sources WHERE world_id = $1) AS sources, \
+/// entries: a row per state, and on PostgreSQL the deltas appended since the last fold.
+pub const WORLD_STATS: &str = "SELECT (SELECT COUNT(*) FROM sources WHERE world_id = $1) AS sources, \
      CAST(COALESCE(SUM(c.n), 0) AS BIGINT) AS chunks, \
      CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'embedded'), 0) AS BIGINT) AS embedded, \
      CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'pending'), 0) AS BIGINT) AS pending, \
-     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0) AS BIGINT) AS failed, \
-     COUNT(c.run_id) AS count_rows, w.active_run_id AS run_id \
+     CAST(COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0) AS BIGINT) AS failed \
      FROM worlds w LEFT JOIN manifest_counts c ON c.run_id = w.active_run_id \
-     WHERE w.id = $1 GROUP BY w.id, w.active_run_id";
+     WHERE w.id = $1 GROUP BY w.id";
 
 const SELECT_WORLD: &str = concat!("SELECT ", world_columns!(), " FROM worlds WHERE id = $1");
 
@@ -111,13 +106,6 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         let Some(row) = row else {
             return Ok(WorldStats::default());
         };
-        // Where counts are kept as deltas, a run that collected many gets them folded, so that
-        // reading stays a handful of rows however much the world changes.
-        if let Some(fold) = DB::FOLD_COUNTS
-            && row.count_rows > FOLD_AFTER_ROWS
-        {
-            sqlx::query(fold).bind(row.run_id).execute(&self.pool).await?;
-        }
         Ok(WorldStats {
             sources: narrow("sources", row.sources)?,
             chunks: narrow("chunks", row.chunks)?,
@@ -160,6 +148,13 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn fold_counts(&self) -> Result<()> {
+        if let Some(fold) = DB::FOLD_COUNTS {
+            sqlx::query(fold).execute(&self.pool).await?;
+        }
+        Ok(())
     }
 
     async fn world_collections(&self, id: WorldId) -> Result<Vec<String>> {

@@ -31,9 +31,12 @@ async fn counted(store: &Arc<dyn Store>, world: WorldId) -> WorldStats {
 }
 
 /// Checks that `world`'s kept counts are `expected` (chunks, embedded, pending, failed) and agree
-/// with its entries; twice, since a read may fold the counts it summed.
+/// with its entries, before and after the heartbeat's fold (PostgreSQL keeps deltas).
 async fn expect(store: &Arc<dyn Store>, world: WorldId, expected: (u64, u64, u64, u64), after: &str) {
-    for _ in 0..2 {
+    for fold in [false, true] {
+        if fold {
+            store.fold_counts().await.unwrap();
+        }
         let kept = store.world_stats(world).await.unwrap();
         assert_eq!(kept, counted(store, world).await, "after {after}");
         assert_eq!(
@@ -54,8 +57,8 @@ async fn world_counts_follow_every_change_of_its_entries(store: Arc<dyn Store>) 
     expect(&store, world.id, (45, 0, 45, 0), "uploads").await;
     expect(&store, neighbour.id, (7, 0, 7, 0), "uploads").await;
 
-    // One entry per statement, more statements than a read sums before it folds (PostgreSQL
-    // keeps deltas); claims and lease changes alone change no count.
+    // One entry per statement (PostgreSQL appends a delta for each, folded by the heartbeat);
+    // claims and lease changes alone change no count.
     let (mut embedded, mut on_neighbour) = (Vec::new(), 0);
     while embedded.len() < 40 {
         let items = claim(&store, "w", 1).await;
@@ -170,4 +173,42 @@ async fn world_counts_follow_every_change_of_its_entries(store: Arc<dyn Store>) 
         .unwrap()
         .expect("requeued");
     expect(&store, fresh.id, (2, 1, 1, 0), "a requeue after the switch").await;
+}
+
+/// PostgreSQL appends a delta row per statement that changes entries; the heartbeat's fold
+/// leaves one per state, and replicas folding at the same moment neither wait for each other
+/// nor count anything twice.
+#[tokio::test]
+async fn postgres_folds_the_deltas_into_one_row_per_state() {
+    let Some(db) = crate::helpers::PgDatabase::create("store_conformance::world_counts::fold").await else {
+        return;
+    };
+    let store = quarry::store::connect(&db.url).await.expect("postgres store");
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let rows = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM manifest_counts")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let world = store.create_world(new_world("Folded")).await.unwrap();
+    add_source(&store, world.id, 30).await;
+    for _ in 0..20 {
+        let items = claim(&store, "w", 1).await;
+        complete(&store, "w", &items).await;
+    }
+    assert_eq!(rows().await, 41, "the upload's delta and two per mark (out of pending, into embedded)");
+    let (a, b) = tokio::join!(store.fold_counts(), store.fold_counts());
+    a.unwrap();
+    b.unwrap();
+    // Two concurrent folds may each have taken part of the rows: a third leaves one per state.
+    store.fold_counts().await.unwrap();
+    assert_eq!(rows().await, 2, "pending and embedded");
+    expect(&store, world.id, (30, 20, 10, 0), "folds").await;
+    // A world's delete takes its counts along.
+    assert!(store.delete_world(world.id).await.unwrap());
+    assert_eq!(rows().await, 0);
+    pool.close().await;
+    store.close().await;
+    db.drop_db().await;
 }
