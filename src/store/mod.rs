@@ -52,6 +52,8 @@ mod jobs;
 mod keys;
 mod ops;
 mod parents;
+#[cfg(test)]
+mod plans;
 pub mod postgres;
 mod retrieval;
 mod rows;

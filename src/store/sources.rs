@@ -79,7 +79,7 @@ pub(super) async fn insert_chunks<DB: Backend>(
         insert.build().execute(&mut **tx).await?;
         let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO manifest_entries (chunk_id, world_id, run_id, source_id, job_id, point_id, state, \
-             updated_at) ",
+             updated_at, book_number, chunk_number) ",
         );
         insert.push_values(batch, |mut row, (id, _, chunk)| {
             row.push_bind(*id)
@@ -89,7 +89,9 @@ pub(super) async fn insert_chunks<DB: Backend>(
                 .push_bind(at.job.0)
                 .push_bind(point_id(at.world, at.run, at.source, chunk.chunk_number))
                 .push("'pending'")
-                .push_bind(now);
+                .push_bind(now)
+                .push_bind(at.book_number)
+                .push_bind(wide(chunk.chunk_number));
         });
         insert.build().execute(&mut **tx).await?;
     }

@@ -14,13 +14,13 @@ use crate::domain::{ChunkId, EmbeddedVector, JobId, RunId, WorkItem};
 /// SQLite runs the single statement under its database write lock, which gives the same
 /// guarantee.
 pub const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
-     WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
+     WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m \
      WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
      SELECT 1 FROM manifest_entries p WHERE p.job_id = j.id AND p.state = 'pending' \
      AND (p.lease_expires_at IS NULL OR p.lease_expires_at < $4)) \
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
-     ORDER BY c.book_number, c.chunk_number LIMIT $2 ";
+     ORDER BY m.book_number, m.chunk_number LIMIT $2 ";
 
 /// What a claim leased, read back: `$1` owner, `$2` lease end.
 pub const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \

@@ -197,7 +197,11 @@ async fn postgres_folds_the_deltas_into_one_row_per_state() {
         let items = claim(&store, "w", 1).await;
         complete(&store, "w", &items).await;
     }
-    assert_eq!(rows().await, 41, "the upload's delta and two per mark (out of pending, into embedded)");
+    assert_eq!(
+        rows().await,
+        41,
+        "the upload's delta and two per mark (out of pending, into embedded)"
+    );
     let (a, b) = tokio::join!(store.fold_counts(), store.fold_counts());
     a.unwrap();
     b.unwrap();

@@ -1,0 +1,76 @@
+//! The plans SQLite makes for the statements whose cost must not grow with a world: SQLite has
+//! no statistics in quarry (it never runs ANALYZE), so a plan read on an empty store is the plan
+//! it makes at any size, and a statement that walks a world shows it here.
+
+use super::retrieval::REUSABLE;
+use super::work::CLAIM;
+
+/// The plan SQLite (which quarry never gives statistics) makes for a statement on an empty
+/// store: the one it makes at any size.
+async fn plan(sql: &str, binds: usize) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+    let store = super::sqlite::SqliteStore::connect(&url).await.unwrap();
+    let explain = sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"));
+    let mut query = sqlx::query_as::<sqlx::Sqlite, (i64, i64, i64, String)>(explain);
+    for _ in 0..binds {
+        query = query.bind("x");
+    }
+    let rows = query.fetch_all(&store.pool).await.unwrap();
+    rows.into_iter().map(|r| r.3).collect()
+}
+
+/// Each batch of reusable vectors is looked up by its text hashes, never by walking the
+/// world's entries: that walk slowed a load tenfold by 170,000 chunks.
+#[tokio::test]
+async fn reusable_vectors_are_found_from_the_text_hashes() {
+    for (scope, binds) in [("m.world_id = $2 AND ", 4), ("", 3)] {
+        let first = binds - 1;
+        let sql = format!("{REUSABLE}{scope}c.text_sha256 IN (${first}, ${binds})");
+        let steps = plan(&sql, binds).await;
+        assert!(steps[0].contains("USING INDEX chunks_text_hash"), "{scope}: {steps:?}");
+        assert!(
+            steps
+                .iter()
+                .all(|s| s.starts_with("SEARCH") && !s.contains("manifest_world_state")),
+            "{scope}: {steps:?}"
+        );
+    }
+}
+
+/// A world's counts are read from the kept counts, not from its entries.
+#[tokio::test]
+async fn world_counts_read_no_entries() {
+    let steps = plan(super::worlds::WORLD_STATS, 1).await;
+    // `c` is manifest_counts, by its primary key; an entry index would be named.
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("SEARCH c USING PRIMARY KEY (run_id=?)")),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().all(|s| !s.contains("manifest") && !s.starts_with("SCAN")),
+        "{steps:?}"
+    );
+}
+
+/// A claim reads its batch off the queue index in reading order: it neither sorts nor looks at
+/// the rest of the job's pending entries (every one of them, with a lookup of its chunk, before
+/// the order was kept on the entry: the bottleneck of a million-chunk load).
+#[tokio::test]
+async fn a_claim_reads_only_its_batch() {
+    let steps = plan(&format!("{CLAIM})"), 4).await;
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("SEARCH m USING INDEX manifest_job_queue (job_id=? AND state=?)")),
+        "{steps:?}"
+    );
+    assert_eq!(
+        steps.iter().filter(|s| s.contains("TEMP B-TREE")).count(),
+        1,
+        "only the jobs are sorted (by when they were last claimed), not the entries: {steps:?}"
+    );
+    assert!(steps.iter().all(|s| !s.contains("chunks")), "{steps:?}");
+}
