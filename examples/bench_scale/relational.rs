@@ -665,7 +665,7 @@ fn in_list(first: usize, n: usize) -> String {
 // The statements, as the store runs them.
 use quarry::store::statements::{
     CHUNKS_BY_POINTS, CLAIM, CLAIM_READ, COMPLETE_MARK, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS, LIST_CHUNKS_TOTAL,
-    LIST_SOURCES, REUSABLE, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
+    LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
 };
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
@@ -716,7 +716,7 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "worker: find_reusable (32 text hashes)",
             origin: "retrieval.rs REUSABLE",
-            sql: format!("{REUSABLE}m.world_id = $2 AND c.text_sha256 IN {}", in_list(3, 32)),
+            sql: format!("{REUSABLE} AND m.world_id = $2{REUSABLE_TAIL}{}", in_list(3, 32)),
             args: [Arg::Text("quarry_bench".into()), Arg::Id(world)]
                 .into_iter()
                 .chain((0..32).map(|i| Arg::Text(format!("{i:064x}"))))

@@ -71,7 +71,7 @@ mod worlds;
 #[doc(hidden)]
 pub mod statements {
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
-    pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
+    pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, REUSABLE_TAIL, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
     pub use super::work::{CLAIM, CLAIM_READ, COMPLETE_MARK};
     pub use super::worlds::WORLD_STATS;

@@ -2,7 +2,7 @@
 //! no statistics in quarry (it never runs ANALYZE), so a plan read on an empty store is the plan
 //! it makes at any size, and a statement that walks a world shows it here.
 
-use super::retrieval::REUSABLE;
+use super::retrieval::{REUSABLE, REUSABLE_TAIL};
 use super::work::CLAIM;
 
 /// The plan SQLite (which quarry never gives statistics) makes for a statement on an empty
@@ -20,19 +20,28 @@ async fn plan(sql: &str, binds: usize) -> Vec<String> {
     rows.into_iter().map(|r| r.3).collect()
 }
 
-/// Each batch of reusable vectors is looked up by its text hashes, never by walking the
-/// world's entries: that walk slowed a load tenfold by 170,000 chunks.
+/// Each batch of reusable vectors is looked up by its text hashes and each entry by its key,
+/// never by walking the world's entries: that walk slowed a load tenfold by 170,000 chunks.
 #[tokio::test]
 async fn reusable_vectors_are_found_from_the_text_hashes() {
-    for (scope, binds) in [("m.world_id = $2 AND ", 4), ("", 3)] {
+    for (scope, binds) in [(" AND m.world_id = $2", 4), ("", 3)] {
         let first = binds - 1;
-        let sql = format!("{REUSABLE}{scope}c.text_sha256 IN (${first}, ${binds})");
+        let sql = format!("{REUSABLE}{scope}{REUSABLE_TAIL}(${first}, ${binds})");
         let steps = plan(&sql, binds).await;
-        assert!(steps[0].contains("USING INDEX chunks_text_hash"), "{scope}: {steps:?}");
+        assert!(
+            steps[0].starts_with("SEARCH c ") && steps[0].contains("INDEX chunks_text_hash"),
+            "{scope}: {steps:?}"
+        );
         assert!(
             steps
                 .iter()
-                .all(|s| s.starts_with("SEARCH") && !s.contains("manifest_world_state")),
+                .any(|s| s.starts_with("SEARCH m ") && s.contains("(chunk_id=?)")),
+            "{scope}: {steps:?}"
+        );
+        assert!(
+            steps
+                .iter()
+                .all(|s| !s.starts_with("SCAN") && !s.contains("manifest_world_state")),
             "{scope}: {steps:?}"
         );
     }
