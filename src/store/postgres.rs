@@ -20,7 +20,7 @@ impl PgStore {
     /// that runs in a millisecond.
     pub async fn connect(url: &str) -> Result<Self> {
         let mut options = PgConnectOptions::from_str(url)?;
-        if !url.contains("jit") {
+        if !options.get_options().is_some_and(|o| o.contains("jit")) {
             options = options.options([("jit", "off")]);
         }
         let pool = PgPoolOptions::new()
