@@ -762,10 +762,8 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "verify: source_details",
             origin: "retrieval.rs SOURCE_DETAILS",
-            sql: format!("{SOURCE_DETAILS}{}", in_list(2, sources.len())),
-            args: std::iter::once(Arg::Id(world))
-                .chain(sources.iter().map(|s| Arg::Id(*s)))
-                .collect(),
+            sql: format!("{SOURCE_DETAILS}{}", in_list(1, sources.len())),
+            args: sources.iter().map(|s| Arg::Id(*s)).collect(),
         },
         Statement {
             name: "list: list_sources, first page",

@@ -89,3 +89,59 @@ async fn a_claim_reads_only_its_batch() {
         "{steps:?}"
     );
 }
+
+/// Retrieval's verification reads each hit's entry by its point, then its chunk and source by
+/// key; so does the lookup of the hits' sources.
+#[tokio::test]
+async fn verification_reads_each_hit_by_key() {
+    let steps = plan(&format!("{}($1, $2, $3)", super::retrieval::CHUNKS_BY_POINTS), 3).await;
+    for (table, index) in [
+        ("SEARCH m ", "INDEX manifest_point (point_id=?)"),
+        ("SEARCH c ", "INDEX sqlite_autoindex_chunks_1 (id=?)"),
+        ("SEARCH s ", "INDEX sqlite_autoindex_sources_1 (id=?)"),
+    ] {
+        assert!(
+            steps.iter().any(|s| s.starts_with(table) && s.contains(index)),
+            "{table}{index}: {steps:?}"
+        );
+    }
+    assert!(steps.iter().all(|s| !s.starts_with("SCAN")), "{steps:?}");
+    let steps = plan(&format!("{}($1, $2)", super::retrieval::SOURCE_DETAILS), 2).await;
+    assert!(
+        steps.len() == 1 && steps[0].contains("INDEX sqlite_autoindex_sources_1 (id=?)"),
+        "{steps:?}"
+    );
+}
+
+/// A source's chunks, their total and its counts are read through the source's rows, never
+/// through the world's indexes: their cost follows the source, not the world.
+#[tokio::test]
+async fn a_source_listing_reads_only_that_source() {
+    use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS};
+    for (sql, binds, index) in [
+        (
+            LIST_CHUNKS,
+            4,
+            "INDEX sqlite_autoindex_chunks_2 (run_id=? AND source_id=?)",
+        ),
+        (
+            LIST_CHUNKS_TOTAL,
+            2,
+            "INDEX manifest_source_state (source_id=? AND run_id=?)",
+        ),
+        (
+            SOURCE_COUNTS,
+            2,
+            "INDEX manifest_source_state (source_id=? AND run_id=?)",
+        ),
+    ] {
+        let steps = plan(sql, binds).await;
+        assert!(steps.iter().any(|s| s.contains(index)), "{sql}: {steps:?}");
+        assert!(
+            steps
+                .iter()
+                .all(|s| !s.starts_with("SCAN") && !s.contains("world_run") && !s.contains("world_state")),
+            "{sql}: {steps:?}"
+        );
+    }
+}

@@ -71,11 +71,15 @@ pub const WORLD_FOR_RETRIEVAL: &str = concat!(
      AS embedded FROM worlds WHERE id = $1"
 );
 
-/// `chunks_by_points`'s statement; the point ids' list follows.
+/// `chunks_by_points`'s statement; the point ids' list follows. Each table is read by a unique
+/// index (the point's, then the chunk's and the source's keys), so both databases plan one row
+/// per hit without statistics (see migration 0017).
 pub const CHUNKS_BY_POINTS: &str = concat!(select_chunk_view!(), "WHERE m.point_id IN ");
 
-/// `source_details`'s statement: `$1` world; the source ids' list follows.
-pub const SOURCE_DETAILS: &str = "SELECT id, title, url, metadata FROM sources WHERE world_id = $1 AND id IN ";
+/// `source_details`'s statement; the source ids' list follows. By key alone: with the world in
+/// the condition too, PostgreSQL without statistics read every source of the world through the
+/// `(world_id, book_number)` index instead; the sources of other worlds are dropped by the caller.
+pub const SOURCE_DETAILS: &str = "SELECT id, world_id, title, url, metadata FROM sources WHERE id IN ";
 
 #[async_trait]
 impl<DB: Backend> RetrievalStore for SqlStore<DB> {
@@ -121,13 +125,15 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         // Bounded parameter lists, as in `chunks_by_points`.
         for batch in sources.chunks(500) {
             // Only generated `$n` placeholders are added to the constant text.
-            let sql = sqlx::AssertSqlSafe(format!("{SOURCE_DETAILS}{}", in_list(2, batch.len())));
-            let mut query = sqlx::query_as::<DB, SourceDetailsRow>(sql).bind(world.0);
+            let sql = sqlx::AssertSqlSafe(format!("{SOURCE_DETAILS}{}", in_list(1, batch.len())));
+            let mut query = sqlx::query_as::<DB, SourceDetailsRow>(sql);
             for source in batch {
                 query = query.bind(source.0);
             }
             for row in query.fetch_all(&self.pool).await? {
-                found.push((SourceId(row.id), row.details.try_into()?));
+                if row.world_id == world.0 {
+                    found.push((SourceId(row.id), row.details.try_into()?));
+                }
             }
         }
         Ok(found)

@@ -428,6 +428,7 @@ impl TryFrom<DetailsColumns> for SourceDetails {
 #[derive(sqlx::FromRow)]
 pub(super) struct SourceDetailsRow {
     pub(super) id: Uuid,
+    pub(super) world_id: Uuid,
     #[sqlx(flatten)]
     pub(super) details: DetailsColumns,
 }

@@ -122,25 +122,30 @@ pub const LIST_SOURCES: &str = concat!(
     " FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3"
 );
 
+// A source's rows are found by the source and the world's active run (a run belongs to one
+// world), never by the world's own column: with `world_id = $1` in the condition, PostgreSQL
+// without statistics also read the world's index and intersected the two (every entry of a
+// million-chunk world for each page of one source's chunks: 124 ms instead of 9).
+
 /// `source_counts`'s statement: `$1` world, `$2` source.
 pub const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
      COUNT(*) FILTER (WHERE m.state = 'embedded') AS embedded, \
      COUNT(*) FILTER (WHERE m.state = 'pending') AS pending, \
      COUNT(*) FILTER (WHERE m.state = 'failed') AS failed \
-     FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
-     WHERE m.world_id = $1 AND m.source_id = $2";
+     FROM manifest_entries m JOIN worlds w ON w.id = $1 AND w.active_run_id = m.run_id \
+     WHERE m.source_id = $2";
 
 /// `list_chunks`'s page: `$1` world, `$2` source, `$3` limit, `$4` offset.
 pub const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
      c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
      m.state, m.attempts, m.last_error_code, m.last_error_message \
-     FROM chunks c JOIN worlds w ON w.id = c.world_id AND w.active_run_id = c.run_id \
+     FROM chunks c JOIN worlds w ON w.id = $1 AND w.active_run_id = c.run_id \
      JOIN manifest_entries m ON m.chunk_id = c.id \
-     WHERE c.world_id = $1 AND c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
+     WHERE c.source_id = $2 ORDER BY c.chunk_number LIMIT $3 OFFSET $4";
 
 /// `list_chunks`'s total: `$1` world, `$2` source.
-pub const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = m.world_id AND w.active_run_id = m.run_id \
-     WHERE m.world_id = $1 AND m.source_id = $2";
+pub const LIST_CHUNKS_TOTAL: &str = "SELECT COUNT(*) FROM manifest_entries m JOIN worlds w ON w.id = $1 AND w.active_run_id = m.run_id \
+     WHERE m.source_id = $2";
 
 #[async_trait]
 impl<DB: Backend> SourceStore for SqlStore<DB> {

@@ -135,6 +135,7 @@ mod cluster;
 mod connect;
 mod job_events;
 mod kept_vectors;
+mod plans;
 mod reingest;
 mod retry;
 mod source_details;

@@ -1,0 +1,134 @@
+//! PostgreSQL's plans on tables that have no statistics yet (a fresh world, or a server whose
+//! autovacuum is off): retrieval's verification reads each hit by key, planning one row per hit,
+//! and a source's listings read that source's rows, never the world's.
+
+use quarry::store::statements::{CHUNKS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, SOURCE_DETAILS};
+
+use super::{add_source, new_world};
+
+/// `$1…$n`.
+fn in_list(n: usize) -> String {
+    let params: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    format!("({})", params.join(", "))
+}
+
+/// Every node of a JSON plan, depth first.
+fn nodes(plan: &serde_json::Value, into: &mut Vec<serde_json::Value>) {
+    into.push(plan.clone());
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        nodes(child, into);
+    }
+}
+
+/// Whether a plan node reads a whole table of chunk rows. (With four sources in one page, a scan
+/// of `sources` is the right plan; the rows it is planned to return are what is checked.)
+fn scans_entries(step: &serde_json::Value) -> bool {
+    step["Node Type"] == "Seq Scan"
+        && ["chunks", "manifest_entries"].contains(&step["Relation Name"].as_str().unwrap_or_default())
+}
+
+/// The plan PostgreSQL makes for `sql` with these ids (then these integers) bound, as its nodes.
+async fn plan(pool: &sqlx::PgPool, sql: &str, ids: &[uuid::Uuid], ints: &[i64]) -> Vec<serde_json::Value> {
+    let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {sql}"));
+    let mut query = sqlx::query_scalar::<_, serde_json::Value>(explain);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    for int in ints {
+        query = query.bind(*int);
+    }
+    let plan = query.fetch_one(pool).await.unwrap();
+    let mut all = Vec::new();
+    nodes(&plan[0]["Plan"], &mut all);
+    all
+}
+
+#[tokio::test]
+async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
+    let Some(db) = crate::helpers::PgDatabase::create("store_conformance::plans::verify").await else {
+        return;
+    };
+    let store = quarry::store::connect(&db.url).await.expect("postgres store");
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    for table in ["chunks", "manifest_entries", "sources"] {
+        let off = sqlx::AssertSqlSafe(format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"));
+        sqlx::query(off).execute(&pool).await.unwrap();
+    }
+    let world = store.create_world(new_world("Unanalyzed")).await.unwrap();
+    for _ in 0..4 {
+        add_source(&store, world.id, 1000).await;
+    }
+    let analyzed: Option<i64> = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM pg_stat_user_tables WHERE relname IN ('chunks', 'manifest_entries') \
+         AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(analyzed, Some(0), "the tables have no statistics");
+
+    let points: Vec<uuid::Uuid> =
+        sqlx::query_scalar("SELECT point_id FROM manifest_entries ORDER BY chunk_id LIMIT 10")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let steps = plan(&pool, &format!("{CHUNKS_BY_POINTS}{}", in_list(10)), &points, &[]).await;
+    for step in &steps {
+        assert!(!scans_entries(step), "{steps:#?}");
+        assert!(
+            step["Plan Rows"].as_f64().unwrap() <= 10.0,
+            "one row per hit: {steps:#?}"
+        );
+    }
+    // The statement returns what was planned.
+    let found = store
+        .chunks_by_points(
+            world.id,
+            store.get_world(world.id).await.unwrap().unwrap().active_run,
+            &points,
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 10);
+
+    let sources: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM sources")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let steps = plan(
+        &pool,
+        &format!("{SOURCE_DETAILS}{}", in_list(sources.len())),
+        &sources,
+        &[],
+    )
+    .await;
+    for step in &steps {
+        assert!(!scans_entries(step), "{steps:#?}");
+        assert!(
+            step["Plan Rows"].as_f64().unwrap() <= 4.0,
+            "one row per source: {steps:#?}"
+        );
+    }
+
+    // A source's chunks, their total and its counts: by the source's index, whatever the world's
+    // size; the world's own indexes are never read.
+    let source = sources[0];
+    for (sql, ints) in [
+        (LIST_CHUNKS, &[50, 0][..]),
+        (LIST_CHUNKS_TOTAL, &[]),
+        (SOURCE_COUNTS, &[]),
+    ] {
+        let steps = plan(&pool, sql, &[world.id.0, source], ints).await;
+        for step in &steps {
+            assert!(!scans_entries(step), "{sql}: {steps:#?}");
+            let index = step["Index Name"].as_str().unwrap_or_default();
+            assert!(
+                !index.ends_with("world_run") && !index.ends_with("world_state"),
+                "{sql}: {steps:#?}"
+            );
+        }
+    }
+    pool.close().await;
+    store.close().await;
+    db.drop_db().await;
+}
