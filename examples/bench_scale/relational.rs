@@ -664,8 +664,9 @@ fn in_list(first: usize, n: usize) -> String {
 
 // The statements, as the store runs them.
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM, CLAIM_READ, COMPLETE_MARK, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS, LIST_CHUNKS_TOTAL,
-    LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
+    CHUNKS_BY_POINTS, CLAIM, CLAIM_READ, CLAIM_RETURNING, COMPLETE_MARK, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS,
+    LIST_CHUNKS_TOTAL, LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL,
+    WORLD_STATS,
 };
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
@@ -695,11 +696,15 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
     sources.sort();
     sources.dedup();
     let source = l.sources[l.sources.len() / 2].0;
+    let claimed: Vec<Uuid> = std::iter::once(chunk)
+        .chain(l.sample.iter().map(|h| h.2.0))
+        .take(WORKER_CLAIM as usize)
+        .collect();
     let mut statements = vec![
         Statement {
             name: "worker: claim_work, the claim",
             origin: "work.rs CLAIM",
-            sql: format!("{CLAIM}{lock})"),
+            sql: format!("{CLAIM}{lock}){CLAIM_RETURNING}"),
             args: vec![
                 owner.clone(),
                 Arg::Int(i64::from(WORKER_CLAIM)),
@@ -710,8 +715,9 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "worker: claim_work, reading the claimed entries",
             origin: "work.rs CLAIM_READ",
-            sql: CLAIM_READ.into(),
-            args: vec![owner.clone(), Arg::Time(lease)],
+            // The ids the claim returned; the sample's stand in (the plan is the same).
+            sql: format!("{CLAIM_READ}{}", in_list(1, claimed.len())),
+            args: claimed.iter().map(|c| Arg::Id(*c)).collect(),
         },
         Statement {
             name: "worker: find_reusable (32 text hashes)",

@@ -73,7 +73,7 @@ pub mod statements {
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
     pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, REUSABLE_TAIL, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
-    pub use super::work::{CLAIM, CLAIM_READ, COMPLETE_MARK};
+    pub use super::work::{CLAIM, CLAIM_READ, CLAIM_RETURNING, COMPLETE_MARK};
     pub use super::worlds::WORLD_STATS;
 }
 
@@ -181,7 +181,8 @@ pub trait WorldStore: Send + Sync {
     async fn world_collections(&self, id: WorldId) -> Result<Vec<String>>;
     /// Folds the counts a backend keeps as deltas (PostgreSQL, migration 0014) into one row per
     /// run and state, for every run that has more; each replica's heartbeat calls it, so a
-    /// world's counts stay a handful of rows to read. Nothing to do on SQLite.
+    /// world's counts stay a handful of rows to read, and vacuums the table (the folded rows
+    /// stay behind as dead rows until then). Nothing to do on SQLite.
     async fn fold_counts(&self) -> Result<()>;
 }
 

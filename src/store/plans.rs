@@ -3,7 +3,7 @@
 //! it makes at any size, and a statement that walks a world shows it here.
 
 use super::retrieval::{REUSABLE, REUSABLE_TAIL};
-use super::work::CLAIM;
+use super::work::{CLAIM, CLAIM_READ, CLAIM_RETURNING};
 
 /// The plan SQLite (which quarry never gives statistics) makes for a statement on an empty
 /// store: the one it makes at any size.
@@ -71,7 +71,7 @@ async fn world_counts_read_no_entries() {
 /// bottleneck of a million-chunk load, under SQLite's write lock.
 #[tokio::test]
 async fn a_claim_reads_only_its_batch() {
-    let steps = plan(&format!("{CLAIM})"), 4).await;
+    let steps = plan(&format!("{CLAIM}){CLAIM_RETURNING}"), 4).await;
     for (table, index) in [
         ("SCAN j ", "INDEX jobs_claim_order"),
         ("SEARCH m ", "INDEX manifest_job_queue (job_id=? AND state=?)"),
@@ -144,4 +144,22 @@ async fn a_source_listing_reads_only_that_source() {
             "{sql}: {steps:?}"
         );
     }
+}
+
+/// What a claim leased is read back by the ids it returned, each entry by its key.
+#[tokio::test]
+async fn a_claim_reads_back_its_entries_by_key() {
+    let steps = plan(&format!("{CLAIM_READ}($1, $2)"), 2).await;
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH m ") && s.contains("INDEX sqlite_autoindex_manifest_entries_1 (chunk_id=?)")),
+        "{steps:?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .all(|s| !s.starts_with("SCAN") && !s.contains("lease_owner")),
+        "{steps:?}"
+    );
 }

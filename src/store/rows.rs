@@ -190,6 +190,15 @@ pub(super) struct WorkRow {
     hybrid: bool,
 }
 
+/// A [`WorkRow`] read back after a claim, with what the claim set.
+#[derive(sqlx::FromRow)]
+pub(super) struct ClaimedRow {
+    #[sqlx(flatten)]
+    pub(super) work: WorkRow,
+    pub(super) lease_owner: Option<String>,
+    pub(super) state: String,
+}
+
 impl TryFrom<WorkRow> for WorkItem {
     type Error = Error;
 

@@ -154,6 +154,10 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         if let Some(fold) = DB::FOLD_COUNTS {
             sqlx::query(fold).execute(&self.pool).await?;
         }
+        if let Some(vacuum) = DB::VACUUM_COUNTS {
+            // The simple protocol: a single statement in no transaction, as VACUUM requires.
+            sqlx::raw_sql(vacuum).execute(&self.pool).await?;
+        }
         Ok(())
     }
 

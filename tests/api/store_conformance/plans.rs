@@ -1,10 +1,13 @@
 //! PostgreSQL's plans on tables that have no statistics yet (a fresh world, or a server whose
 //! autovacuum is off): retrieval's verification reads each hit by key, planning one row per hit,
-//! and a source's listings read that source's rows, never the world's.
+//! a source's listings read that source's rows, never the world's, and a claim reads back what it
+//! leased by key.
 
-use quarry::store::statements::{CHUNKS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, SOURCE_DETAILS};
+use quarry::store::statements::{
+    CHUNKS_BY_POINTS, CLAIM_READ, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, SOURCE_DETAILS,
+};
 
-use super::{add_source, new_world};
+use super::{add_source, claim, complete, new_world};
 
 /// `$1…$n`.
 fn in_list(n: usize) -> String {
@@ -20,7 +23,7 @@ fn nodes(plan: &serde_json::Value, into: &mut Vec<serde_json::Value>) {
     }
 }
 
-/// Whether a plan node reads a whole table of chunk rows. (With four sources in one page, a scan
+/// Whether a plan node reads a whole table of chunk rows. (With sixteen sources in a few pages, a scan
 /// of `sources` is the right plan; the rows it is planned to return are what is checked.)
 fn scans_entries(step: &serde_json::Value) -> bool {
     step["Node Type"] == "Seq Scan"
@@ -55,7 +58,8 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
         sqlx::query(off).execute(&pool).await.unwrap();
     }
     let world = store.create_world(new_world("Unanalyzed")).await.unwrap();
-    for _ in 0..4 {
+    // Enough rows that reading 32 of them by key beats reading the table: a claim's size.
+    for _ in 0..16 {
         add_source(&store, world.id, 1000).await;
     }
     let analyzed: Option<i64> = sqlx::query_scalar(
@@ -105,7 +109,7 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
     for step in &steps {
         assert!(!scans_entries(step), "{steps:#?}");
         assert!(
-            step["Plan Rows"].as_f64().unwrap() <= 4.0,
+            step["Plan Rows"].as_f64().unwrap() <= 16.0,
             "one row per source: {steps:#?}"
         );
     }
@@ -128,6 +132,34 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
             );
         }
     }
+
+    // A claim's entries are read back by the ids the claim returned, by key: the owner's index
+    // also points at every dead version of the entries it leased before (until a vacuum).
+    for _ in 0..3 {
+        let items = claim(&store, "w", 32).await;
+        complete(&store, "w", &items).await;
+    }
+    let items = claim(&store, "w", 32).await;
+    let ids: Vec<uuid::Uuid> = items.iter().map(|i| i.chunk_id.0).collect();
+    let steps = plan(&pool, &format!("{CLAIM_READ}{}", in_list(ids.len())), &ids, &[]).await;
+    for step in &steps {
+        assert!(!scans_entries(step), "{steps:#?}");
+        let index = step["Index Name"].as_str().unwrap_or_default();
+        assert!(
+            !index.starts_with("manifest_") || index == "manifest_entries_pkey",
+            "{steps:#?}"
+        );
+        if ["chunks", "manifest_entries"].contains(&step["Relation Name"].as_str().unwrap_or_default()) {
+            assert!(
+                step["Plan Rows"].as_f64().unwrap() <= 32.0,
+                "one row per id: {steps:#?}"
+            );
+        }
+    }
+    assert!(
+        steps.iter().any(|s| s["Index Name"] == "manifest_entries_pkey"),
+        "{steps:#?}"
+    );
     pool.close().await;
     store.close().await;
     db.drop_db().await;
