@@ -118,9 +118,10 @@ pub async fn run(o: &Options) -> Result<()> {
     println!(
         "Rows written through the store trait (see `relational.rs`): add_source s = chunking + `add_source` (chunks, \
          manifest entries, job); claim+complete s = `claim_work` of {LOADER_CLAIM} + `complete_work` with the \
-         vectors (computed outside the timing) + `finish_job_if_done`. PostgreSQL then gets `ANALYZE`, the \
-         statistics autovacuum would gather on its own within minutes; SQLite gets none (quarry never runs \
-         ANALYZE there)."
+         vectors (computed outside the timing) + `finish_job_if_done`; every 5 s, outside the timings, the \
+         heartbeat's `fold_counts` (PostgreSQL: folds the counts' deltas and vacuums them). PostgreSQL then \
+         gets `ANALYZE`, the statistics autovacuum would gather on its own within minutes; SQLite gets none \
+         (quarry never runs ANALYZE there)."
     );
     println!();
     ops.print();
@@ -169,6 +170,7 @@ async fn one(
     let label = kind.name();
     let store = quarry::store::connect(url).await?;
     let (loaded, add_s, mark_s) = populate(o, corpus, label, store.as_ref()).await?;
+    store.fold_counts().await?;
     let rows = loaded.per_source * loaded.sources.len() as u64;
     let analyze_s = match kind {
         StoreKind::Sqlite => None,
@@ -248,6 +250,7 @@ async fn populate(o: &Options, corpus: &Corpus, label: &str, store: &dyn Store) 
     let mut entries = 0u64;
     let started = Instant::now();
     let mut last_report = Instant::now();
+    let mut last_fold = Instant::now();
     let owner = "bench-loader";
     for s in 0..o.sources {
         let t = Instant::now();
@@ -285,6 +288,12 @@ async fn populate(o: &Options, corpus: &Corpus, label: &str, store: &dyn Store) 
         let t = Instant::now();
         store.finish_job_if_done(job, now()).await?;
         mark += t.elapsed();
+        // What each replica's heartbeat does every 5 s (PostgreSQL: fold the counts' deltas and
+        // vacuum them), outside the timings.
+        if last_fold.elapsed() > Duration::from_secs(5) {
+            store.fold_counts().await?;
+            last_fold = Instant::now();
+        }
         if last_report.elapsed() > Duration::from_secs(15) {
             progress(format!(
                 "  {entries} rows after {:.0} s ({:.0} rows/s)",
@@ -440,6 +449,8 @@ async fn measure(o: &Options, label: &str, store: Arc<dyn Store>, l: &Loaded, op
     );
     op_row(ops, label, "worker: get_job", &get_job, 1.0);
     op_row(ops, label, "worker: finish_job_if_done", &finish, 0.0);
+    // The heartbeat's fold, as after any 5 s of work.
+    store.fold_counts().await?;
 
     progress(format!("relational ({label}): retrieval and listing reads"));
     let (world, run) = (l.world, l.run);

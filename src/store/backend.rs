@@ -55,10 +55,9 @@ pub trait Backend:
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
     /// machines whose clocks disagree agree on (see `cluster.rs`).
     const NOW_S: &'static str;
-    /// The statement that folds the `manifest_counts` rows of every run with more than one per
-    /// state into one per state, where the backend keeps them as deltas (see migration 0014).
-    const FOLD_COUNTS: Option<&'static str>;
-    /// Run after [`Backend::FOLD_COUNTS`], outside any transaction: frees what the fold left.
+    /// Whether the backend keeps `manifest_counts` as deltas to fold (migration 0014).
+    const FOLDS_COUNTS: bool;
+    /// Run after a fold, outside any transaction: frees what the fold left.
     const VACUUM_COUNTS: Option<&'static str>;
 }
 
@@ -74,7 +73,7 @@ impl Backend for Sqlite {
     const CLAIM_LOCK: &'static str = "";
     const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
     /// Nothing to fold: the triggers keep one row per (run, state) up to date.
-    const FOLD_COUNTS: Option<&'static str> = None;
+    const FOLDS_COUNTS: bool = false;
     const VACUUM_COUNTS: Option<&'static str> = None;
 }
 
@@ -86,17 +85,8 @@ impl Backend for Postgres {
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
     /// `clock_timestamp()`, not `now()`: the time the statement runs, not its transaction's start.
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
-    /// Deletes the rows of the runs that have more than three (one per state), those no other
-    /// folder holds (`SKIP LOCKED`: replicas folding at once take disjoint rows and never wait for
-    /// each other), and appends their non-zero sums. Deltas appended meanwhile are not in this
-    /// statement's snapshot and stay for the next fold.
-    const FOLD_COUNTS: Option<&'static str> = Some(
-        "WITH busy AS (SELECT run_id FROM manifest_counts GROUP BY run_id HAVING COUNT(*) > 3), \
-         gone AS (DELETE FROM manifest_counts WHERE id IN (SELECT id FROM manifest_counts \
-         WHERE run_id IN (SELECT run_id FROM busy) FOR UPDATE SKIP LOCKED) RETURNING run_id, state, n) \
-         INSERT INTO manifest_counts (run_id, state, n) SELECT run_id, state, SUM(n) FROM gone \
-         GROUP BY run_id, state HAVING SUM(n) <> 0",
-    );
+    /// The counts are deltas to fold (see [`super::worlds`]'s `fold_counts`).
+    const FOLDS_COUNTS: bool = true;
     /// The folded deltas stay as dead rows until a vacuum, and a world's counts read them all
     /// through the run's index (2 million of them after a million-chunk load with autovacuum
     /// off: 140 ms for `GET /v1/worlds/{id}` instead of 1). Vacuuming the handful of live rows

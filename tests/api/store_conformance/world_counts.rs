@@ -224,3 +224,55 @@ async fn postgres_folds_the_deltas_into_one_row_per_state() {
     store.close().await;
     db.drop_db().await;
 }
+
+/// A fold right after a burst of deltas takes them all, however few rows the table held when
+/// PostgreSQL last looked at it. As one statement joining the table to itself, the fold was
+/// planned from the vacuum's "two rows in these pages" (the burst refills the pages the vacuum
+/// freed) and went through the burst once per delta: 17 s for 30,000, minutes for this one.
+#[tokio::test]
+async fn postgres_folds_a_burst_that_follows_a_vacuum() {
+    let Some(db) = crate::helpers::PgDatabase::create("store_conformance::world_counts::burst").await else {
+        return;
+    };
+    let store = quarry::store::connect(&db.url).await.expect("postgres store");
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let world = store.create_world(new_world("Burst")).await.unwrap();
+    add_source(&store, world.id, 30).await;
+    let run = store.get_world(world.id).await.unwrap().unwrap().active_run;
+    // Deltas as from `n` single marks: one out of pending, one into embedded each.
+    let burst = |n: i64| {
+        sqlx::query(
+            "INSERT INTO manifest_counts (run_id, state, n) \
+             SELECT $1, CASE WHEN i % 2 = 0 THEN 'pending' ELSE 'embedded' END, \
+             CASE WHEN i % 2 = 0 THEN -1 ELSE 1 END FROM generate_series(1, 2 * $2) AS i",
+        )
+        .bind(run.0)
+        .bind(n)
+        .execute(&pool)
+    };
+    // A first burst, folded and vacuumed: PostgreSQL now takes the table's pages to hold two rows.
+    burst(60_000).await.unwrap();
+    store.fold_counts().await.unwrap();
+    burst(50_000).await.unwrap();
+    // A hang guard, not a timing: the fold takes about a second here.
+    tokio::time::timeout(std::time::Duration::from_secs(120), store.fold_counts())
+        .await
+        .expect("the fold finished")
+        .unwrap();
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT state, CAST(SUM(n) AS BIGINT), COUNT(*) FROM manifest_counts GROUP BY state ORDER BY state",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("embedded".to_owned(), 110_000, 1),
+            ("pending".to_owned(), 30 - 110_000, 1)
+        ]
+    );
+    pool.close().await;
+    store.close().await;
+    db.drop_db().await;
+}
