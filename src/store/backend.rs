@@ -55,10 +55,9 @@ pub trait Backend:
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
     /// machines whose clocks disagree agree on (see `cluster.rs`).
     const NOW_S: &'static str;
-    /// Whether the backend keeps `manifest_counts` as deltas to fold (migration 0014).
+    /// Whether the backend keeps `manifest_counts` as deltas to fold (migration 0014; the fold's
+    /// statements, PostgreSQL's own, are in `worlds.rs`).
     const FOLDS_COUNTS: bool;
-    /// Run after a fold, outside any transaction: frees what the fold left.
-    const VACUUM_COUNTS: Option<&'static str>;
 }
 
 impl Backend for Sqlite {
@@ -74,7 +73,6 @@ impl Backend for Sqlite {
     const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
     /// Nothing to fold: the triggers keep one row per (run, state) up to date.
     const FOLDS_COUNTS: bool = false;
-    const VACUUM_COUNTS: Option<&'static str> = None;
 }
 
 impl Backend for Postgres {
@@ -87,12 +85,6 @@ impl Backend for Postgres {
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
     /// The counts are deltas to fold (see [`super::worlds`]'s `fold_counts`).
     const FOLDS_COUNTS: bool = true;
-    /// The folded deltas stay as dead rows until a vacuum, and a world's counts read them all
-    /// through the run's index (2 million of them after a million-chunk load with autovacuum
-    /// off: 140 ms for `GET /v1/worlds/{id}` instead of 1). Vacuuming the handful of live rows
-    /// each fold costs about a millisecond and works whatever autovacuum does; `SKIP_LOCKED`: a
-    /// replica vacuuming at the same moment is not waited for.
-    const VACUUM_COUNTS: Option<&'static str> = Some("VACUUM (SKIP_LOCKED) manifest_counts");
 }
 
 /// `Is<X, T = X>` names the type `X` as an associated type of every type, so that a bound on

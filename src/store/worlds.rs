@@ -41,6 +41,12 @@ const FOLD_BUSY: &str = "SELECT run_id FROM manifest_counts GROUP BY run_id HAVI
 /// through the 30,000 deltas of a burst once for each of them (a fold still running after nine
 /// minutes).
 const FOLD_TAKE: &str = "DELETE FROM manifest_counts WHERE run_id IN ";
+/// Run after a fold that took rows, outside any transaction. The folded deltas stay as dead rows
+/// until a vacuum, and a world's counts read them all through the run's index (2 million after a
+/// million-chunk load with autovacuum off: `GET /v1/worlds/{id}` took 113 ms instead of 1).
+/// Vacuuming the handful of live rows costs about a millisecond and works whatever autovacuum
+/// does; `SKIP_LOCKED`: a vacuum already under way is not waited for.
+const FOLD_VACUUM: &str = "VACUUM (SKIP_LOCKED) manifest_counts";
 
 const SELECT_WORLD: &str = concat!("SELECT ", world_columns!(), " FROM worlds WHERE id = $1");
 
@@ -177,6 +183,11 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
             return Ok(());
         }
         let busy: Vec<Uuid> = sqlx::query_scalar(FOLD_BUSY).fetch_all(&mut *tx).await?;
+        if busy.is_empty() {
+            // Nothing folded, nothing to vacuum.
+            tx.commit().await?;
+            return Ok(());
+        }
         for batch in busy.chunks(500) {
             // Only generated `$n` placeholders are added to the constant text.
             let sql = sqlx::AssertSqlSafe(format!(
@@ -201,10 +212,8 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
-        if let Some(vacuum) = DB::VACUUM_COUNTS {
-            // The simple protocol: a single statement in no transaction, as VACUUM requires.
-            sqlx::raw_sql(vacuum).execute(&self.pool).await?;
-        }
+        // The simple protocol: a single statement in no transaction, as VACUUM requires.
+        sqlx::raw_sql(FOLD_VACUUM).execute(&self.pool).await?;
         Ok(())
     }
 

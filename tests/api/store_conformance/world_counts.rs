@@ -205,7 +205,8 @@ async fn postgres_folds_the_deltas_into_one_row_per_state() {
     let (a, b) = tokio::join!(store.fold_counts(), store.fold_counts());
     a.unwrap();
     b.unwrap();
-    // Two concurrent folds may each have taken part of the rows: a third leaves one per state.
+    // Of two concurrent folds one may skip its beat (one replica folds at a time): a third
+    // leaves one per state.
     store.fold_counts().await.unwrap();
     assert_eq!(rows().await, 2, "pending and embedded");
     // The folded rows do not stay behind as dead rows for every read of the counts to step
