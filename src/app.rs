@@ -116,14 +116,17 @@ impl App {
         scheduler.set_meters(meters.clone());
 
         let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher.clone()));
+        let destinations = crate::outbound::Destinations::new(settings.webhooks.allowed_networks.clone());
         let webhooks = Arc::new(crate::service::webhooks::WebhookService::new(
             store.clone(),
             cipher.clone(),
+            destinations.clone(),
         ));
         let dispatcher = crate::workers::webhooks::WebhookDispatcher::new(
             store.clone(),
             cipher,
             (&settings.webhooks).into(),
+            destinations,
             meters.clone(),
         )
         .map_err(StartupError::Webhooks)?;
@@ -236,8 +239,9 @@ impl App {
                 settings.server.max_event_streams,
                 settings.server.max_event_streams_per_client,
             )),
-            uploads: Arc::new(tokio::sync::Semaphore::new(settings.server.max_concurrent_uploads)),
-            uploads_max: settings.server.max_concurrent_uploads,
+            uploads: Arc::new(crate::service::sources::Uploads::new(
+                settings.server.max_concurrent_uploads,
+            )),
             upload_wait: Duration::from_secs(settings.server.upload_wait_s),
             sse_keep_alive: Duration::from_secs(15).min(Duration::from_secs(settings.server.idle_timeout_s) / 3),
         };
@@ -323,6 +327,7 @@ impl App {
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
             connections: ConnectionLimits {
                 max_connections: settings.server.max_connections,
+                max_connections_per_client: settings.server.max_connections_per_client,
                 header_read_timeout: Duration::from_secs(settings.server.header_read_timeout_s),
                 idle_timeout: Duration::from_secs(settings.server.idle_timeout_s),
             },

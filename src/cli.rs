@@ -328,19 +328,33 @@ pub struct IngestOptions {
     /// Glob of paths to leave out (repeatable).
     #[arg(long)]
     pub exclude: Vec<String>,
+    /// Follow symbolic links wherever they point. Without it, a link is read only when its
+    /// target is inside the folder being walked; links out of it are skipped (and named).
+    #[arg(long)]
+    pub follow_links: bool,
 }
 
 /// File types `ingest` uploads.
 const EXTENSIONS: [&str; 6] = ["md", "markdown", "txt", "html", "htm", "pdf"];
 
-/// The files under `paths`, in order, without duplicates.
-fn files(paths: &[PathBuf], exclude: &[String]) -> Result<Vec<PathBuf>> {
+/// The files under `paths`, in order, without duplicates; with `follow_links` false, symbolic
+/// links whose targets are outside the path given are left out (and reported on stderr), so a
+/// link planted in a shared folder cannot send a file from elsewhere to the server.
+fn files(paths: &[PathBuf], exclude: &[String], follow_links: bool) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     let mut seen = HashSet::new();
     for path in paths {
         if !path.exists() {
             return Err(failed(Exit::Usage, format!("{} does not exist", path.display())));
         }
+        let root = path
+            .canonicalize()
+            .map_err(|err| failed(Exit::Failure, format!("reading {}: {err}", path.display())))?;
+        let root = if root.is_file() {
+            root.parent().map(Path::to_path_buf).unwrap_or(root)
+        } else {
+            root
+        };
         let mut overrides = ignore::overrides::OverrideBuilder::new(path);
         for glob in exclude {
             overrides
@@ -354,11 +368,23 @@ fn files(paths: &[PathBuf], exclude: &[String]) -> Result<Vec<PathBuf>> {
             // `.gitignore` files count outside a git repository too.
             .require_git(false)
             .overrides(overrides)
+            .follow_links(follow_links)
             .sort_by_file_path(Ord::cmp)
             .build();
         for entry in walker {
             let entry = entry.map_err(|err| failed(Exit::Failure, format!("reading {}: {err}", path.display())))?;
             let p = entry.path();
+            if !follow_links && entry.path_is_symlink() && is_ingestible(p) {
+                let inside = p.canonicalize().is_ok_and(|target| target.starts_with(&root));
+                if !inside {
+                    eprintln!(
+                        "skipped {}: a symbolic link out of {} (--follow-links reads it)",
+                        p.display(),
+                        path.display()
+                    );
+                    continue;
+                }
+            }
             let wanted = p.is_file() && is_ingestible(p);
             if wanted && seen.insert(p.to_path_buf()) {
                 found.push(p.to_path_buf());
@@ -377,7 +403,7 @@ struct Upload {
 
 /// `quarry ingest PATH... --world W`
 pub async fn ingest(client: &Client, options: IngestOptions) -> Result<Exit> {
-    let files = files(&options.paths, &options.exclude)?;
+    let files = files(&options.paths, &options.exclude, options.follow_links)?;
     let world = match client.world(&options.world).await? {
         Some(world) => world,
         None if options.create => {

@@ -15,8 +15,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 5] = [
+const LIST_KEYS: [&str; 6] = [
     "auth.tokens",
+    "webhooks.allowed_networks",
     "vectors.urls",
     "providers.google.keys",
     "providers.openai.keys",
@@ -71,6 +72,10 @@ pub struct WebhookSettings {
     /// Days delivered and failed deliveries stay in the log.
     #[serde(deserialize_with = "whole::deserialize")]
     pub keep_deliveries_days: u64,
+    /// Networks (CIDR, e.g. `10.20.0.0/16`, `127.0.0.1/32`) receivers may be in although they
+    /// are not public. Empty by default: loopback, private, link-local and other internal
+    /// addresses are refused, for literals when subscribing and for names when connecting.
+    pub allowed_networks: Vec<ipnet::IpNet>,
 }
 
 impl Default for WebhookSettings {
@@ -82,6 +87,7 @@ impl Default for WebhookSettings {
             max_attempts: 15,
             poll_interval_ms: 1000,
             keep_deliveries_days: 14,
+            allowed_networks: Vec::new(),
         }
     }
 }
@@ -183,6 +189,10 @@ pub struct ServerSettings {
     /// Connections open at once; past it new ones wait in the kernel's backlog.
     #[serde(deserialize_with = "whole::deserialize")]
     pub max_connections: usize,
+    /// Connections one client (one IPv4 address, or one IPv6 /64) may hold open at once; one
+    /// more is closed when accepted.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub max_connections_per_client: usize,
     /// An HTTP/1 request head must arrive whole within this many seconds (counted from the
     /// first byte of a connection's first request).
     #[serde(deserialize_with = "whole::deserialize")]
@@ -505,6 +515,9 @@ impl BreakerSettings {
 pub struct SecuritySettings {
     /// 32 bytes, base64: encrypts provider-key secrets at rest.
     pub master_key: Option<SecretString>,
+    /// A file holding `master_key` (as container secrets are mounted); surrounding whitespace
+    /// is ignored. Not together with `master_key`.
+    pub master_key_file: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
@@ -517,6 +530,7 @@ impl Default for ServerSettings {
             max_event_streams: 256,
             max_event_streams_per_client: 16,
             max_connections: 512,
+            max_connections_per_client: 64,
             header_read_timeout_s: 10,
             idle_timeout_s: 75,
             max_concurrent_uploads: 4,
@@ -653,8 +667,15 @@ impl Settings {
         if self.server.max_event_streams == 0 || self.server.max_event_streams_per_client == 0 {
             return fail("server.max_event_streams and server.max_event_streams_per_client must be at least 1".into());
         }
-        if self.server.max_connections == 0 || self.server.max_concurrent_uploads == 0 {
-            return fail("server.max_connections and server.max_concurrent_uploads must be at least 1".into());
+        if self.server.max_connections == 0
+            || self.server.max_concurrent_uploads == 0
+            || self.server.max_connections_per_client == 0
+        {
+            return fail(
+                "server.max_connections, server.max_connections_per_client and server.max_concurrent_uploads must \
+                 be at least 1"
+                    .into(),
+            );
         }
         if self.server.header_read_timeout_s == 0 {
             return fail("server.header_read_timeout_s must be at least 1".into());
@@ -850,9 +871,7 @@ impl Settings {
                 "retrieval.full_context_threshold must be between 0 and {MAX_CONTEXT_TOKENS}"
             ));
         }
-        if let Some(key) = &self.security.master_key {
-            self.master_key_bytes(key)?;
-        }
+        self.master_key()?;
         Ok(())
     }
 
@@ -871,11 +890,28 @@ impl Settings {
 
     /// The decoded master key, if one is configured.
     pub fn master_key(&self) -> Result<Option<[u8; 32]>, ConfigError> {
-        self.security
-            .master_key
-            .as_ref()
-            .map(|key| self.master_key_bytes(key))
-            .transpose()
+        match (&self.security.master_key, &self.security.master_key_file) {
+            (Some(_), Some(_)) => Err(ConfigError(
+                "security.master_key and security.master_key_file are both set; set one".into(),
+            )),
+            (Some(key), None) => self.master_key_bytes(key).map(Some),
+            (None, Some(path)) => {
+                // The file's content is never shown: only its path and what is wrong with it.
+                let key = std::fs::read_to_string(path).map_err(|err| {
+                    ConfigError(format!(
+                        "security.master_key_file: cannot read {}: {}",
+                        path.display(),
+                        err.kind()
+                    ))
+                })?;
+                self.master_key_bytes(&SecretString::from(key))
+                    .map(Some)
+                    .map_err(|err| {
+                        ConfigError(format!("{err} (read from security.master_key_file {})", path.display()))
+                    })
+            }
+            (None, None) => Ok(None),
+        }
     }
 
     fn master_key_bytes(&self, key: &SecretString) -> Result<[u8; 32], ConfigError> {
@@ -1344,6 +1380,56 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("security.master_key"), "{err}");
+
+        // The key from a file, as container secrets are mounted; never both.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("master.key");
+        std::fs::write(&file, "  AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n").unwrap();
+        let from_file = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__SECURITY__MASTER_KEY_FILE", file.to_str().unwrap()),
+            ]),
+        )
+        .unwrap();
+        let expected: Vec<u8> = (0u8..32).collect();
+        assert_eq!(from_file.master_key().unwrap().unwrap().to_vec(), expected);
+        for (extra, needle) in [
+            (
+                Some((
+                    "QUARRY__SECURITY__MASTER_KEY",
+                    "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+                )),
+                "both set",
+            ),
+            (None, "master_key_file"),
+        ] {
+            let missing = dir.path().join("missing.key");
+            let path = if extra.is_some() {
+                file.to_str().unwrap()
+            } else {
+                missing.to_str().unwrap()
+            };
+            let mut vars = vec![
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__SECURITY__MASTER_KEY_FILE", path),
+            ];
+            vars.extend(extra);
+            let err = Settings::load_from(None, env(&vars)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{err}");
+        }
+        std::fs::write(&file, "c2hvcnQ=").unwrap();
+        let err = Settings::load_from(
+            None,
+            env(&[
+                ("QUARRY__AUTH__TOKENS", "t"),
+                ("QUARRY__SECURITY__MASTER_KEY_FILE", file.to_str().unwrap()),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("32 bytes") && !err.contains("c2hvcnQ"), "{err}");
 
         let err = Settings::load_from(
             None,

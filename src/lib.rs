@@ -61,6 +61,7 @@ pub mod crypto;
 pub mod domain;
 pub mod jobs;
 pub mod meters;
+pub mod outbound;
 pub mod providers;
 pub mod serve;
 pub mod service;

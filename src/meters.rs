@@ -121,6 +121,16 @@ pub const SERIES: &[(&str, &str, &str)] = &[
         "Retrievals embedded and searched while the store was still being read, by outcome",
     ),
     (
+        "quarry_uploads_in_progress",
+        "gauge",
+        "Uploads being read, converted or split now, abandoned ones still stopping included",
+    ),
+    (
+        "quarry_uploads_abandoned_total",
+        "counter",
+        "Uploads whose preparation stopped because their request was gone (timed out or disconnected)",
+    ),
+    (
         "quarry_process_resident_memory_bytes",
         "gauge",
         "Resident memory of the process",

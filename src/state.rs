@@ -52,10 +52,9 @@ pub struct AppState {
     /// Job event streams open now, and how many may be (`server.max_event_streams`, and
     /// `server.max_event_streams_per_client` per client address).
     pub event_streams: Arc<crate::api::jobs::EventStreams>,
-    /// Uploads being read and chunked now (`server.max_concurrent_uploads` permits, also kept
-    /// as `uploads_max`), and how long an upload waits for a permit.
-    pub uploads: Arc<tokio::sync::Semaphore>,
-    pub uploads_max: usize,
+    /// Uploads being read and chunked now (`server.max_concurrent_uploads` slots, held by the
+    /// blocking work), and how long an upload waits for a slot.
+    pub uploads: Arc<crate::service::sources::Uploads>,
     /// How often an event stream sends a keep-alive comment: 15 s, or a third of
     /// `server.idle_timeout_s` when that is shorter, so a quiet stream is never idle.
     pub sse_keep_alive: std::time::Duration,

@@ -463,7 +463,7 @@ pub async fn job_events(
     let last = last_event_id(&headers)?;
     let job = state.jobs.get(id).await?;
     // Each open stream polls the store: their number is bounded, in all and per client.
-    let client = crate::serve::peer(&extensions).map(|addr| addr.ip());
+    let client = crate::serve::peer(&extensions).map(|addr| crate::serve::client_key(addr.ip()));
     let slot = state.event_streams.take(client).map_err(|full| {
         let message = match full {
             Full::Server(max) => format!(

@@ -410,6 +410,10 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         }
         Err(err) => tracing::warn!(error = %err, "/metrics: reading the queue's depth failed"),
     }
+    m.gauge("quarry_uploads_in_progress", &[])
+        .set(state.uploads.in_progress() as f64);
+    m.counter("quarry_uploads_abandoned_total", &[])
+        .absolute(state.uploads.abandoned());
     if let Some(bytes) = crate::meters::resident_memory_bytes() {
         m.gauge("quarry_process_resident_memory_bytes", &[]).set(bytes as f64);
     }

@@ -154,10 +154,12 @@ async fn require_metrics_token(State(token): State<Option<Arc<[u8; 32]>>>, req: 
 }
 
 /// Counts every request by method, route template (`MatchedPath`; `unmatched` for none) and
-/// final status, and records its duration.
+/// final status, and records its duration. Labels come only from fixed sets — the standard
+/// methods ([`method_label`]) and the router's own templates — so no client, authenticated or
+/// not, can add a series by what it sends.
 async fn http_metrics(State(meters): State<crate::meters::Metrics>, req: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method());
     let route = req
         .extensions()
         .get::<axum::extract::MatchedPath>()
@@ -167,15 +169,33 @@ async fn http_metrics(State(meters): State<crate::meters::Metrics>, req: Request
     meters
         .counter(
             "quarry_http_requests_total",
-            &[("method", &method), ("route", &route), ("status", &status)],
+            &[("method", method), ("route", &route), ("status", &status)],
         )
         .increment(1);
     meters.observe(
         "quarry_http_request_duration_seconds",
-        &[("method", &method), ("route", &route)],
+        &[("method", method), ("route", &route)],
         started.elapsed(),
     );
     response
+}
+
+/// A request's method as a metric label: one of the nine standard methods, else `_OTHER` (as
+/// OpenTelemetry's HTTP conventions record unknown methods), so invented methods cannot grow
+/// the exposition.
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "OPTIONS" => "OPTIONS",
+        "TRACE" => "TRACE",
+        "CONNECT" => "CONNECT",
+        _ => "_OTHER",
+    }
 }
 
 /// Rejects `/v1/*` requests without an accepted `Authorization: Bearer` token.

@@ -18,7 +18,7 @@ use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
 use crate::domain::{ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceTitle, SourceUrl, WorldId};
-use crate::service::sources::{AddSource, Document, SourceView};
+use crate::service::sources::{AddSource, Document, SourceView, UploadSlot};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -280,13 +280,15 @@ async fn accept(
     json: bool,
 ) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
     // Taken before the body is read: bodies in memory and chunking work are bounded too.
-    let Ok(Ok(_permit)) = tokio::time::timeout(state.upload_wait, state.uploads.clone().acquire_owned()).await else {
+    // The slot goes with the upload to the blocking work that reads and splits it, and is free
+    // again when that work ends (not when this request does).
+    let Some(slot) = state.uploads.acquire(state.upload_wait).await else {
         return Err(ApiError::new(
             ErrorCode::ServerBusy,
             format!(
                 "{} uploads are being processed, the most this server takes at once (server.max_concurrent_uploads); \
                  retry shortly",
-                state.uploads_max
+                state.uploads.max()
             ),
         ));
     };
@@ -305,11 +307,12 @@ async fn accept(
         let multipart = Multipart::from_request(req, state)
             .await
             .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
-        read_upload(multipart, state.max_body_bytes).await?
+        read_upload(multipart, state.max_body_bytes, slot).await?
     } else {
         let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, state).await?;
         let (title, url, metadata) = parse_details(body.title.as_deref(), body.url.as_deref(), body.metadata.as_ref())?;
         AddSource {
+            slot,
             filename: body.filename,
             content_type: body.content_type,
             document: Document::Text(body.text),
@@ -332,7 +335,7 @@ async fn accept(
 /// parts that override the file part's own, and optionally `title`, `url` and `metadata` (JSON
 /// text) parts. Any other part, or a second one of a kind, is refused as JSON bodies refuse
 /// unknown or repeated fields.
-async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource, ApiError> {
+async fn read_upload(mut multipart: Multipart, limit: usize, slot: UploadSlot) -> Result<AddSource, ApiError> {
     let too_large = |err: axum::extract::multipart::MultipartError| {
         if err.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::payload_too_large(limit)
@@ -428,6 +431,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize) -> Result<AddSource
         )
     };
     Ok(AddSource {
+        slot,
         filename,
         content_type,
         document,

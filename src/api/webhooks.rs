@@ -74,6 +74,8 @@ pub struct CreateWebhookRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WebhookDto {
     pub webhook_id: Uuid,
+    /// The receiver. Shown whole only when the subscription is created; afterwards, as a URL
+    /// may carry a receiver's token, each query value reads `redacted`.
     pub url: String,
     /// `null`: every world's jobs.
     pub world_id: Option<Uuid>,
@@ -87,7 +89,7 @@ impl From<Webhook> for WebhookDto {
     fn from(hook: Webhook) -> Self {
         WebhookDto {
             webhook_id: hook.id.0,
-            url: hook.url,
+            url: crate::outbound::redacted(&hook.url),
             world_id: hook.world_id.map(|w| w.0),
             events: hook.events.iter().map(|e| e.as_str()).collect(),
             description: hook.description,
@@ -196,10 +198,15 @@ pub async fn create_webhook(
         })
         .await?;
     let secret = created.secret.expose_secret().to_owned();
+    let url = created.webhook.url.clone();
     Ok((
         StatusCode::CREATED,
         axum::Json(CreatedWebhookDto {
-            webhook: created.webhook.into(),
+            // The creator sees what it sent, once.
+            webhook: WebhookDto {
+                url,
+                ..created.webhook.into()
+            },
             secret,
         }),
     ))

@@ -42,13 +42,18 @@ pub struct MainContent {
 /// article without navigation, tables of contents, breadcrumbs, sidebars and footers), or
 /// `None` when the page is too large or deep for the tree it needs ([`MAIN_CONTENT_MAX_BYTES`],
 /// [`MAIN_CONTENT_MAX_DEPTH`], [`MAIN_CONTENT_MAX_ELEMENTS`]; checked first by a linear pass of
-/// the tokenizer): the caller then converts the whole page. A page where no article stands out
-/// keeps everything but its navigation.
-#[must_use]
-pub fn main_content(html: &str) -> Option<MainContent> {
-    if html.len() > MAIN_CONTENT_MAX_BYTES || !shallow_enough(html) {
-        return None;
+/// the tokenizer that follows the tree builder's nesting, [`shallow_enough`]): the caller then
+/// converts the whole page. A page where no article stands out keeps everything but its
+/// navigation. `stop` is asked between the passes, each of which is bounded by the limits.
+///
+/// # Errors
+/// [`Stopped::Asked`] when `stop` said so.
+pub fn main_content(html: &str, stop: &dyn Fn() -> bool) -> Result<Option<MainContent>, Stopped> {
+    let asked = |()| if stop() { Err(Stopped::Asked) } else { Ok(()) };
+    if html.len() > MAIN_CONTENT_MAX_BYTES || !shallow_enough(html, stop)? {
+        return Ok(None);
     }
+    asked(())?;
     let config = dom_smoothie::Config {
         max_elements_to_parse: MAIN_CONTENT_MAX_ELEMENTS,
         ..dom_smoothie::Config::default()
@@ -56,47 +61,118 @@ pub fn main_content(html: &str) -> Option<MainContent> {
     // Navigation landmarks go before the scoring: a theme often puts breadcrumbs, page links
     // and a footer in the same block as the article, where the scoring keeps them.
     let document = dom_query::Document::from(html);
+    asked(())?;
     document.select(NAVIGATION).remove();
     // A page without an article that stands out (an index, a search page) keeps what is left
     // once the navigation is gone.
     let page = document.html().to_string();
     let page_title = document.select("title").text().trim().to_owned();
-    let mut readability = dom_smoothie::Readability::with_document(document, None, Some(config)).ok()?;
+    asked(())?;
+    let Ok(mut readability) = dom_smoothie::Readability::with_document(document, None, Some(config)) else {
+        return Ok(None);
+    };
     let (content, title) = match readability.parse() {
         Ok(article) if !article.content.trim().is_empty() => (article.content.to_string(), article.title),
         _ => (page, page_title),
     };
+    asked(())?;
     let title = title.trim();
-    Some(MainContent {
+    Ok(Some(MainContent {
         html: content,
         title: (!title.is_empty()).then(|| title.to_owned()),
-    })
+    }))
 }
 
-/// Whether the page's elements nest at most [`MAIN_CONTENT_MAX_DEPTH`] deep and number at most
-/// [`MAIN_CONTENT_MAX_ELEMENTS`] (void and self-closed elements do not nest).
-fn shallow_enough(html: &str) -> bool {
-    let (mut depth, mut elements) = (0usize, 0usize);
-    for token in Tokenizer::new(html) {
+/// Whether the tree the HTML tree builder makes of `html` nests at most
+/// [`MAIN_CONTENT_MAX_DEPTH`] deep and has at most [`MAIN_CONTENT_MAX_ELEMENTS`] elements.
+///
+/// Read off the tokenizer, never by building the tree (whose builder spends time on each tag in
+/// proportion to the depth). The depth is followed as the builder nests, erring deep: an end tag
+/// closes the innermost open element of its name and those inside it, an end tag that matches
+/// no open element is ignored (as the builder ignores it: `<div></x>` nests), the self-closing
+/// flag counts only inside `<svg>` and `<math>` (`<div/>` opens a `<div>`), a `<p>`, `<li>`,
+/// `<dt>`, `<dd>`, `<tr>`, `<td>`, `<th>` or `<option>` closes one of its name right above it, and
+/// a formatting element (`<b>`, `<a>`, `<font>`, …) closed implicitly by an outer end tag is
+/// still counted, since the builder re-opens it inside later content.
+fn shallow_enough(html: &str, stop: &dyn Fn() -> bool) -> Result<bool, Stopped> {
+    let mut open: Vec<Vec<u8>> = Vec::new();
+    let (mut reopened, mut elements, mut foreign) = (0usize, 0usize, 0usize);
+    for (n, token) in Tokenizer::new(html).enumerate() {
+        if n % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return Err(Stopped::Asked);
+        }
         let Ok(token): Result<Token, Infallible> = token;
         match token {
             Token::StartTag(tag) => {
                 elements += 1;
                 if elements > MAIN_CONTENT_MAX_ELEMENTS {
-                    return false;
+                    return Ok(false);
                 }
-                if !tag.self_closing && !is_void(tag.name.as_slice()) {
-                    depth += 1;
-                    if depth > MAIN_CONTENT_MAX_DEPTH {
-                        return false;
-                    }
+                let name = tag.name.as_slice();
+                if is_void(name) || (tag.self_closing && foreign > 0) {
+                    continue;
+                }
+                if closes_its_like(name) && open.last().is_some_and(|top| top.as_slice() == name) {
+                    open.pop();
+                }
+                if matches!(name, b"svg" | b"math") {
+                    foreign += 1;
+                }
+                open.push(name.to_vec());
+                if open.len() + reopened > MAIN_CONTENT_MAX_DEPTH {
+                    return Ok(false);
                 }
             }
-            Token::EndTag(tag) if !is_void(tag.name.as_slice()) => depth = depth.saturating_sub(1),
+            Token::EndTag(tag) => {
+                let name = tag.name.as_slice();
+                match open.iter().rposition(|o| o.as_slice() == name) {
+                    Some(at) => {
+                        for inner in open.drain(at..).skip(1) {
+                            if is_formatting(&inner) {
+                                reopened += 1;
+                            }
+                            if matches!(inner.as_slice(), b"svg" | b"math") {
+                                foreign -= 1;
+                            }
+                        }
+                        if matches!(name, b"svg" | b"math") {
+                            foreign -= 1;
+                        }
+                    }
+                    // Closing a re-opened formatting element ends its re-opening.
+                    None if is_formatting(name) => reopened = reopened.saturating_sub(1),
+                    None => {}
+                }
+            }
             _ => {}
         }
     }
-    true
+    Ok(true)
+}
+
+/// Start tags that close an element of their own name right above them.
+fn closes_its_like(name: &[u8]) -> bool {
+    matches!(name, b"p" | b"li" | b"dt" | b"dd" | b"tr" | b"td" | b"th" | b"option")
+}
+
+/// The HTML tree builder's formatting elements (re-opened after an outer element closes them).
+fn is_formatting(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"a" | b"b"
+            | b"big"
+            | b"code"
+            | b"em"
+            | b"font"
+            | b"i"
+            | b"nobr"
+            | b"s"
+            | b"small"
+            | b"strike"
+            | b"strong"
+            | b"tt"
+            | b"u"
+    )
 }
 
 fn is_void(name: &[u8]) -> bool {
@@ -463,6 +539,46 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shallow(html: &str) -> bool {
+        shallow_enough(html, &|| false).unwrap()
+    }
+
+    #[test]
+    fn the_depth_guard_nests_as_the_tree_builder_does() {
+        let deep = MAIN_CONTENT_MAX_DEPTH + 44;
+        // End tags that match nothing open close nothing; `<div/>` opens a div.
+        assert!(!shallow(&"<div></x>".repeat(deep)));
+        assert!(!shallow(&"<div/>".repeat(deep)));
+        assert!(!shallow(&"<div>".repeat(deep)));
+        // A formatting element closed by an outer end tag is re-opened inside later content.
+        assert!(!shallow(&"<div><b></div>".repeat(deep)));
+        // What real pages do stays shallow: closed elements, unclosed paragraphs and items,
+        // self-closed SVG shapes, formatting closed in order.
+        assert!(shallow(&"<div><p>text</p></div>".repeat(5000)));
+        assert!(shallow(&format!("<ul>{}</ul>", "<li>item".repeat(5000))));
+        assert!(shallow(&"<p>para".repeat(5000)));
+        assert!(shallow(&format!("<svg>{}</svg>", "<path d='M0'/>".repeat(5000))));
+        assert!(shallow(&"<p><b>bold</b> and <i>it</i></p>".repeat(5000)));
+        assert!(shallow(&"<div>".repeat(MAIN_CONTENT_MAX_DEPTH)));
+    }
+
+    #[test]
+    fn a_page_nested_past_the_guard_is_converted_whole() {
+        let nav = "<nav>Home | About</nav>";
+        let shallow_page = format!(
+            "<html><body>{nav}{}<p>Body text here.</p></body></html>",
+            "<div></div>".repeat(300)
+        );
+        let deep_page = format!(
+            "<html><body>{nav}{}<p>Body text here.</p></body></html>",
+            "<div></x>".repeat(300)
+        );
+        assert!(main_content(&shallow_page, &|| false).unwrap().is_some());
+        assert_eq!(main_content(&deep_page, &|| false).unwrap(), None);
+        // Stopped between passes when asked.
+        assert_eq!(main_content(&shallow_page, &|| true), Err(Stopped::Asked));
+    }
 
     #[test]
     fn blocks_lists_and_headings() {

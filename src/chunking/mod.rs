@@ -145,7 +145,7 @@ pub fn prepare_source(
 ) -> Result<Prepared, ChunkError> {
     if html == HtmlContent::Main
         && SourceFormat::of(content_type) == Some(SourceFormat::Html)
-        && let Some(main) = html::main_content(&raw)
+        && let Some(main) = html::main_content(&raw, stop).map_err(|_| ChunkError::Stopped)?
     {
         let text = prepare_text(content_type, main.html, max_bytes, stop)?;
         return Ok(Prepared {

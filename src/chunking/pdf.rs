@@ -18,7 +18,6 @@
 //!   each page is extracted under `catch_unwind`, a page that panics or fails is left empty, and a
 //!   document none of whose pages could be read is refused.
 
-use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use unicode_normalization::UnicodeNormalization;
@@ -101,7 +100,7 @@ pub fn number_pages(text: &str, chunks: &mut [crate::domain::NewChunk]) {
 /// # Errors
 /// See [`PdfError`].
 pub fn to_text(bytes: &[u8], max_bytes: usize, stop: &dyn Fn() -> bool) -> Result<PdfText, PdfError> {
-    check_inflation(bytes, max_inflated_bytes(bytes.len()))?;
+    check_inflation(bytes, max_inflated_bytes(bytes.len()), stop)?;
     let loaded = catch_unwind(|| pdf_extract::Document::load_mem(bytes));
     let mut doc = match loaded {
         Ok(Ok(doc)) => doc,
@@ -219,31 +218,29 @@ fn title_of(doc: &pdf_extract::Document) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-/// Counts bytes written, keeping none.
-struct Counter(u64);
+/// Input handed to the inflater at a time, between two looks at `stop`.
+const INFLATE_STEP: usize = 64 << 10;
 
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Inflates every deflate stream of the file into a counter and refuses the file when they
-/// come to more than `limit` bytes. Every `stream` keyword is tried (a false one is not a
-/// zlib stream and fails at once), so no real stream is missed.
-fn check_inflation(bytes: &[u8], limit: u64) -> Result<(), PdfError> {
+/// Inflates every deflate stream of the file, keeping none of the output, and refuses the file
+/// when they come to more than `limit` bytes. Every `stream` keyword is tried (a false one is
+/// not a zlib stream and fails at once), so no real stream is missed — also one hidden inside
+/// another's data.
+///
+/// Linear in the file: the compressed bytes read, over all streams, may come to at most twice
+/// the file (a real file's streams do not overlap, so each byte is read about once; a crafted
+/// one that starts a stream inside another's data, to be inflated once per `stream` marker, is
+/// refused), and `stop` is asked after every [`INFLATE_STEP`] bytes of input.
+fn check_inflation(bytes: &[u8], limit: u64, stop: &dyn Fn() -> bool) -> Result<(), PdfError> {
+    use flate2::{Decompress, FlushDecompress, Status};
     let too_large = || {
         PdfError::Unreadable(format!(
             "the PDF's compressed streams expand to more than {} MiB; quarry does not read it",
             limit >> 20
         ))
     };
-    let mut total = 0u64;
+    let input_limit = (bytes.len() as u64).saturating_mul(2);
+    let (mut inflated, mut read) = (0u64, 0u64);
+    let mut out = vec![0u8; 32 << 10];
     for at in memchr::memmem::find_iter(bytes, b"stream") {
         if at >= 3 && &bytes[at - 3..at] == b"end" {
             continue;
@@ -264,14 +261,35 @@ fn check_inflation(bytes: &[u8], limit: u64) -> Result<(), PdfError> {
         {
             continue;
         }
-        let room = limit - total;
-        let mut counter = Counter(0);
-        let mut inflater = flate2::read::ZlibDecoder::new(data).take(room + 1);
-        // A broken stream counts what it inflated before it broke.
-        let _ = std::io::copy(&mut inflater, &mut counter);
-        total += counter.0;
-        if total > limit {
-            return Err(too_large());
+        let mut z = Decompress::new(true);
+        loop {
+            if stop() {
+                return Err(PdfError::Stopped);
+            }
+            let from = usize::try_from(z.total_in()).unwrap_or(usize::MAX).min(data.len());
+            let step = &data[from..(from + INFLATE_STEP).min(data.len())];
+            let (in_before, out_before) = (z.total_in(), z.total_out());
+            // A broken stream counts what it inflated before it broke.
+            let status = z.decompress(step, &mut out, FlushDecompress::None);
+            let (consumed, produced) = (z.total_in() - in_before, z.total_out() - out_before);
+            read += consumed;
+            inflated += produced;
+            if inflated > limit {
+                return Err(too_large());
+            }
+            if read > input_limit {
+                return Err(PdfError::Unreadable(
+                    "the PDF's compressed streams overlap (their data was read more than twice over); quarry does \
+                     not read it"
+                        .into(),
+                ));
+            }
+            match status {
+                Ok(Status::StreamEnd) | Err(_) => break,
+                // Out of input (a truncated stream) or no progress.
+                Ok(_) if consumed == 0 && produced == 0 => break,
+                Ok(_) => {}
+            }
         }
     }
     Ok(())
@@ -279,6 +297,8 @@ fn check_inflation(bytes: &[u8], limit: u64) -> Result<(), PdfError> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+
     use super::*;
 
     #[test]
@@ -310,8 +330,69 @@ mod tests {
             pdf.extend_from_slice(b"\nendstream\nendobj\n%%EOF\n");
             pdf
         };
-        assert!(check_inflation(&pdf(&stream), 4 << 20).is_err());
-        assert!(check_inflation(&pdf(&stream), 16 << 20).is_ok());
-        assert!(check_inflation(b"%PDF-1.4 stream\nnot zlib endstream", 1).is_ok());
+        let go = &|| false;
+        assert!(check_inflation(&pdf(&stream), 4 << 20, go).is_err());
+        assert!(check_inflation(&pdf(&stream), 16 << 20, go).is_ok());
+        assert!(check_inflation(b"%PDF-1.4 stream\nnot zlib endstream", 1, go).is_ok());
+    }
+
+    /// A file of about `len` bytes: one zlib stream of empty stored blocks (no output at all)
+    /// to its end, with `markers` more `stream` keywords inside it (in 9-byte stored blocks),
+    /// each starting such a stream that runs to the end of the file too.
+    fn zero_output_pdf(len: usize, markers: usize) -> Vec<u8> {
+        let mut pdf = b"%PDF-1.4\nstream\n\x78\x9c".to_vec();
+        let empty = [0u8, 0, 0, 0xff, 0xff];
+        let per_stream = len / (markers + 1);
+        for i in 0..=markers {
+            let start = pdf.len();
+            while pdf.len() - start + empty.len() <= per_stream {
+                pdf.extend_from_slice(&empty);
+            }
+            if i < markers {
+                pdf.extend_from_slice(&[0, 9, 0, 0xf6, 0xff]);
+                pdf.extend_from_slice(b"stream\n\x78\x9c");
+            }
+        }
+        pdf
+    }
+
+    /// How many times `stop` was asked while checking `pdf`: the work done, in steps.
+    fn steps(pdf: &[u8]) -> (Result<(), PdfError>, usize) {
+        let asked = std::cell::Cell::new(0usize);
+        let result = check_inflation(pdf, u64::MAX, &|| {
+            asked.set(asked.get() + 1);
+            false
+        });
+        (result, asked.get())
+    }
+
+    #[test]
+    fn nested_stream_markers_cannot_multiply_the_inflation_work() {
+        let len = 256 << 10;
+        let (plain, plain_steps) = steps(&zero_output_pdf(len, 0));
+        assert!(plain.is_ok(), "{plain:?}");
+        // Each marker would once have inflated to the end of the file again (128 markers: 48 s
+        // of CPU for 256 KiB). Now the input read is bounded by twice the file, so the work
+        // stays within a few times the plain file's, whatever the markers.
+        for markers in [8, 32, 128] {
+            let (result, n) = steps(&zero_output_pdf(len, markers));
+            assert!(
+                n <= 2 * plain_steps + 2 * markers + 4,
+                "{markers} markers: {n} steps, {plain_steps} for none ({result:?})"
+            );
+        }
+        // Streams started inside another's data are read over again: past twice the file,
+        // refused.
+        assert!(
+            matches!(steps(&zero_output_pdf(len, 8)).0, Err(PdfError::Unreadable(m)) if m.contains("overlap")),
+            "{:?}",
+            steps(&zero_output_pdf(len, 8)).0
+        );
+    }
+
+    #[test]
+    fn the_check_stops_when_asked() {
+        let pdf = zero_output_pdf(4 << 20, 0);
+        assert_eq!(check_inflation(&pdf, u64::MAX, &|| true), Err(PdfError::Stopped));
     }
 }

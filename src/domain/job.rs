@@ -44,6 +44,10 @@ string_enum!(
     JobKind { Ingest => "ingest", Reingest => "reingest", Repair => "repair" }
 );
 
+impl JobKind {
+    pub const ALL: [JobKind; 3] = [JobKind::Ingest, JobKind::Reingest, JobKind::Repair];
+}
+
 string_enum!(
     /// A run's place in its world: the one retrieval serves, one a re-ingest is building, or an
     /// old one whose points and rows are being removed.

@@ -28,12 +28,78 @@ pub enum Document {
 
 /// A source upload as received; its title, URL and metadata already parsed at the edge.
 pub struct AddSource {
+    /// The upload's slot, kept by the blocking work that reads and splits it.
+    pub slot: UploadSlot,
     pub filename: String,
     pub content_type: Option<String>,
     pub document: Document,
     pub title: Option<SourceTitle>,
     pub url: Option<SourceUrl>,
     pub metadata: Metadata,
+}
+
+/// Admission of uploads: at most `server.max_concurrent_uploads` are read, converted and
+/// split at once. A slot is held by the blocking work it pays for, not by the request: when a
+/// request is abandoned (timed out, or the client left) its work stops at its next look at the
+/// cancellation flag, and only then is the slot free again — so the bound holds for CPU, not
+/// only for requests.
+#[derive(Debug)]
+pub struct Uploads {
+    permits: Arc<tokio::sync::Semaphore>,
+    max: usize,
+    /// Uploads whose preparation stopped because their request was gone.
+    abandoned: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// One upload's slot (see [`Uploads`]); cloned into each blocking stage.
+#[derive(Clone, Debug)]
+pub struct UploadSlot {
+    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
+    abandoned: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl UploadSlot {
+    /// Counts an upload whose work stopped because its request was gone.
+    fn abandoned(&self) {
+        self.abandoned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Uploads {
+    pub fn new(max: usize) -> Self {
+        Self {
+            permits: Arc::new(tokio::sync::Semaphore::new(max)),
+            max,
+            abandoned: Arc::default(),
+        }
+    }
+
+    /// A slot, waiting at most `wait` for one; `None` when none came free.
+    pub async fn acquire(&self, wait: std::time::Duration) -> Option<UploadSlot> {
+        let permit = tokio::time::timeout(wait, self.permits.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()?;
+        Some(UploadSlot {
+            _permit: Arc::new(permit),
+            abandoned: self.abandoned.clone(),
+        })
+    }
+
+    /// The most uploads prepared at once.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Uploads whose work is running now, abandoned ones still stopping included.
+    pub fn in_progress(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    /// Uploads whose work stopped because their request was gone, since the start.
+    pub fn abandoned(&self) -> u64 {
+        self.abandoned.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A source with its chunk state counts.
@@ -125,16 +191,23 @@ impl SourceService {
         let _abandon_on_drop = abandoned.clone().drop_guard();
         let (limit, document, ct, html) = (self.max_text_bytes, req.document, content_type.clone(), self.html);
         let stop = abandoned.clone();
-        let prepared = tokio::task::spawn_blocking(move || match document {
-            Document::Text(raw) => {
-                chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled()).map_err(text_refused)
+        let slot = req.slot.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let prepared = match document {
+                Document::Text(raw) => {
+                    chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled()).map_err(text_refused)
+                }
+                Document::Pdf(bytes) => chunking::pdf::to_text(&bytes, limit, &|| stop.is_cancelled())
+                    .map(|pdf| chunking::Prepared {
+                        text: pdf.text,
+                        title: pdf.title,
+                    })
+                    .map_err(pdf_refused),
+            };
+            if stop.is_cancelled() {
+                slot.abandoned();
             }
-            Document::Pdf(bytes) => chunking::pdf::to_text(&bytes, limit, &|| stop.is_cancelled())
-                .map(|pdf| chunking::Prepared {
-                    text: pdf.text,
-                    title: pdf.title,
-                })
-                .map_err(pdf_refused),
+            prepared
         })
         .await
         .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
@@ -173,7 +246,7 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, paged, &abandoned).await?;
+            (text, chunks, parents) = self.split(&world, text, paged, &abandoned, &req.slot).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -227,6 +300,7 @@ impl SourceService {
         text: String,
         paged: bool,
         abandoned: &CancellationToken,
+        slot: &UploadSlot,
     ) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
         // Chunks nobody could embed would wait forever: refused before anything is written.
         super::require_key(&self.scheduler, world.embedding.provider).await?;
@@ -241,8 +315,13 @@ impl SourceService {
         // Splitting a large upload takes seconds of CPU: keep it off the async workers.
         let profile = world.chunking;
         let stop = abandoned.clone();
+        let slot = slot.clone();
         let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
-            let mut chunks = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())?;
+            let Some(mut chunks) = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())
+            else {
+                slot.abandoned();
+                return None;
+            };
             if paged {
                 chunking::pdf::number_pages(&text, &mut chunks);
             }

@@ -46,6 +46,8 @@ pub struct CreatedWebhook {
 pub struct WebhookService {
     store: Arc<dyn Store>,
     cipher: Option<SecretCipher>,
+    /// Where receivers may be (`webhooks.allowed_networks` opts internal networks in).
+    destinations: crate::outbound::Destinations,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ServiceError {
@@ -124,12 +126,26 @@ fn generated_secret() -> (SecretString, Vec<u8>) {
 }
 
 impl WebhookService {
-    pub fn new(store: Arc<dyn Store>, cipher: Option<SecretCipher>) -> Self {
-        Self { store, cipher }
+    pub fn new(
+        store: Arc<dyn Store>,
+        cipher: Option<SecretCipher>,
+        destinations: crate::outbound::Destinations,
+    ) -> Self {
+        Self {
+            store,
+            cipher,
+            destinations,
+        }
     }
 
     pub async fn create(&self, req: CreateWebhook) -> ServiceResult<CreatedWebhook> {
         let url = receiver_url(&req.url)?;
+        // An internal address is refused now; a name is checked on what it resolves to, at
+        // every connection.
+        let parsed = url::Url::parse(&url).map_err(|err| invalid("url", err.to_string()))?;
+        self.destinations
+            .check_url(&parsed)
+            .map_err(|refused| invalid("url", refused.to_string()))?;
         let events = events(req.events)?;
         let description = optional_text("description", req.description.as_deref())?;
         let given = req.secret.as_ref().map(given_secret).transpose()?;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::backend::{Backend, SqlStore};
 use super::{OpsStore, QueueDepth, Result};
+use crate::domain::{JobKind, JobStatus};
 
 #[async_trait]
 impl<DB: Backend> OpsStore for SqlStore<DB> {
@@ -13,10 +14,17 @@ impl<DB: Backend> OpsStore for SqlStore<DB> {
             sqlx::query_as("SELECT kind, status, COUNT(*) FROM jobs GROUP BY kind, status ORDER BY kind, status")
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(kind, status, n)| (kind, status, u64::try_from(n).unwrap_or(0)))
-            .collect())
+        // Every kind and status is exported, 0 when no job has it.
+        let mut counts: Vec<(String, String, u64)> = Vec::new();
+        for kind in JobKind::ALL {
+            for status in JobStatus::ALL {
+                let n = (rows.iter())
+                    .find(|(k, s, _)| k == kind.as_str() && s == status.as_str())
+                    .map_or(0, |(_, _, n)| u64::try_from(*n).unwrap_or(0));
+                counts.push((kind.as_str().to_owned(), status.as_str().to_owned(), n));
+            }
+        }
+        Ok(counts)
     }
 
     async fn queue_depth(&self) -> Result<Vec<QueueDepth>> {
@@ -29,7 +37,7 @@ impl<DB: Backend> OpsStore for SqlStore<DB> {
         )
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
+        let mut depths: Vec<QueueDepth> = rows
             .into_iter()
             .map(|(world, provider, pending, oldest)| QueueDepth {
                 world: crate::domain::WorldId(world),
@@ -37,6 +45,24 @@ impl<DB: Backend> OpsStore for SqlStore<DB> {
                 pending: u64::try_from(pending).unwrap_or(0),
                 oldest,
             })
-            .collect())
+            .collect();
+        // Every world's queue is a known thing: an empty one is a 0, not a missing series
+        // (an alert on the depth must not go blind when the queue drains).
+        let queues: Vec<(uuid::Uuid, String)> =
+            sqlx::query_as("SELECT world_id, provider FROM runs WHERE status <> 'retired' ORDER BY world_id")
+                .fetch_all(&self.pool)
+                .await?;
+        for (world, provider) in queues {
+            let world = crate::domain::WorldId(world);
+            if !depths.iter().any(|d| d.world == world && d.provider == provider) {
+                depths.push(QueueDepth {
+                    world,
+                    provider,
+                    pending: 0,
+                    oldest: None,
+                });
+            }
+        }
+        Ok(depths)
     }
 }

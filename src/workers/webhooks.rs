@@ -33,8 +33,77 @@ const CONCURRENCY: usize = 8;
 /// How often settled deliveries older than `webhooks.keep_deliveries_days` are forgotten.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
-/// The longest error text kept for an attempt.
-const MAX_ERROR_CHARS: usize = 300;
+/// Why an attempt failed, as the delivery log keeps it: a coarse outcome and a fixed sentence,
+/// never the error chain of the connection (which would make the log a scanner of the network
+/// quarry is in: "connection refused" against "timed out" tells which ports are open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    /// The destination is not public and not in `webhooks.allowed_networks`.
+    DestinationRefused,
+    /// No connection (name not found, refused, reset, TLS failed).
+    ConnectFailed,
+    Timeout,
+    /// An answer that is not 2xx, by class.
+    Http3xx,
+    Http4xx,
+    Http5xx,
+    /// Anything else on the way (a broken answer).
+    RequestFailed,
+    /// The signing secret cannot be opened with the configured master key.
+    SecretUnavailable,
+}
+
+impl Failure {
+    fn text(self, status: Option<u16>) -> String {
+        let (code, what) = match self {
+            Failure::DestinationRefused => (
+                "destination_refused",
+                "the receiver's address is not public and not in webhooks.allowed_networks".to_owned(),
+            ),
+            Failure::ConnectFailed => ("connect_failed", "no connection to the receiver".to_owned()),
+            Failure::Timeout => (
+                "timeout",
+                "the receiver did not answer in time (webhooks.timeout_s)".to_owned(),
+            ),
+            Failure::Http3xx | Failure::Http4xx | Failure::Http5xx => (
+                match self {
+                    Failure::Http3xx => "http_3xx",
+                    Failure::Http4xx => "http_4xx",
+                    _ => "http_5xx",
+                },
+                format!("the receiver answered {}", status.unwrap_or_default()),
+            ),
+            Failure::RequestFailed => ("request_failed", "the exchange with the receiver broke off".to_owned()),
+            Failure::SecretUnavailable => (
+                "secret_unavailable",
+                "the signing secret cannot be decrypted with the configured security.master_key".to_owned(),
+            ),
+        };
+        format!("{code}: {what}")
+    }
+
+    fn of_status(status: u16) -> Self {
+        match status {
+            500.. => Failure::Http5xx,
+            400.. => Failure::Http4xx,
+            _ => Failure::Http3xx,
+        }
+    }
+
+    fn of_error(err: &reqwest::Error) -> Self {
+        let refused = std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+            .any(|e| e.downcast_ref::<crate::outbound::Refused>().is_some());
+        if refused {
+            Failure::DestinationRefused
+        } else if err.is_timeout() {
+            Failure::Timeout
+        } else if err.is_connect() {
+            Failure::ConnectFailed
+        } else {
+            Failure::RequestFailed
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct DispatchConfig {
@@ -75,6 +144,7 @@ pub struct WebhookDispatcher {
     cipher: Option<SecretCipher>,
     client: reqwest::Client,
     config: DispatchConfig,
+    destinations: crate::outbound::Destinations,
     meters: crate::meters::Metrics,
 }
 
@@ -83,13 +153,18 @@ impl WebhookDispatcher {
         store: Arc<dyn Store>,
         cipher: Option<SecretCipher>,
         config: DispatchConfig,
+        destinations: crate::outbound::Destinations,
         meters: crate::meters::Metrics,
     ) -> Result<Self, reqwest::Error> {
         crate::providers::http::install_tls_provider();
+        // Names are resolved by a resolver that drops internal addresses; no redirect is
+        // followed and no proxy used, so the address checked is the one connected to.
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeout)
             .timeout(config.timeout)
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(destinations.resolver())
             .user_agent(concat!("quarry/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {
@@ -97,6 +172,7 @@ impl WebhookDispatcher {
             cipher,
             client,
             config,
+            destinations,
             meters,
         })
     }
@@ -183,27 +259,29 @@ impl WebhookDispatcher {
             None => self.payload(delivery).await,
         };
         let attempts = delivery.attempts + 1;
-        let failed = |status_code: Option<u16>, error: String| Attempt {
+        let failed = |status_code: Option<u16>, failure: Failure| Attempt {
             payload: payload.clone(),
             status_code,
-            error: Some(error.chars().take(MAX_ERROR_CHARS).collect()),
+            error: Some(failure.text(status_code)),
             retry_in_s: (attempts < self.config.max_attempts).then(|| self.config.backoff(attempts).as_secs_f64()),
         };
         let Some(signer) = self.signer(hook) else {
-            return failed(
-                None,
-                "the signing secret cannot be decrypted with the configured security.master_key".into(),
-            );
+            return failed(None, Failure::SecretUnavailable);
+        };
+        // An address literal is checked here (a resolver sees only names); the policy may have
+        // changed since the subscription was made.
+        let url = match url::Url::parse(&hook.url) {
+            Ok(url) if self.destinations.check_url(&url).is_ok() => url,
+            _ => return failed(None, Failure::DestinationRefused),
         };
         let msg_id = format!("msg_{}", delivery.id);
         let timestamp = chrono::Utc::now().timestamp();
-        let signature = match signer.sign(&msg_id, timestamp, payload.as_bytes()) {
-            Ok(signature) => signature,
-            Err(err) => return failed(None, format!("signing failed: {err}")),
+        let Ok(signature) = signer.sign(&msg_id, timestamp, payload.as_bytes()) else {
+            return failed(None, Failure::SecretUnavailable);
         };
         let sent = self
             .client
-            .post(&hook.url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(standardwebhooks::HEADER_WEBHOOK_ID, &msg_id)
             .header(standardwebhooks::HEADER_WEBHOOK_TIMESTAMP, timestamp.to_string())
@@ -219,20 +297,10 @@ impl WebhookDispatcher {
                 retry_in_s: None,
             },
             Ok(response) => {
-                let status = response.status();
-                failed(Some(status.as_u16()), format!("the receiver answered {status}"))
+                let status = response.status().as_u16();
+                failed(Some(status), Failure::of_status(status))
             }
-            Err(err) if err.is_timeout() => failed(
-                None,
-                format!("the receiver did not answer within {} s", self.config.timeout.as_secs()),
-            ),
-            Err(err) => failed(
-                None,
-                format!(
-                    "the receiver could not be reached: {}",
-                    crate::telemetry::error_chain(&err)
-                ),
-            ),
+            Err(err) => failed(None, Failure::of_error(&err)),
         }
     }
 

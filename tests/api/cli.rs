@@ -181,3 +181,64 @@ async fn each_failure_has_its_exit_code() {
     dead.args(["worlds", "--url", "http://127.0.0.1:9", "--token", TOKEN, "--json"]);
     assert_eq!(dead.output().await.unwrap().status.code(), Some(1));
 }
+
+/// A symbolic link planted in the folder cannot send a file from outside it: `ingest` skips
+/// links out of the tree (naming them) unless told `--follow-links`; a link inside the tree is
+/// read.
+#[tokio::test]
+async fn ingest_does_not_follow_links_out_of_the_tree_unless_told() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("private.txt"), "The vault code is 4711.").unwrap();
+    std::fs::create_dir(outside.path().join("elsewhere")).unwrap();
+    std::fs::write(outside.path().join("elsewhere/more.md"), "More from elsewhere.").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("harbour.md"), "The harbour opens at dawn.").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("private.txt"), root.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("elsewhere"), root.join("linked")).unwrap();
+    std::os::unix::fs::symlink(root.join("harbour.md"), root.join("same.txt")).unwrap();
+    let folder = root.to_str().unwrap();
+    let args = [
+        "ingest",
+        folder,
+        "--world",
+        "Isles",
+        "--create",
+        "--provider",
+        "google",
+        "--model",
+        "gemini-embedding-001",
+    ];
+    let first = quarry(&app, TOKEN, &args).await;
+    assert!(first.status.success(), "{first:?}");
+    let out = lines(&first);
+    let mut uploaded: Vec<&str> = events(&out, "uploaded")
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    uploaded.sort_unstable();
+    assert!(
+        uploaded
+            .iter()
+            .all(|f| !f.ends_with("notes.md") && !f.ends_with("more.md")),
+        "{uploaded:?}"
+    );
+    assert!(uploaded.iter().any(|f| f.ends_with("harbour.md")), "{uploaded:?}");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        stderr.contains("notes.md") && stderr.contains("--follow-links"),
+        "{stderr}"
+    );
+
+    let mut following = args.to_vec();
+    following.push("--follow-links");
+    let out = lines(&quarry(&app, TOKEN, &following).await);
+    let uploaded: Vec<&str> = events(&out, "uploaded")
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    assert!(uploaded.iter().any(|f| f.ends_with("notes.md")), "{out:?}");
+    assert!(uploaded.iter().any(|f| f.ends_with("more.md")), "{out:?}");
+}

@@ -228,3 +228,70 @@ async fn a_metrics_token_guards_the_endpoint_when_set() {
     );
     assert_eq!(get(Some("scrape-me")).await.unwrap().status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn unauthenticated_traffic_cannot_add_series() {
+    let app = spawn_app_with(|_| {}).await;
+    let (_, before) = scrape(&app).await;
+    // Invented methods (each a would-be label) and invented paths, without a token.
+    for i in 0..50 {
+        let method = reqwest::Method::from_bytes(format!("M{i:03}{}", "X".repeat(500)).as_bytes()).unwrap();
+        let response = app.client.request(method, app.url("/healthz")).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let response = app
+            .client
+            .get(app.url(&format!("/nowhere/{i}/{}", "p".repeat(300))))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+    let (samples, after) = scrape(&app).await;
+    assert!(!after.contains("XXXX"), "an invented method became a label");
+    assert!(!after.contains("nowhere"), "a raw path became a label");
+    assert_eq!(
+        value(
+            &samples,
+            r#"quarry_http_requests_total{method="_OTHER",route="/healthz",status="405"}"#
+        ),
+        50.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            r#"quarry_http_requests_total{method="GET",route="unmatched",status="404"}"#
+        ),
+        50.0
+    );
+    // A handful of new series, not one per request: the exposition grew by a few KB at most.
+    assert!(
+        after.len() < before.len() + 8 * 1024,
+        "/metrics grew from {} to {} bytes",
+        before.len(),
+        after.len()
+    );
+}
+
+#[tokio::test]
+async fn gauges_of_known_things_are_zero_not_missing() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let world = google_world(&app).await;
+    let (samples, _) = scrape(&app).await;
+    // A world with nothing queued has a queue of depth 0.
+    let queue = format!(r#"{{world="{world}",provider="google"}}"#);
+    assert_eq!(value(&samples, &format!("quarry_pending_chunks{queue}")), 0.0);
+    assert_eq!(
+        value(&samples, &format!("quarry_pending_oldest_age_seconds{queue}")),
+        0.0
+    );
+    // Every job kind and status is there before any job exists.
+    for kind in ["ingest", "reingest", "repair"] {
+        for status in ["queued", "running", "paused", "cancelled", "completed", "failed"] {
+            assert_eq!(
+                value(&samples, &format!(r#"quarry_jobs{{kind="{kind}",status="{status}"}}"#)),
+                0.0
+            );
+        }
+    }
+}

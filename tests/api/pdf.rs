@@ -240,3 +240,86 @@ async fn pdfs_that_give_no_text_are_refused_with_422_and_store_nothing() {
     assert_eq!(listed["sources"], json!([]), "{listed}");
     assert_eq!(fake.stats().embed_requests(), 0);
 }
+
+/// The upload's `/metrics` figures: slots held now, uploads abandoned so far.
+async fn upload_figures(app: &TestApp) -> (f64, f64) {
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let figure = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<f64>().ok()))
+            .unwrap_or_else(|| panic!("no {name} in /metrics"))
+    };
+    (
+        figure("quarry_uploads_in_progress "),
+        figure("quarry_uploads_abandoned_total "),
+    )
+}
+
+/// An upload whose request times out (408) or whose client goes away stops its work at the
+/// next page, and holds its slot of `server.max_concurrent_uploads` until the work has stopped,
+/// not only until the request ended: the slot count and the abandoned count say so, in
+/// polls rather than seconds.
+#[tokio::test]
+async fn abandoned_uploads_stop_their_work_and_hold_their_slot_until_it_stops() {
+    let Some(manual) = document(
+        "abandoned_uploads_stop_their_work_and_hold_their_slot_until_it_stops",
+        BASHREF,
+        "bash-doc",
+    ) else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.server.request_timeout_s = 1)).await;
+    let world = world(&app).await;
+    let upload = format!("/v1/worlds/{world}/sources/upload");
+
+    // Timed out: the manual's pages take longer than the 1 s the request has.
+    let response = app
+        .client
+        .post(app.url(&upload))
+        .bearer_auth(crate::helpers::TOKEN)
+        .multipart(reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(manual.clone())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+    let mut polls = 0;
+    while upload_figures(&app).await.0 > 0.0 {
+        polls += 1;
+        assert!(polls < 300, "the abandoned upload's work never stopped");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(upload_figures(&app).await, (0.0, 1.0), "stopped, not finished");
+
+    // The client leaves mid-conversion: the same.
+    let body = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(manual));
+    let leaving = app
+        .client
+        .post(app.url(&upload))
+        .bearer_auth(crate::helpers::TOKEN)
+        .multipart(body)
+        .timeout(std::time::Duration::from_millis(400))
+        .send()
+        .await;
+    assert!(leaving.is_err_and(|e| e.is_timeout()));
+    polls = 0;
+    while upload_figures(&app).await != (0.0, 2.0) {
+        polls += 1;
+        assert!(
+            polls < 300,
+            "the left upload's work never stopped: {:?}",
+            upload_figures(&app).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (_, listed) = app.get(&format!("/v1/worlds/{world}/sources")).await;
+    assert_eq!(listed["sources"], json!([]), "{listed}");
+}

@@ -111,6 +111,8 @@ impl Receiver {
 
 fn with_webhooks(s: &mut quarry::config::Settings) {
     s.security.master_key = Some(SecretString::from(MASTER_KEY));
+    // The receivers here listen on loopback, which is refused unless opted in.
+    s.webhooks.allowed_networks = vec!["127.0.0.0/8".parse().unwrap()];
     s.webhooks.poll_interval_ms = 50;
     s.webhooks.first_retry_s = 1;
     s.webhooks.max_retry_s = 1;
@@ -526,4 +528,99 @@ async fn a_finished_job_is_delivered_on_postgres() {
     .await;
     drop(app);
     db.drop_db().await;
+}
+
+/// With no network opted in (the default), internal receivers are refused: address literals
+/// when subscribing, names (here `localhost`) when the delivery connects — and the delivery log
+/// says only `destination_refused`, never what the network answered.
+#[tokio::test]
+async fn internal_receivers_are_refused_unless_their_network_is_allowed() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        with_webhooks(s);
+        s.webhooks.allowed_networks = Vec::new();
+        s.webhooks.max_attempts = 1;
+    }))
+    .await;
+    for url in [
+        "http://127.0.0.1:5432/",
+        "http://[::1]:6379/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+        "http://[fd00::1]/",
+        "http://0.0.0.0:8080/",
+        receiver.url().as_str(),
+    ] {
+        let (status, error) = app.post("/v1/webhooks", json!({"url": url})).await;
+        let error = assert_error(status, &error, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(error["details"]["field"], "url", "{url}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains("webhooks.allowed_networks"),
+            "{url}: {error}"
+        );
+    }
+    let (_, listed) = app.get("/v1/webhooks").await;
+    assert_eq!(listed["webhooks"], json!([]), "{listed}");
+
+    // A name is accepted, and checked on the addresses it resolves to when connecting.
+    let by_name = format!("http://localhost:{}/hooks?token=s3cret", receiver.addr.port());
+    let hook = subscribe(&app, json!({"url": by_name, "events": ["job.completed"]})).await;
+    assert_eq!(hook["url"], by_name.as_str(), "the creator sees what it sent");
+    let (_, listed) = app.get("/v1/webhooks").await;
+    let shown = listed["webhooks"][0]["url"].as_str().unwrap();
+    assert!(!shown.contains("s3cret") && shown.contains("token=redacted"), "{shown}");
+    let world = google_world(&app).await;
+    app.add_text(&world, "a.txt", "Queen Maren rules the isles.").await;
+    app.drain().await;
+    let log = wait_log(&app, &hook, |log| log.first().is_some_and(|d| d["status"] == "failed")).await;
+    assert_eq!(
+        log[0]["last_error"].as_str().unwrap().split(':').next(),
+        Some("destination_refused"),
+        "{log:?}"
+    );
+    assert!(log[0]["last_status_code"].is_null(), "{log:?}");
+    assert!(receiver.got().is_empty(), "an internal receiver was reached");
+}
+
+/// Once its network is allowed, the same receiver by name gets its delivery; a receiver that
+/// is not listening is logged as a coarse `connect_failed`, without the error chain.
+#[tokio::test]
+async fn allowed_networks_opt_internal_receivers_in_and_failures_are_coarse() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        with_webhooks(s);
+        s.webhooks.allowed_networks = vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        s.webhooks.max_attempts = 1;
+    }))
+    .await;
+    let by_name = format!("http://localhost:{}/hooks", receiver.addr.port());
+    let hook = subscribe(&app, json!({"url": by_name, "events": ["job.completed"]})).await;
+    receiver.trust(hook["secret"].as_str().unwrap());
+    // Nothing listens on this port: it was bound and released.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dead = subscribe(
+        &app,
+        json!({"url": format!("http://127.0.0.1:{}/hooks", closed.port()), "events": ["job.completed"]}),
+    )
+    .await;
+    let world = google_world(&app).await;
+    app.add_text(&world, "a.txt", "Queen Maren rules the isles.").await;
+    app.drain().await;
+    let got = receiver.wait_for("the delivery", |got| !got.is_empty()).await;
+    assert!(got[0].verified, "{got:#?}");
+    let log = wait_log(&app, &dead, |log| log.first().is_some_and(|d| d["status"] == "failed")).await;
+    let error = log[0]["last_error"].as_str().unwrap();
+    assert!(error.starts_with("connect_failed: "), "{log:?}");
+    assert!(
+        !error.to_lowercase().contains("refused"),
+        "the network's answer leaked: {error}"
+    );
 }
