@@ -103,6 +103,9 @@ WELL_FORMED_BUT_REFUSED = {
     "no_text_layer": {"file"},
     # A query with more tokens than the world's model takes (422).
     "input_too_large": {"query"},
+    # A webhook receiver's address must be public unless its network is allowed: a URL the
+    # pattern takes may still name a loopback or private address (422).
+    "destination_not_allowed": {"url"},
 }
 
 

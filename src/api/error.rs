@@ -117,6 +117,8 @@ error_codes! {
         "the uploaded PDF cannot be read: damaged, password-protected, or expanding to far more than its size";
     NoTextLayer => "no_text_layer", UNPROCESSABLE_ENTITY, No,
         "the uploaded PDF has no text layer (a scan, or images of text); OCR it first";
+    DestinationNotAllowed => "destination_not_allowed", UNPROCESSABLE_ENTITY, No,
+        "the webhook URL's address is not public (loopback, private, link-local, …) and not in `webhooks.allowed_networks`";
     ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
         "every eligible provider key is cooling down; retry after `Retry-After` seconds";
     InternalError => "internal_error", INTERNAL_SERVER_ERROR, No, "a fault inside quarry (logged in full, never sent)";
@@ -267,11 +269,13 @@ impl From<ServiceError> for ApiError {
                     Unprocessable::TokenCountFailed => C::TokenCountFailed,
                     Unprocessable::UnreadableDocument => C::UnreadableDocument,
                     Unprocessable::NoTextLayer => C::NoTextLayer,
+                    Unprocessable::DestinationNotAllowed => C::DestinationNotAllowed,
                 };
                 // A query too long for the model, or an uploaded document that gives no text.
                 let field = match kind {
                     Unprocessable::InputTooLarge | Unprocessable::TokenCountFailed => "query",
                     Unprocessable::UnreadableDocument | Unprocessable::NoTextLayer => "file",
+                    Unprocessable::DestinationNotAllowed => "url",
                 };
                 ApiError::new(code, message).with_details(json!({ "field": field }))
             }

@@ -181,7 +181,8 @@ pub struct DeliveryList {
         (status = 400, description = "invalid_request (`details.field`: `url`, `events`, `world_id`, `description` or `secret`)", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found (`world_id` names no world)", body = ErrorBody),
-        (status = 409, description = "master_key_missing or webhook_limit_reached", body = ErrorBody)),
+        (status = 409, description = "master_key_missing or webhook_limit_reached", body = ErrorBody),
+        (status = 422, description = "destination_not_allowed (the URL's host is an address that is not public and not in `webhooks.allowed_networks`; a host name is checked on what it resolves to at every delivery instead)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_webhook(
     State(state): State<AppState>,

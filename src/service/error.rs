@@ -56,6 +56,8 @@ pub enum Unprocessable {
     UnreadableDocument,
     /// A PDF without a text layer (a scan).
     NoTextLayer,
+    /// A webhook receiver at an address that is not public, outside `webhooks.allowed_networks`.
+    DestinationNotAllowed,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -145,7 +145,10 @@ impl WebhookService {
         let parsed = url::Url::parse(&url).map_err(|err| invalid("url", err.to_string()))?;
         self.destinations
             .check_url(&parsed)
-            .map_err(|refused| invalid("url", refused.to_string()))?;
+            .map_err(|refused| ServiceError::Unprocessable {
+                kind: super::Unprocessable::DestinationNotAllowed,
+                message: refused.to_string(),
+            })?;
         let events = events(req.events)?;
         let description = optional_text("description", req.description.as_deref())?;
         let given = req.secret.as_ref().map(given_secret).transpose()?;

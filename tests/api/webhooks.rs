@@ -555,7 +555,12 @@ async fn internal_receivers_are_refused_unless_their_network_is_allowed() {
         receiver.url().as_str(),
     ] {
         let (status, error) = app.post("/v1/webhooks", json!({"url": url})).await;
-        let error = assert_error(status, &error, StatusCode::BAD_REQUEST, "invalid_request");
+        let error = assert_error(
+            status,
+            &error,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "destination_not_allowed",
+        );
         assert_eq!(error["details"]["field"], "url", "{url}: {error}");
         assert!(
             error["message"].as_str().unwrap().contains("webhooks.allowed_networks"),
