@@ -52,9 +52,11 @@ impl<DB: Backend> OpsStore for SqlStore<DB> {
             sqlx::query_as("SELECT world_id, provider FROM runs WHERE status <> 'retired' ORDER BY world_id")
                 .fetch_all(&self.pool)
                 .await?;
+        let queued: std::collections::HashSet<(crate::domain::WorldId, String)> =
+            depths.iter().map(|d| (d.world, d.provider.clone())).collect();
         for (world, provider) in queues {
             let world = crate::domain::WorldId(world);
-            if !depths.iter().any(|d| d.world == world && d.provider == provider) {
+            if !queued.contains(&(world, provider.clone())) {
                 depths.push(QueueDepth {
                     world,
                     provider,

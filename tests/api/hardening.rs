@@ -397,10 +397,9 @@ async fn every_list_is_paged() {
 /// a 408 whose work went on for minutes) are converted at once.
 #[tokio::test]
 async fn html_nested_by_unmatched_end_tags_is_converted_whole_and_at_once() {
-    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(crate::helpers::on_fake_google(fake.base_url(), |_| {})).await;
-    let world = crate::helpers::google_world(&app).await;
-    let sources = format!("/v1/worlds/{world}/sources");
+    let (_fake, app) = keyed_app(|_| {}).await;
+    let world = world(&app, "pages").await;
+    let sources = format!("/v1/worlds/{}/sources", world["id"].as_str().unwrap());
     let page = |divs: usize| {
         format!(
             "<html><body><nav>Harbour index</nav>{}<p>The keeper climbs the tower every evening.</p></body></html>",
