@@ -267,6 +267,7 @@ async fn fill(store: &Arc<dyn Store>, chunks: u32, dims: u32) -> Result<Duration
     store
         .add_source(
             &NewSource {
+                key: None,
                 id: SourceId::new(),
                 world_id: world.id,
                 run: world.active_run,

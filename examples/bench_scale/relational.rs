@@ -347,6 +347,7 @@ async fn add_source(
     let text = sentences.join("\n\n");
     let chunks = quarry::chunking::split(&text, profile);
     let source = NewSource {
+        key: None,
         id: SourceId::new(),
         world_id: world,
         run,

@@ -105,6 +105,8 @@ error_codes! {
     WebhookLimitReached => "webhook_limit_reached", CONFLICT, No,
         "as many webhook subscriptions as quarry keeps (100) exist already; delete one first";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
+    PreconditionFailed => "precondition_failed", PRECONDITION_FAILED, No,
+        "the source is not at the version `If-Match` names, or `If-None-Match: *` found it exists (`details.current_version`); read it again";
     PayloadTooLarge => "payload_too_large", PAYLOAD_TOO_LARGE, No,
         "the body is larger than the route takes (`details.limit_bytes`)";
     UnsupportedMediaType => "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, No,
@@ -290,6 +292,9 @@ impl From<ServiceError> for ApiError {
                 err
             }
             ServiceError::Provider { message } => ApiError::new(C::ProviderError, message),
+            ServiceError::PreconditionFailed { current, message } => {
+                ApiError::new(C::PreconditionFailed, message).with_details(json!({ "current_version": current }))
+            }
             ServiceError::TooLarge { limit, message } => {
                 ApiError::new(C::PayloadTooLarge, message).with_details(json!({ "limit_bytes": limit }))
             }

@@ -48,14 +48,15 @@ pub struct JobErrorDto {
     pub message: String,
 }
 
-/// What a job does: `ingest` (new sources), `reingest` (the world under a new profile) or
-/// `repair`.
+/// What a job does: `ingest` (new sources), `reingest` (the world under a new profile),
+/// `repair`, or `replace` (a new version of one source: `source_id`).
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobKindDto {
     Ingest,
     Reingest,
     Repair,
+    Replace,
 }
 
 impl From<JobKind> for JobKindDto {
@@ -64,6 +65,7 @@ impl From<JobKind> for JobKindDto {
             JobKind::Ingest => Self::Ingest,
             JobKind::Reingest => Self::Reingest,
             JobKind::Repair => Self::Repair,
+            JobKind::Replace => Self::Replace,
         }
     }
 }
@@ -109,6 +111,8 @@ pub struct JobDto {
     pub finished_at: Option<DateTime<Utc>>,
     /// Why a running job is not moving, when the workers know; `null` otherwise.
     pub waiting: Option<WaitingDto>,
+    /// For a `replace`: the source it makes a new version of; `null` for other kinds.
+    pub source_id: Option<Uuid>,
 }
 
 /// Why a running job is not moving.
@@ -155,6 +159,7 @@ impl From<Job> for JobDto {
         });
         JobDto {
             waiting,
+            source_id: j.source.map(|s| s.0),
             id: j.id.0,
             world_id: j.world_id.0,
             kind: j.kind.into(),

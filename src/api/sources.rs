@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use axum::Router;
 use axum::extract::{FromRequest, Multipart, Request, State};
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -17,8 +17,10 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
-use crate::domain::{ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceTitle, SourceUrl, WorldId};
-use crate::service::sources::{AddSource, Document, SourceView, UploadSlot};
+use crate::domain::{
+    ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceKey, SourceTitle, SourceUrl, WorldId,
+};
+use crate::service::sources::{AddSource, Document, Precondition, SourceView, UploadSlot, Written as SourceWritten};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -29,8 +31,14 @@ pub fn router() -> Router<AppState> {
             axum::routing::post(upload_source),
         )
         .route(
+            "/v1/worlds/{world_id}/sources/by-key",
+            get(get_source_by_key)
+                .put(put_source_by_key)
+                .delete(delete_source_by_key),
+        )
+        .route(
             "/v1/worlds/{world_id}/sources/{source_id}",
-            get(get_source).delete(delete_source),
+            get(get_source).put(put_source).delete(delete_source),
         )
         .route("/v1/worlds/{world_id}/sources/{source_id}/text", get(source_text))
         .route("/v1/worlds/{world_id}/sources/{source_id}/chunks", get(list_chunks))
@@ -86,6 +94,16 @@ pub struct AddSourceRequest {
     /// (`filter.metadata`).
     #[schema(value_type = Option<SourceMetadata>, example = json!({"lang": "en", "kind": "chapter"}))]
     pub metadata: Option<Value>,
+    /// Your name for the source (a path, URL or document id): 1 to 1024 characters, no control
+    /// characters, unique in the world and taken exactly as sent. Sending a key the world has
+    /// already replaces that source (a new version) instead of adding another.
+    #[schema(
+        example = "guides/install.md",
+        min_length = 1,
+        max_length = 1024,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub key: Option<String>,
 }
 
 /// A source's metadata as the document states it (the handler reads it as JSON and
@@ -162,6 +180,14 @@ pub struct AddSourceUpload {
     /// As `metadata` in the JSON body, written as JSON text: `{"lang": "en"}`.
     #[schema(value_type = Option<SourceMetadata>, nullable = false, example = json!({"lang": "en"}))]
     pub metadata: Option<String>,
+    /// As `key` in the JSON body.
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 1024,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -186,6 +212,25 @@ pub struct SourceDto {
     pub pending: u64,
     pub failed: u64,
     pub created_at: DateTime<Utc>,
+    /// Your name for the source, if you gave one.
+    pub key: Option<String>,
+    /// 1 at creation, one more each time a replace switches in; also the `ETag` (`"3"`).
+    pub version: u32,
+    /// When the version served now was stored.
+    pub updated_at: DateTime<Utc>,
+    /// A new version being embedded, which the source switches to (at once, for every
+    /// retrieval) when all its chunks are; until then retrievals see the current one.
+    /// `null` when none is.
+    pub pending_version: Option<PendingVersionDto>,
+}
+
+/// A staged version of a source.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PendingVersionDto {
+    pub version: u32,
+    /// The `replace` job embedding it: its progress and failures are there.
+    pub job_id: Uuid,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<SourceView> for SourceDto {
@@ -206,6 +251,14 @@ impl From<SourceView> for SourceDto {
             pending: v.counts.pending,
             failed: v.counts.failed,
             created_at: v.source.created_at,
+            key: v.source.key,
+            version: v.source.version,
+            updated_at: v.source.updated_at,
+            pending_version: v.source.pending.map(|p| PendingVersionDto {
+                version: p.version,
+                job_id: p.job_id.0,
+                created_at: p.created_at,
+            }),
         }
     }
 }
@@ -213,7 +266,22 @@ impl From<SourceView> for SourceDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SourceAccepted {
     pub source: SourceDto,
-    pub job: JobDto,
+    /// The job embedding what was written: `ingest` for a new source, `replace` for a new
+    /// version; `null` when nothing changed (`outcome: unchanged`).
+    pub job: Option<JobDto>,
+    /// `created` (202), `replaced` (202: a new version is being embedded while the current one
+    /// keeps serving) or `unchanged` (200: the text and details are the version served now).
+    #[schema(example = "created")]
+    pub outcome: Outcome,
+}
+
+/// What an upload did.
+#[derive(Clone, Copy, Debug, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Created,
+    Replaced,
+    Unchanged,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -230,7 +298,8 @@ pub struct SourceList {
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources", tag = "sources",
     params(("world_id" = Uuid, Path)),
     request_body(content((AddSourceRequest = "application/json"))),
-    responses((status = 202, body = SourceAccepted),
+    responses((status = 202, body = SourceAccepted, description = "created, or (with a `key` the world has) replaced"),
+        (status = 200, body = SourceAccepted, description = "unchanged: the `key` names a source with this very text and details"),
         (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
@@ -243,8 +312,8 @@ pub async fn add_source(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
     req: Request,
-) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
-    accept(&state, world_id, req, true).await
+) -> Result<Response, ApiError> {
+    accept(&state, world_id, req, Written::Json, Target::New).await
 }
 
 /// Upload a file as a source: a `multipart/form-data` body with the file in part `file`, and
@@ -254,7 +323,8 @@ pub async fn add_source(
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources/upload", tag = "sources",
     params(("world_id" = Uuid, Path)),
     request_body(content((AddSourceUpload = "multipart/form-data"))),
-    responses((status = 202, body = SourceAccepted),
+    responses((status = 202, body = SourceAccepted, description = "created, or (with a `key` the world has) replaced"),
+        (status = 200, body = SourceAccepted, description = "unchanged: the `key` names a source with this very text and details"),
         (status = 400, description = "invalid_request (a missing or repeated part, empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
         (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
@@ -268,17 +338,195 @@ pub async fn upload_source(
     State(state): State<AppState>,
     ApiPath(world_id): ApiPath<WorldId>,
     req: Request,
-) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
-    accept(&state, world_id, req, false).await
+) -> Result<Response, ApiError> {
+    accept(&state, world_id, req, Written::Multipart, Target::New).await
 }
 
-/// Reads a new source from a multipart upload or (`json`) a JSON body, and adds it.
+/// Replace a source's text with a new version (a JSON body as for `POST …/sources`, or a
+/// `multipart/form-data` upload as for `POST …/sources/upload`). Identical text and details:
+/// `200`, `outcome: unchanged`, nothing embedded. Otherwise `202`, `outcome: replaced`: the new
+/// version is chunked, chunks whose text the world's model has already embedded take that
+/// vector (no provider call), and the rest are embedded by a `replace` job; the current version
+/// keeps answering retrievals until every chunk of the new one is embedded, then the source
+/// switches at once. A replace of a source whose previous replace is still embedding supersedes
+/// it (that one is cancelled and never served); a failed or cancelled replace leaves the
+/// current version serving. `If-Match: "<version>"` makes the write conditional (`412` when
+/// the source is at another version).
+#[utoipa::path(put, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path),
+        ("If-Match" = Option<String>, Header, description = "`\"<version>\"` (the source's `ETag`) or `*`: write only over that version")),
+    request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
+    responses((status = 200, body = SourceAccepted, description = "unchanged", headers(("ETag" = String, description = "the source's version, quoted"))),
+        (status = 202, body = SourceAccepted, description = "replaced: a new version is being embedded", headers(("ETag" = String, description = "the version served now, quoted"))),
+        (status = 400, description = "invalid_request (as for adding a source; a `key` other than the source's)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "world_not_found or source_not_found", body = ErrorBody),
+        (status = 409, description = "no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
+        (status = 412, description = "precondition_failed (`details.current_version`)", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "unreadable_document or no_text_layer", body = ErrorBody),
+        (status = 503, description = "server_busy", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_source(
+    State(state): State<AppState>,
+    ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    accept(&state, world_id, req, Written::Either, Target::Id(source_id)).await
+}
+
+/// The `key` query parameter of the `by-key` routes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyQuery {
+    key: String,
+}
+
+/// `key`, parsed.
+fn key_of(query: &KeyQuery) -> Result<SourceKey, ApiError> {
+    SourceKey::parse(&query.key)
+        .map_err(|m| ApiError::invalid_request(m).with_details(serde_json::json!({"field": "key"})))
+}
+
+/// Create or replace the source with key `key` (keys may hold `/`: pass it percent-encoded
+/// in the query, `?key=guides%2Finstall.md`). No such source: it is created (`202`, `outcome:
+/// created`). Otherwise as `PUT …/sources/{source_id}`. `If-None-Match: *` creates only;
+/// `If-Match` replaces only the version it names.
+#[utoipa::path(put, path = "/v1/worlds/{world_id}/sources/by-key", tag = "sources",
+    params(("world_id" = Uuid, Path),
+        ("key" = String, Query, description = "the source's key (1 to 1024 characters)"),
+        ("If-Match" = Option<String>, Header, description = "`\"<version>\"` or `*`: write only over that version (`*`: over any existing one)"),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: create only")),
+    request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
+    responses((status = 200, body = SourceAccepted, description = "unchanged", headers(("ETag" = String, description = "the source's version, quoted"))),
+        (status = 202, body = SourceAccepted, description = "created or replaced", headers(("ETag" = String, description = "the version served now, quoted"))),
+        (status = 400, description = "invalid_request (as for adding a source; a bad `key`, or a body `key` other than the query's)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
+        (status = 409, description = "no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
+        (status = 412, description = "precondition_failed (`details.current_version`; `null`: no such source)", body = ErrorBody),
+        (status = 413, description = "payload_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "unreadable_document or no_text_layer", body = ErrorBody),
+        (status = 503, description = "server_busy", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_source_by_key(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<WorldId>,
+    ApiQuery(query): ApiQuery<KeyQuery>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let key = key_of(&query)?;
+    accept(&state, world_id, req, Written::Either, Target::Key(key)).await
+}
+
+/// The source with key `key`.
+#[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/by-key", tag = "sources",
+    params(("world_id" = Uuid, Path), ("key" = String, Query, description = "the source's key")),
+    responses((status = 200, body = SourceDto, headers(("ETag" = String, description = "the source's version, quoted"))),
+        (status = 400, description = "invalid_request (a bad `key`)", body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_source_by_key(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<WorldId>,
+    ApiQuery(query): ApiQuery<KeyQuery>,
+) -> Result<Response, ApiError> {
+    let key = key_of(&query)?;
+    let view = state.sources.get_by_key(world_id, &key).await?;
+    Ok(with_etag(view.source.version, axum::Json(SourceDto::from(view))))
+}
+
+/// Delete the source with key `key`, as `DELETE …/sources/{source_id}` does.
+#[utoipa::path(delete, path = "/v1/worlds/{world_id}/sources/by-key", tag = "sources",
+    params(("world_id" = Uuid, Path), ("key" = String, Query, description = "the source's key"),
+        ("If-Match" = Option<String>, Header, description = "`\"<version>\"` or `*`: delete only that version")),
+    responses((status = 204, description = "deleted"),
+        (status = 400, description = "invalid_request (a bad `key` or `If-Match`)", body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "world_not_found or source_not_found", body = ErrorBody),
+        (status = 412, description = "precondition_failed (`details.current_version`)", body = ErrorBody),
+        (status = 503, description = "vector_store_unavailable (nothing was deleted)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_source_by_key(
+    State(state): State<AppState>,
+    ApiPath(world_id): ApiPath<WorldId>,
+    ApiQuery(query): ApiQuery<KeyQuery>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let key = key_of(&query)?;
+    let precondition = precondition(&headers)?;
+    let view = state.sources.get_by_key(world_id, &key).await?;
+    state.sources.delete(world_id, view.source.id, &precondition).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Which bodies a route takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// JSON (and, as before the upload route existed, multipart).
+    Json,
+    Multipart,
+    Either,
+}
+
+/// What an upload writes to.
+enum Target {
+    /// A new source (or, with a `key` the world has, that source).
+    New,
+    Id(SourceId),
+    Key(SourceKey),
+}
+
+/// `If-Match` and `If-None-Match`, on a source's version (`"3"`, or `*`).
+fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
+    let bad = |name: &str, message: &str| {
+        ApiError::invalid_request(format!("{name}: {message}")).with_details(serde_json::json!({"field": name}))
+    };
+    let if_match = match headers.get(header::IF_MATCH) {
+        None => None,
+        Some(value) => {
+            let value = value.to_str().map_err(|_| bad("If-Match", "not ASCII"))?.trim();
+            if value == "*" {
+                Some(None)
+            } else {
+                let version = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .ok_or_else(|| bad("If-Match", "expected a source's ETag (`\"3\"`) or `*`"))?;
+                Some(Some(version))
+            }
+        }
+    };
+    let if_none_match = match headers.get(header::IF_NONE_MATCH) {
+        None => false,
+        Some(value) if value.to_str().is_ok_and(|v| v.trim() == "*") => true,
+        Some(_) => return Err(bad("If-None-Match", "only `*` (create only) is taken")),
+    };
+    Ok(Precondition {
+        if_match,
+        if_none_match,
+    })
+}
+
+/// `body` with the source's version as its `ETag`.
+fn with_etag(version: u32, body: impl IntoResponse) -> Response {
+    let mut response = body.into_response();
+    if let Ok(value) = header::HeaderValue::from_str(&format!("\"{version}\"")) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// Reads an upload from a multipart body or a JSON one (as `routes` takes), and writes it.
 async fn accept(
     state: &AppState,
     world_id: WorldId,
     req: Request,
-    json: bool,
-) -> Result<(StatusCode, axum::Json<SourceAccepted>), ApiError> {
+    routes: Written,
+    target: Target,
+) -> Result<Response, ApiError> {
+    let precondition = precondition(req.headers())?;
+
     // Taken before the body is read: bodies in memory and chunking work are bounded too.
     // The slot goes with the upload to the blocking work that reads and splits it, and is free
     // again when that work ends (not when this request does).
@@ -297,13 +545,13 @@ async fn accept(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
-    if !is_multipart && !json {
+    if !is_multipart && routes == Written::Multipart {
         return Err(ApiError::new(
             ErrorCode::UnsupportedMediaType,
             "an upload is a multipart/form-data body (a JSON body goes to POST /v1/worlds/{world_id}/sources)",
         ));
     }
-    let add = if is_multipart {
+    let mut add = if is_multipart {
         let multipart = Multipart::from_request(req, state)
             .await
             .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
@@ -319,16 +567,55 @@ async fn accept(
             title,
             url,
             metadata,
+            key: parse_key(body.key.as_deref())?,
+            target: None,
+            precondition: Precondition::default(),
         }
     };
-    let (source, job) = state.sources.add(world_id, add).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(SourceAccepted {
-            source: source.into(),
-            job: job.into(),
-        }),
+    match target {
+        Target::New => {}
+        Target::Id(id) => add.target = Some(id),
+        Target::Key(key) => {
+            if add.key.as_ref().is_some_and(|k| *k != key) {
+                return Err(
+                    ApiError::invalid_request("the body's `key` is not the one the query names")
+                        .with_details(serde_json::json!({"field": "key"})),
+                );
+            }
+            add.key = Some(key);
+        }
+    }
+    if add.target.is_none() && add.key.is_none() && precondition != Precondition::default() {
+        return Err(ApiError::invalid_request(
+            "If-Match and If-None-Match apply to a source named by id or key; this upload names none",
+        )
+        .with_details(serde_json::json!({"field": "If-Match"})));
+    }
+    add.precondition = precondition;
+    let (status, outcome, view, job) = match state.sources.add(world_id, add).await? {
+        SourceWritten::Created { view, job } => (StatusCode::ACCEPTED, Outcome::Created, view, Some(job)),
+        SourceWritten::Replaced { view, job } => (StatusCode::ACCEPTED, Outcome::Replaced, view, Some(job)),
+        SourceWritten::Unchanged { view } => (StatusCode::OK, Outcome::Unchanged, view, None),
+    };
+    let version = view.source.version;
+    Ok(with_etag(
+        version,
+        (
+            status,
+            axum::Json(SourceAccepted {
+                source: view.into(),
+                job: job.map(Into::into),
+                outcome,
+            }),
+        ),
     ))
+}
+
+/// A `key` field as sent, parsed.
+fn parse_key(raw: Option<&str>) -> Result<Option<SourceKey>, ApiError> {
+    raw.map(SourceKey::parse)
+        .transpose()
+        .map_err(|m| ApiError::invalid_request(m).with_details(serde_json::json!({"field": "key"})))
 }
 
 /// Reads a multipart upload: one `file` part, optionally `filename` and `content_type` text
@@ -347,7 +634,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize, slot: UploadSlot) -
         ApiError::invalid_request(message).with_details(serde_json::json!({"field": field}))
     };
     let (mut file, mut filename, mut content_type) = (None, None, None);
-    let (mut title, mut url, mut metadata) = (None, None, None);
+    let (mut title, mut url, mut metadata, mut key) = (None, None, None, None);
     while let Some(field) = multipart.next_field().await.map_err(too_large)? {
         let name = field.name().unwrap_or_default().to_owned();
         let repeated = || field_error(&name, format!("the upload has more than one `{name}` part"));
@@ -364,12 +651,13 @@ async fn read_upload(mut multipart: Multipart, limit: usize, slot: UploadSlot) -
                 let bytes = field.bytes().await.map_err(too_large)?;
                 file = Some((part_name, part_type, bytes));
             }
-            "filename" | "content_type" | "title" | "url" | "metadata" => {
+            "filename" | "content_type" | "title" | "url" | "metadata" | "key" => {
                 let slot = match name.as_str() {
                     "filename" => &mut filename,
                     "content_type" => &mut content_type,
                     "title" => &mut title,
                     "url" => &mut url,
+                    "key" => &mut key,
                     _ => &mut metadata,
                 };
                 if slot.is_some() {
@@ -383,7 +671,7 @@ async fn read_upload(mut multipart: Multipart, limit: usize, slot: UploadSlot) -
                     &name,
                     format!(
                         "unknown part `{name}` (expected `file`, and optionally `filename`, `content_type`, `title`, \
-                         `url` and `metadata`)"
+                         `url`, `metadata` and `key`)"
                     ),
                 ));
             }
@@ -438,6 +726,9 @@ async fn read_upload(mut multipart: Multipart, limit: usize, slot: UploadSlot) -
         title,
         url,
         metadata,
+        key: parse_key(key.as_deref())?,
+        target: None,
+        precondition: Precondition::default(),
     })
 }
 
@@ -488,14 +779,16 @@ pub async fn list_sources(
 /// One source with chunk state counts.
 #[utoipa::path(get, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
     params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path)),
-    responses((status = 200, body = SourceDto), (status = 401, body = ErrorBody),
+    responses((status = 200, body = SourceDto, headers(("ETag" = String, description = "the source's version, quoted"))),
+        (status = 401, body = ErrorBody),
         (status = 404, description = "world_not_found or source_not_found", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_source(
     State(state): State<AppState>,
     ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
-) -> Result<axum::Json<SourceDto>, ApiError> {
-    Ok(axum::Json(state.sources.get(world_id, source_id).await?.into()))
+) -> Result<Response, ApiError> {
+    let view = state.sources.get(world_id, source_id).await?;
+    Ok(with_etag(view.source.version, axum::Json(SourceDto::from(view))))
 }
 
 /// Delete a source: its points (in every collection the world uses), chunks and manifest
@@ -503,16 +796,23 @@ pub async fn get_source(
 /// Unfinished jobs drop the deleted work; one left with nothing to do ends (`cancelled` when
 /// all its work was this source's).
 #[utoipa::path(delete, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
-    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path)),
+    params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path),
+        ("If-Match" = Option<String>, Header, description = "`\"<version>\"` or `*`: delete only that version")),
     responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
+        (status = 400, description = "invalid_request (a bad `If-Match`)", body = ErrorBody),
         (status = 404, description = "world_not_found or source_not_found", body = ErrorBody),
+        (status = 412, description = "precondition_failed (`details.current_version`)", body = ErrorBody),
         (status = 503, description = "vector_store_unavailable (nothing was deleted)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete_source(
     State(state): State<AppState>,
     ApiPath((world_id, source_id)): ApiPath<(WorldId, SourceId)>,
+    headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
-    state.sources.delete(world_id, source_id).await?;
+    state
+        .sources
+        .delete(world_id, source_id, &precondition(&headers)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

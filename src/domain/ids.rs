@@ -75,6 +75,16 @@ id_type!(
 /// Namespace for point ids: UUIDv5 over the chunk slot.
 const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x6a0f_3c1e_9b5d_4f7a_8e21_5c4b_7d90_a1e3);
 
+/// The `run_id` a staged version's points carry in their payload until the switch: derived
+/// from the run, never a run of its own, so that every search (filtered by the active run)
+/// passes over them with the run index it already has.
+pub fn staged_run(run: RunId) -> RunId {
+    let mut name = Vec::with_capacity(16 + 6);
+    name.extend_from_slice(run.0.as_bytes());
+    name.extend_from_slice(b"staged");
+    RunId(Uuid::new_v5(&POINT_NAMESPACE, &name))
+}
+
 /// The Qdrant point id of a chunk slot: UUIDv5 of `(world, run, source, chunk_number)`.
 ///
 /// Stable across text versions and retries within a run, distinct between runs, so a

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::ids::{JobId, RunId, WorldId};
+use super::ids::{JobId, RunId, SourceId, WorldId};
 
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
@@ -41,11 +41,11 @@ macro_rules! string_enum {
 
 string_enum!(
     /// What a job does.
-    JobKind { Ingest => "ingest", Reingest => "reingest", Repair => "repair" }
+    JobKind { Ingest => "ingest", Reingest => "reingest", Repair => "repair", Replace => "replace" }
 );
 
 impl JobKind {
-    pub const ALL: [JobKind; 3] = [JobKind::Ingest, JobKind::Reingest, JobKind::Repair];
+    pub const ALL: [JobKind; 4] = [JobKind::Ingest, JobKind::Reingest, JobKind::Repair, JobKind::Replace];
 }
 
 string_enum!(
@@ -131,6 +131,8 @@ pub struct Job {
     pub finished_at: Option<DateTime<Utc>>,
     /// Why the job is not moving, as the workers last found (see [`Waiting`]).
     pub waiting: Option<Waiting>,
+    /// For a replace: the source it makes a new version of.
+    pub source: Option<SourceId>,
 }
 
 impl Job {
@@ -255,13 +257,28 @@ pub enum JobEventData {
     },
     /// A repair that could not finish its reconciliation.
     RepairFailed { message: String },
+    /// A replace switched its source to the new version: `added` chunks (of which `reused`
+    /// took a vector already made for the same text), `removed` chunks of the old version.
+    Replaced {
+        source: super::SourceId,
+        version: u32,
+        added: u64,
+        reused: u64,
+        removed: u64,
+    },
+    /// A replace cancelled because a newer one of the same source arrived.
+    Superseded { source: super::SourceId, by: JobId },
 }
 
 impl JobEventData {
     pub fn kind(&self) -> JobEventKind {
         match self {
-            JobEventData::Progress(_) | JobEventData::Repaired(_) => JobEventKind::Progress,
-            JobEventData::Warning { .. } | JobEventData::SourceDeleted { .. } => JobEventKind::Warning,
+            JobEventData::Progress(_) | JobEventData::Repaired(_) | JobEventData::Replaced { .. } => {
+                JobEventKind::Progress
+            }
+            JobEventData::Warning { .. } | JobEventData::SourceDeleted { .. } | JobEventData::Superseded { .. } => {
+                JobEventKind::Warning
+            }
             JobEventData::ChunkFailed { .. } | JobEventData::RepairFailed { .. } => JobEventKind::Error,
         }
     }
@@ -291,6 +308,22 @@ impl JobEventData {
                 "book_number": book_number, "chunk_number": chunk_number, "code": code, "message": message,
             }),
             JobEventData::RepairFailed { message } => serde_json::json!({"code": "repair_failed", "message": message}),
+            JobEventData::Replaced {
+                source,
+                version,
+                added,
+                reused,
+                removed,
+            } => serde_json::json!({
+                "code": "replaced", "source_id": source.0, "version": version,
+                "added": added, "reused": reused, "removed": removed,
+            }),
+            JobEventData::Superseded { source, by } => serde_json::json!({
+                "code": "superseded",
+                "message": format!("a newer replace of source {} (job {}) superseded this one; nothing of it was served", source.0, by.0),
+                "source_id": source.0,
+                "by": by.0,
+            }),
         };
         value.to_string()
     }

@@ -12,15 +12,15 @@ pub mod work;
 pub mod world;
 
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WebhookId, WorldId, point_id};
+pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WebhookId, WorldId, point_id, staged_run};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
     RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,
 };
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
-    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent, Source, SourceCounts,
-    SourceDeletion, SourceFormat, SourceSize, media_essence,
+    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent, PendingVersion,
+    Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
 };
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
 pub use webhook::{Attempt, Delivery, DeliveryStatus, Webhook, WebhookEvent};

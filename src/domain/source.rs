@@ -22,6 +22,57 @@ pub struct Source {
     /// Title, URL and metadata, as given at upload.
     pub details: SourceDetails,
     pub created_at: DateTime<Utc>,
+    /// The caller's name for the source (a path, URL or document id), unique in its world.
+    pub key: Option<String>,
+    /// 1 at creation, one more at each replace that switched.
+    pub version: u32,
+    /// When the serving version was stored (its creation, or the replace's switch).
+    pub updated_at: DateTime<Utc>,
+    /// A replace being embedded, which the source becomes once every chunk of it is.
+    pub pending: Option<PendingVersion>,
+}
+
+/// A version of a source that is staged but not served yet: a hidden source row whose chunks
+/// are embedded beside the serving ones (see `docs/living-sources.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingVersion {
+    /// The hidden row's id: its chunks and points are filed under it until the switch.
+    pub staged_id: SourceId,
+    pub version: u32,
+    pub job_id: JobId,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A validated source key: 1..=1024 chars, no control characters; taken exactly as sent (no
+/// trimming or case folding: `docs/a.md` and `docs/A.md` are two keys).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceKey(String);
+
+impl SourceKey {
+    pub const MAX_CHARS: usize = 1024;
+
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Err("key must not be empty".into());
+        }
+        if raw.chars().count() > Self::MAX_CHARS {
+            return Err(format!("key must be at most {} characters", Self::MAX_CHARS));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err("key must not contain control characters".into());
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// A source to insert; `book_number` is assigned by the store inside the write transaction.
@@ -37,6 +88,8 @@ pub struct NewSource {
     pub text: String,
     pub details: SourceDetails,
     pub now: DateTime<Utc>,
+    /// The caller's key, for a new source; `None` for a staged version (its source has it).
+    pub key: Option<SourceKey>,
 }
 
 /// One chunk of a source in one run, as the chunker produced it.
@@ -70,6 +123,8 @@ pub struct Chunk {
     pub sha256: String,
     /// The page (1-based) the chunk starts on, for a PDF's chunks.
     pub page: Option<u32>,
+    /// The version of the source text the chunk was cut from.
+    pub version: u32,
 }
 
 /// Per-source counts of chunk states (in the world's active run).
@@ -88,6 +143,8 @@ pub struct ChunkView {
     pub source_filename: String,
     /// The vector point of the chunk's slot.
     pub point_id: uuid::Uuid,
+    /// Set when the chunk belongs to a staged version of that source (not served yet).
+    pub staged_for: Option<SourceId>,
 }
 
 /// A parent as computed: consecutive chunks `first_chunk..=last_chunk` of one source in one
@@ -162,6 +219,8 @@ pub struct SourceDeletion {
     pub chunks: u64,
     /// Unfinished jobs that lost all their remaining work and ended, with their new status.
     pub finished_jobs: Vec<(JobId, JobStatus)>,
+    /// The staged version deleted with the source (its points carry this id).
+    pub staged: Option<SourceId>,
 }
 
 /// The essence of a `Content-Type` value: `type/subtype`, lower-cased, parameters dropped

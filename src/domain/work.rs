@@ -23,6 +23,9 @@ pub struct WorkItem {
     pub profile: EmbeddingProfile,
     pub collection: String,
     pub hybrid: bool,
+    /// The chunk belongs to a staged version: its point carries [`crate::domain::staged_run`]
+    /// until the version is switched in.
+    pub staged: bool,
 }
 
 /// A vector a worker wrote to a claimed entry's point, as it reports it: the store marks the
@@ -50,6 +53,8 @@ pub struct KeptPoint {
     /// For the BM25 terms of a hybrid world's point, computed again from the text.
     pub chunk_text: String,
     pub dense: Vec<f32>,
+    /// The chunk belongs to a staged version (its point carries the staged run).
+    pub staged: bool,
 }
 
 /// A manifest entry as repair sees it: what the store says about one slot's vector.
@@ -65,6 +70,8 @@ pub struct ManifestEntry {
     pub text_sha256: String,
     /// A worker holds a live lease on it.
     pub leased: bool,
+    /// The chunk belongs to a staged version (its point carries the staged run).
+    pub staged: bool,
 }
 
 /// One run of a world.

@@ -219,6 +219,11 @@ impl JobEngine {
             )
             .await?;
         if let Transition::Done(job) = &transition
+            && job.kind == JobKind::Replace
+        {
+            self.discard_version(job).await?;
+        }
+        if let Transition::Done(job) = &transition
             && job.kind == JobKind::Reingest
         {
             let collection = self
@@ -435,6 +440,9 @@ impl JobEngine {
         let Some(current) = store.get_job(job).await? else {
             return Ok(());
         };
+        if current.kind == JobKind::Replace {
+            return self.finish_replace(&current).await;
+        }
         if current.kind != JobKind::Reingest {
             if let Some(finished) = store.finish_job_if_done(job, now()).await? {
                 self.finished(job, finished.status);
@@ -470,6 +478,82 @@ impl JobEngine {
                 self.remove_run(world, old_run, &old_collection).await
             }
         }
+    }
+
+    /// Finishes a replace with nothing pending: with failed chunks it fails (the source keeps
+    /// serving its current version; a retry takes the job up again); otherwise its staged
+    /// points are filed under the source (so that they are found the moment the switch
+    /// commits; until then the store does not serve them), the store switches the source to the
+    /// new version in one transaction, and the old version's points are deleted.
+    async fn finish_replace(&self, job: &crate::domain::Job) -> crate::store::Result<()> {
+        let store = self.store();
+        let Some(staged) = store.staged_version(job.id).await? else {
+            return Ok(());
+        };
+        if staged.pending > 0 {
+            return Ok(());
+        }
+        if staged.failed > 0 {
+            if let Some(finished) = store.finish_job_if_done(job.id, now()).await? {
+                self.finished(job.id, finished.status);
+            }
+            return Ok(());
+        }
+        let home = crate::vector::PointHome {
+            run_id: staged.run,
+            source_id: staged.source,
+            book_number: staged.book_number,
+        };
+        if let Err(err) = self
+            .inner
+            .vectors
+            .move_points(&staged.collection, &staged.points, home)
+            .await
+        {
+            // The job stays running; the next sweep of stalled jobs tries again.
+            tracing::warn!(job = %job.id, error = %err, "filing a staged version's points failed; the switch waits");
+            return Ok(());
+        }
+        let Some(switched) = store.switch_version(job.id, now()).await? else {
+            return Ok(());
+        };
+        self.finished(job.id, JobStatus::Completed);
+        tracing::info!(job = %job.id, source = %switched.source, version = switched.version, "source replaced");
+        if let Err(err) = self
+            .inner
+            .vectors
+            .delete_points(&staged.collection, &switched.old_points)
+            .await
+        {
+            tracing::warn!(job = %job.id, error = %err,
+                "deleting a replaced version's points failed; retrieval skips them and repair deletes them");
+        }
+        Ok(())
+    }
+
+    /// Deletes the staged version of a cancelled replace: rows, then points (the staged
+    /// version was never served).
+    async fn discard_version(&self, job: &crate::domain::Job) -> crate::store::Result<()> {
+        let Some(staged) = self.store().discard_version(job.id).await? else {
+            return Ok(());
+        };
+        let collection = self
+            .store()
+            .world_runs(job.world_id)
+            .await?
+            .into_iter()
+            .find(|r| r.id == job.run_id)
+            .map(|r| r.collection);
+        if let Some(collection) = collection
+            && let Err(err) = self
+                .inner
+                .vectors
+                .delete_by_filter(&collection, PointFilter::world(job.world_id).source(staged))
+                .await
+        {
+            tracing::warn!(job = %job.id, error = %err, "deleting a cancelled replace's points failed; repair will");
+        }
+        Ok(())
     }
 
     /// A repair job whose reconciliation failed: an `error` event, then `failed`.

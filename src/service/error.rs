@@ -81,6 +81,10 @@ pub enum ServiceError {
     RateLimited { retry_after: Duration },
     #[error("provider failed: {message}")]
     Provider { message: String },
+    /// A conditional write's precondition does not hold: the source is at version `current`
+    /// (`None`: it does not exist).
+    #[error("{message}")]
+    PreconditionFailed { current: Option<u32>, message: String },
     /// A dependency cannot serve the request now (down, busy, or changing under it); worth a
     /// retry. `message` is for the client; `source`, when there is one, is only logged.
     #[error("{message}")]
@@ -122,6 +126,10 @@ impl From<store::Error> for ServiceError {
                 source: None,
             },
             store::Error::Duplicate(_) => ServiceError::conflict(Conflict::Duplicate, "the record already exists"),
+            store::Error::VersionMismatch { current } => ServiceError::PreconditionFailed {
+                current: Some(current),
+                message: format!("the source is at version {current}, not the one If-Match names"),
+            },
             store::Error::Corrupt { .. }
             | store::Error::Query(_)
             | store::Error::Migrate(_)

@@ -561,7 +561,11 @@ impl RepairService {
                     dense: k.dense,
                     payload: PointPayload {
                         world_id: world.id,
-                        run_id: run.id,
+                        run_id: if k.staged {
+                            crate::domain::staged_run(run.id)
+                        } else {
+                            run.id
+                        },
                         source_id: k.source_id,
                         book_number: k.book_number,
                         chunk_number: k.chunk_number,
@@ -624,8 +628,13 @@ impl RepairService {
 /// Whether a point's payload is the one `entry`'s slot would carry now.
 fn payload_matches(world: WorldId, entry: &ManifestEntry, payload: Option<&PointPayload>) -> bool {
     payload.is_some_and(|p| {
+        let run = if entry.staged {
+            crate::domain::staged_run(entry.run_id)
+        } else {
+            entry.run_id
+        };
         p.world_id == world
-            && p.run_id == entry.run_id
+            && p.run_id == run
             && p.source_id == entry.source_id
             && p.chunk_number == entry.chunk_number
             && p.text_sha256 == entry.text_sha256

@@ -5,16 +5,18 @@
 
 use std::sync::Arc;
 
-use super::{Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
+use sha2::Digest as _;
+
+use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
 use crate::chunking::{self, ChunkError};
 use crate::domain::{
     ChunkPage, Job, JobId, Metadata, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceDetails, SourceFormat,
-    SourceId, SourceTitle, SourceUrl, World, WorldId, media_essence, now,
+    SourceId, SourceKey, SourceTitle, SourceUrl, World, WorldId, media_essence, now,
 };
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::KeyScheduler;
-use crate::store::Store;
+use crate::store::{StageVersion, Staging, Store};
 use crate::vector::{PointFilter, VectorRepo};
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +38,11 @@ pub struct AddSource {
     pub title: Option<SourceTitle>,
     pub url: Option<SourceUrl>,
     pub metadata: Metadata,
+    /// The caller's key: an existing source with it is replaced.
+    pub key: Option<SourceKey>,
+    /// The source to replace, by id (`PUT /v1/worlds/{world_id}/sources/{source_id}`).
+    pub target: Option<SourceId>,
+    pub precondition: Precondition,
 }
 
 /// Admission of uploads: at most `server.max_concurrent_uploads` are read, converted and
@@ -102,6 +109,71 @@ impl Uploads {
     }
 }
 
+/// An upload's text and what names it, ready to be split.
+struct Prepared {
+    filename: String,
+    content_type: String,
+    text: String,
+    details: SourceDetails,
+    paged: bool,
+}
+
+/// Why [`SourceService::create`] did not create.
+enum Retry {
+    /// Another upload created a source with the key meanwhile: replace it instead.
+    KeyTaken(Box<Prepared>),
+    Failed(ServiceError),
+}
+
+impl From<ServiceError> for Retry {
+    fn from(err: ServiceError) -> Self {
+        Retry::Failed(err)
+    }
+}
+
+/// What an upload did to the world.
+pub enum Written {
+    /// A new source, and its ingest job.
+    Created { view: SourceView, job: Job },
+    /// A new version of a source, staged (the source keeps serving its current version until
+    /// the job has embedded every chunk of it), and its replace job.
+    Replaced { view: SourceView, job: Job },
+    /// The upload is the version the source serves: nothing to do.
+    Unchanged { view: SourceView },
+}
+
+/// A conditional write's preconditions (`If-Match`, `If-None-Match`), on the source's version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Precondition {
+    /// `If-Match`: `Some(None)` for `*` (any existing version), `Some(Some(v))` for version `v`.
+    pub if_match: Option<Option<u32>>,
+    /// `If-None-Match: *`: only when no such source exists.
+    pub if_none_match: bool,
+}
+
+impl Precondition {
+    /// The version a write must find, if one was named.
+    pub fn version(&self) -> Option<u32> {
+        self.if_match.flatten()
+    }
+
+    /// Checks the preconditions against `existing`.
+    pub fn check(&self, existing: Option<&Source>) -> ServiceResult<()> {
+        let current = existing.map(|s| s.version);
+        let failed = |message: String| ServiceError::PreconditionFailed { current, message };
+        if self.if_none_match && existing.is_some() {
+            return Err(failed("the source exists (If-None-Match: *)".into()));
+        }
+        match (self.if_match, current) {
+            (Some(_), None) => Err(failed("no such source (If-Match)".into())),
+            (Some(Some(wanted)), Some(current)) if wanted != current => Err(failed(format!(
+                "the source is at version {current}, not {wanted} (If-Match)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A source with its chunk state counts.
 pub struct SourceView {
     pub source: Source,
@@ -153,8 +225,8 @@ impl SourceService {
         }
     }
 
-    pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<(SourceView, Job)> {
-        let mut world = self
+    pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<Written> {
+        let world = self
             .store
             .get_world(world_id)
             .await?
@@ -212,7 +284,7 @@ impl SourceService {
         .await
         .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
         let chunking::Prepared {
-            mut text,
+            text,
             title: page_title,
         } = prepared?;
         // Checked again on the text to store (the conversion of a page must not bring one in).
@@ -233,11 +305,83 @@ impl SourceService {
                 .collect();
             SourceTitle::parse(&t).ok()
         });
-        let mut details = SourceDetails {
-            title: req.title.or(page_title).map(SourceTitle::into_inner),
-            url: req.url.map(SourceUrl::into_inner),
-            metadata: req.metadata,
+        let details = SourceDetails {
+            title: req.title.clone().or(page_title).map(SourceTitle::into_inner),
+            url: req.url.clone().map(SourceUrl::into_inner),
+            metadata: req.metadata.clone(),
         };
+        // The source this upload writes to: the one named by id (a `PUT`), or the one that
+        // carries its key; none for a new source.
+        let existing = match (req.target, &req.key) {
+            (Some(id), _) => Some(
+                self.store
+                    .get_source(world_id, id)
+                    .await?
+                    .ok_or(ServiceError::NotFound(Missing::Source))?,
+            ),
+            (None, Some(key)) => self.store.source_by_key(world_id, key).await?,
+            (None, None) => None,
+        };
+        req.precondition.check(existing.as_ref())?;
+        let upload = Prepared {
+            filename,
+            content_type,
+            text,
+            details,
+            paged,
+        };
+        match existing {
+            Some(source) => {
+                self.replace(world, source, upload, &req.precondition, &abandoned, &req.slot)
+                    .await
+            }
+            None => {
+                let key = req.key.clone();
+                match self.create(world, upload, key, &abandoned, &req.slot).await {
+                    // Two uploads of one new key at once: the second replaces what the first made.
+                    Err(Retry::KeyTaken(upload)) => {
+                        let key = req
+                            .key
+                            .as_ref()
+                            .ok_or_else(|| ServiceError::internal("a key race without a key"))?;
+                        let source = self
+                            .store
+                            .source_by_key(world_id, key)
+                            .await?
+                            .ok_or_else(|| ServiceError::internal("a taken key has no source"))?;
+                        req.precondition.check(Some(&source))?;
+                        let world = self
+                            .store
+                            .get_world(world_id)
+                            .await?
+                            .ok_or(ServiceError::NotFound(Missing::World))?;
+                        self.replace(world, source, *upload, &req.precondition, &abandoned, &req.slot)
+                            .await
+                    }
+                    Err(Retry::Failed(err)) => Err(err),
+                    Ok(written) => Ok(written),
+                }
+            }
+        }
+    }
+
+    /// Stores `upload` as a new source of `world` (with `key`, if given).
+    async fn create(
+        &self,
+        mut world: World,
+        upload: Prepared,
+        key: Option<SourceKey>,
+        abandoned: &CancellationToken,
+        slot: &UploadSlot,
+    ) -> Result<Written, Retry> {
+        let Prepared {
+            filename,
+            content_type,
+            mut text,
+            mut details,
+            paged,
+        } = upload;
+        let world_id = world.id;
         // Cut for the run the world serves. Should a re-ingest switch the world to another
         // profile while this one is being split, the write is refused and the text is cut
         // again for the new run (a switch is rare; two in a row during one upload rarer still).
@@ -246,7 +390,7 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, paged, &abandoned, &req.slot).await?;
+            (text, chunks, parents) = self.split(&world, text, paged, abandoned, slot).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -256,6 +400,7 @@ impl SourceService {
                 text,
                 details,
                 now: now(),
+                key: key.clone(),
             };
             match self.store.add_source(&new, chunks, JobId::new()).await {
                 Err(crate::store::Error::RunChanged) if attempt < 3 => {
@@ -265,30 +410,159 @@ impl SourceService {
                     world = self
                         .store
                         .get_world(world_id)
-                        .await?
+                        .await
+                        .map_err(ServiceError::from)?
                         .ok_or(ServiceError::NotFound(Missing::World))?;
                 }
+                Err(crate::store::Error::Duplicate(_)) if key.is_some() => {
+                    return Err(Retry::KeyTaken(Box::new(Prepared {
+                        filename,
+                        content_type,
+                        text: new.text,
+                        details: new.details,
+                        paged,
+                    })));
+                }
                 other => {
-                    let (source, job) = other?;
+                    let (source, job) = other.map_err(ServiceError::from)?;
                     break (source, job, parents);
                 }
             }
         };
         self.engine.wake();
-        // Parents go beside the chunks; should this write fail, retrieval builds them from the
-        // stored chunks when it first needs them.
-        if let Err(err) = self
+        self.keep_parents(world_id, world.active_run, source.id, &parents).await;
+        let counts = self
             .store
-            .add_parents(world_id, world.active_run, source.id, &parents)
+            .source_counts(world_id, source.id)
             .await
+            .map_err(ServiceError::from)?;
+        Ok(Written::Created {
+            view: SourceView { source, counts },
+            job,
+        })
+    }
+
+    /// Makes `upload` the next version of `source`: nothing when it is the version served now
+    /// (a staged one is withdrawn: the caller went back to what is served), otherwise a staged
+    /// version and its `replace` job (see [`crate::store::SourceStore::stage_version`]).
+    async fn replace(
+        &self,
+        mut world: World,
+        source: Source,
+        upload: Prepared,
+        precondition: &Precondition,
+        abandoned: &CancellationToken,
+        slot: &UploadSlot,
+    ) -> ServiceResult<Written> {
+        let world_id = world.id;
+        let sha256 = hex::encode(sha2::Sha256::digest(upload.text.as_bytes()));
+        if sha256 == source.sha256
+            && upload.filename == source.filename
+            && upload.content_type == source.content_type
+            && upload.details == source.details
         {
+            if let Some(pending) = &source.pending {
+                self.engine.cancel(pending.job_id).await?;
+            }
+            let source = self
+                .store
+                .get_source(world_id, source.id)
+                .await?
+                .ok_or(ServiceError::NotFound(Missing::Source))?;
+            let counts = self.store.source_counts(world_id, source.id).await?;
+            return Ok(Written::Unchanged {
+                view: SourceView { source, counts },
+            });
+        }
+        let Prepared {
+            filename,
+            content_type,
+            mut text,
+            details,
+            paged,
+        } = upload;
+        let mut attempt = 1;
+        let (staged, job, parents, superseded) = loop {
+            let (chunks, parents);
+            (text, chunks, parents) = self.split(&world, text, paged, abandoned, slot).await?;
+            let stage = StageVersion {
+                source: source.id,
+                expect: precondition.version(),
+                new: NewSource {
+                    id: SourceId::new(),
+                    world_id,
+                    run: world.active_run,
+                    filename: filename.clone(),
+                    content_type: content_type.clone(),
+                    text,
+                    details: details.clone(),
+                    now: now(),
+                    key: None,
+                },
+            };
+            match self.store.stage_version(&stage, chunks, JobId::new()).await {
+                Err(crate::store::Error::RunChanged) if attempt < 3 => {
+                    attempt += 1;
+                    text = stage.new.text;
+                    world = self
+                        .store
+                        .get_world(world_id)
+                        .await?
+                        .ok_or(ServiceError::NotFound(Missing::World))?;
+                }
+                Err(err) => return Err(err.into()),
+                Ok(Staging::Missing) => return Err(ServiceError::NotFound(Missing::Source)),
+                Ok(Staging::VersionMismatch { current }) => {
+                    return Err(ServiceError::PreconditionFailed {
+                        current: Some(current),
+                        message: format!("the source is at version {current}, not the one If-Match names"),
+                    });
+                }
+                Ok(Staging::Reingesting) => {
+                    return Err(ServiceError::conflict(
+                        Conflict::JobState,
+                        "a re-ingest of the world is under way; replace the source once it has switched",
+                    ));
+                }
+                Ok(Staging::Staged {
+                    source,
+                    job,
+                    superseded,
+                }) => break (*source, *job, parents, superseded),
+            }
+        };
+        self.engine.wake();
+        if let Some((older, _)) = superseded {
+            // Never served: its points go now (a worker's write still in flight is refused by
+            // the store, or found by repair).
+            if let Err(err) = self
+                .vectors
+                .delete_by_filter(&world.collection, PointFilter::world(world_id).source(older))
+                .await
+            {
+                tracing::warn!(world = %world_id, error = %err, "deleting a superseded version's points failed; repair will");
+            }
+        }
+        if let Some(pending) = &staged.pending {
+            self.keep_parents(world_id, world.active_run, pending.staged_id, &parents)
+                .await;
+        }
+        let counts = self.store.source_counts(world_id, staged.id).await?;
+        Ok(Written::Replaced {
+            view: SourceView { source: staged, counts },
+            job,
+        })
+    }
+
+    /// Stores a source's parents beside its chunks; should this write fail, retrieval builds
+    /// them from the stored chunks when it first needs them.
+    async fn keep_parents(&self, world: WorldId, run: crate::domain::RunId, source: SourceId, parents: &[NewParent]) {
+        if let Err(err) = self.store.add_parents(world, run, source, parents).await {
             tracing::warn!(
-                source = %source.id, error = %crate::telemetry::error_chain(&err),
+                source = %source, error = %crate::telemetry::error_chain(&err),
                 "storing a source's parents failed; they will be built when retrieval needs them"
             );
         }
-        let counts = self.store.source_counts(world_id, source.id).await?;
-        Ok((SourceView { source, counts }, job))
     }
 
     /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
@@ -354,6 +628,18 @@ impl SourceService {
         Ok(SourceView { source, counts })
     }
 
+    /// The source of the world that carries `key`.
+    pub async fn get_by_key(&self, world_id: WorldId, key: &SourceKey) -> ServiceResult<SourceView> {
+        self.require_world(world_id).await?;
+        let source = self
+            .store
+            .source_by_key(world_id, key)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::Source))?;
+        let counts = self.store.source_counts(world_id, source.id).await?;
+        Ok(SourceView { source, counts })
+    }
+
     /// The stored text (after HTML conversion): what chunk offsets refer to.
     pub async fn text(&self, world_id: WorldId, id: SourceId) -> ServiceResult<String> {
         self.require_world(world_id).await?;
@@ -382,9 +668,14 @@ impl SourceService {
     /// A failure of that last pass is logged, not returned: the source is gone by then, and a
     /// point without a chunk is never served (retrieval checks every hit against the store,
     /// skips it and deletes it). The same holds for a worker whose upsert lands even later.
-    pub async fn delete(&self, world_id: WorldId, id: SourceId) -> ServiceResult<()> {
+    ///
+    /// With `precondition`, only a source at the version it names (`412` otherwise, checked
+    /// again in the deleting transaction); a staged version goes with its source.
+    pub async fn delete(&self, world_id: WorldId, id: SourceId, precondition: &Precondition) -> ServiceResult<()> {
         self.require_world(world_id).await?;
-        if self.store.get_source(world_id, id).await?.is_none() {
+        let source = self.store.get_source(world_id, id).await?;
+        precondition.check(source.as_ref())?;
+        if source.is_none() {
             return Err(ServiceError::NotFound(Missing::Source));
         }
         let filter = PointFilter::world(world_id).source(id);
@@ -394,13 +685,18 @@ impl SourceService {
         }
         let deletion = self
             .store
-            .delete_source(world_id, id, now())
+            .delete_source(world_id, id, precondition.version(), now())
             .await?
             .ok_or(ServiceError::NotFound(Missing::Source))?;
+        let staged = deletion
+            .staged
+            .map(|staged| PointFilter::world(world_id).source(staged));
         for collection in &collections {
-            if let Err(err) = self.vectors.delete_by_filter(collection, filter).await {
-                tracing::warn!(world = %world_id, source = %id, %collection, error = %err,
-                    "deleting the points of a deleted source failed; retrieval skips and removes any left");
+            for filter in std::iter::once(filter).chain(staged) {
+                if let Err(err) = self.vectors.delete_by_filter(collection, filter).await {
+                    tracing::warn!(world = %world_id, source = %id, %collection, error = %err,
+                        "deleting the points of a deleted source failed; retrieval skips and removes any left");
+                }
             }
         }
         tracing::info!(world = %world_id, source = %id, chunks = deletion.chunks,

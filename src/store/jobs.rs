@@ -14,7 +14,7 @@ use super::worlds::lock_world;
 use super::{FailedEntry, JobStore, Result, Retry};
 use crate::domain::Window;
 use crate::domain::{
-    ChunkId, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, MAX_JOB_ERRORS, RunId, Waiting, WorldId,
+    ChunkId, Job, JobEvent, JobEventKind, JobId, JobKind, JobStatus, MAX_JOB_ERRORS, RunId, SourceId, Waiting, WorldId,
 };
 
 /// Job `id`'s row.
@@ -24,7 +24,7 @@ pub(super) async fn select_job<'e, DB: Backend>(
 ) -> Result<Option<JobRow>> {
     Ok(sqlx::query_as(
         "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, rate_limited, reused, \
-         created_at, started_at, finished_at, waiting_reason, waiting_until FROM jobs WHERE id = $1",
+         created_at, started_at, finished_at, waiting_reason, waiting_until, version_of FROM jobs WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)
@@ -41,22 +41,28 @@ pub(super) struct NewJobRow {
     pub total: u64,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
+    /// A replace's source (stored as an `ingest` job with this column set: see migration 0018).
+    pub version_of: Option<SourceId>,
 }
 
 impl NewJobRow {
     pub(super) async fn insert<'e, DB: Backend>(self, db: impl Executor<'e, Database = DB>) -> Result<()> {
         sqlx::query(
-            "INSERT INTO jobs (id, world_id, kind, status, run_id, total, created_at, started_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO jobs (id, world_id, kind, status, run_id, total, created_at, started_at, version_of) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(self.id)
         .bind(self.world.0)
-        .bind(self.kind.as_str())
+        .bind(match self.kind {
+            JobKind::Replace => JobKind::Ingest.as_str(),
+            kind => kind.as_str(),
+        })
         .bind(self.status.as_str())
         .bind(self.run.0)
         .bind(wide(self.total))
         .bind(self.created_at)
         .bind(self.started_at)
+        .bind(self.version_of.map(|s| s.0))
         .execute(db)
         .await?;
         Ok(())
@@ -124,10 +130,13 @@ pub(super) async fn lock_job_status<'e, DB: Backend>(
 pub const FINISH_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
      SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
      finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
-     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') RETURNING id";
+     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') \
+     AND (version_of IS NULL OR EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed')) \
+     RETURNING id";
 
 /// Completes (or fails, when entries failed) running job `id` when no entry of it is pending;
-/// returns whether it did. Not for re-ingests: one ends only through `finish_reingest`, which
+/// returns whether it did. A replace only fails here: it completes by its switch
+/// (`SourceStore::switch_version`). Not for re-ingests: one ends only through `finish_reingest`, which
 /// switches the world or retires its run.
 pub(super) async fn finish_if_done<'e, DB: Backend>(
     db: impl Executor<'e, Database = DB>,
@@ -185,7 +194,7 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
     async fn list_jobs(&self, world: WorldId, statuses: &[JobStatus], window: Window) -> Result<Vec<Job>> {
         // `$4`…`$9`: the statuses kept (fewer are padded by repeating one; none means all).
         const LIST_JOBS: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
-             rate_limited, reused, created_at, started_at, finished_at, waiting_reason, waiting_until \
+             rate_limited, reused, created_at, started_at, finished_at, waiting_reason, waiting_until, version_of \
              FROM jobs WHERE world_id = $1 \
              AND status IN ($4, $5, $6, $7, $8, $9) ORDER BY created_at DESC, id LIMIT $2 OFFSET $3";
         // The first `MAX_JOB_ERRORS` failed entries of each job: `$1` that limit, then the job

@@ -88,8 +88,8 @@ use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
     ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
     JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind,
-    RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceSize, StoredKey, WorkItem,
-    World, WorldId, WorldStats,
+    RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize, StoredKey,
+    WorkItem, World, WorldId, WorldStats,
 };
 use crate::domain::{Waiting, Window};
 
@@ -117,6 +117,9 @@ pub enum Error {
     /// finished meanwhile): what was prepared for the old run is refused; prepare it again.
     #[error("the world switched to another run meanwhile")]
     RunChanged,
+    /// A conditional write found the source at another version.
+    #[error("the source is at version {current}")]
+    VersionMismatch { current: u32 },
     /// Work around the store failed in a way no input explains (a panicked chunking task).
     #[error("internal error: {0}")]
     Internal(String),
@@ -208,7 +211,90 @@ pub trait SourceStore: Send + Sync {
     /// `cancelled`, and a running one left with nothing pending finishes as the workers would
     /// finish it (`completed`, or `failed` when failed entries remain). Finished jobs keep their
     /// counters as history. The world's `next_book_number` is untouched: numbers are not reused.
-    async fn delete_source(&self, world: WorldId, id: SourceId, now: DateTime<Utc>) -> Result<Option<SourceDeletion>>;
+    /// With `expect`, only a source at that version: `VersionMismatch` otherwise.
+    async fn delete_source(
+        &self,
+        world: WorldId,
+        id: SourceId,
+        expect: Option<u32>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<SourceDeletion>>;
+    /// The source of `world` that carries `key`.
+    async fn source_by_key(&self, world: WorldId, key: &SourceKey) -> Result<Option<Source>>;
+    /// Stages a new version of source `stage.source` in one transaction: a hidden source row
+    /// (`stage.new`, its id the staged version's) with its chunks, pending entries and a
+    /// `replace` job. A staged version of the source not switched yet is superseded: its job
+    /// cancelled (with a `superseded` event) and its rows deleted; the caller deletes its
+    /// points. Refused when the source's version is not `stage.expect` (if given), while the
+    /// world is re-ingested, and for the world's previous run (`RunChanged`).
+    async fn stage_version(&self, stage: &StageVersion, chunks: Vec<NewChunk>, job: JobId) -> Result<Staging>;
+    /// The staged version a running replace job `job` builds, with its chunks' state; `None`
+    /// when the job is not running or has no staged version.
+    async fn staged_version(&self, job: JobId) -> Result<Option<StagedVersion>>;
+    /// Switches a source to the version replace job `job` staged, in one transaction: the old
+    /// version's chunks, entries and parents are deleted, the staged ones become the source's,
+    /// its text and details are the new version's, its version goes up by one, and the job
+    /// completes with a `replaced` event. `None` (nothing done) unless the job is running with
+    /// every entry embedded.
+    async fn switch_version(&self, job: JobId, now: DateTime<Utc>) -> Result<Option<Switched>>;
+    /// Deletes the staged version of a replace job that ended without switching (cancelled);
+    /// returns the staged id, whose points the caller deletes.
+    async fn discard_version(&self, job: JobId) -> Result<Option<SourceId>>;
+}
+
+/// A new version of a source to stage ([`SourceStore::stage_version`]).
+#[derive(Clone, Debug)]
+pub struct StageVersion {
+    /// The source it will become.
+    pub source: SourceId,
+    /// The version the caller saw (`If-Match`); `None`: whatever it is.
+    pub expect: Option<u32>,
+    /// The staged row: its own id, the world's active run, the new text and details.
+    pub new: NewSource,
+}
+
+/// What [`SourceStore::stage_version`] did.
+#[derive(Clone, Debug)]
+pub enum Staging {
+    Staged {
+        /// The source as it now reads (still the old version, with `pending` set).
+        source: Box<Source>,
+        job: Box<Job>,
+        /// A staged version superseded by this one, and its cancelled job.
+        superseded: Option<(SourceId, JobId)>,
+    },
+    /// The world has no such source.
+    Missing,
+    /// The source is at another version than the one expected.
+    VersionMismatch { current: u32 },
+    /// A re-ingest is building the world's next run.
+    Reingesting,
+}
+
+/// A staged version as its replace job's completion reads it.
+#[derive(Clone, Debug)]
+pub struct StagedVersion {
+    pub world: WorldId,
+    pub run: RunId,
+    pub collection: String,
+    pub source: SourceId,
+    pub staged: SourceId,
+    /// The source's book number, which the staged chunks take at the switch.
+    pub book_number: u32,
+    /// The staged chunks' points.
+    pub points: Vec<uuid::Uuid>,
+    pub pending: u64,
+    pub failed: u64,
+}
+
+/// What [`SourceStore::switch_version`] did.
+#[derive(Clone, Debug)]
+pub struct Switched {
+    pub world: WorldId,
+    pub source: SourceId,
+    pub version: u32,
+    /// The old version's points, to delete.
+    pub old_points: Vec<uuid::Uuid>,
 }
 
 /// Jobs and their event history.

@@ -7,8 +7,8 @@ use uuid::Uuid;
 use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown, Job,
-    JobCounts, JobError, JobEvent, JobId, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata, RunId, SealedSecret,
-    Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
+    JobCounts, JobError, JobEvent, JobId, JobKind, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata,
+    PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 /// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
@@ -27,6 +27,8 @@ pub(super) struct ManifestRow {
     state: String,
     text_sha256: String,
     leased: bool,
+    /// The entry's source is a staged version (its point carries the staged run).
+    staged: bool,
 }
 
 impl TryFrom<ManifestRow> for ManifestEntry {
@@ -42,6 +44,7 @@ impl TryFrom<ManifestRow> for ManifestEntry {
             state: r.state.parse().map_err(|reason| corrupt("manifest_entries", reason))?,
             text_sha256: r.text_sha256,
             leased: r.leased,
+            staged: r.staged,
         })
     }
 }
@@ -58,6 +61,7 @@ pub(super) struct KeptRow {
     text_sha256: String,
     chunk_text: String,
     dense: Vec<u8>,
+    staged: bool,
 }
 
 impl KeptRow {
@@ -78,6 +82,7 @@ impl KeptRow {
             text_sha256: self.text_sha256,
             chunk_text: self.chunk_text,
             dense,
+            staged: self.staged,
         }))
     }
 }
@@ -98,6 +103,7 @@ pub(super) struct ChunkRow {
     overlap_text: String,
     text_sha256: String,
     page: Option<i64>,
+    version: i64,
 }
 
 impl TryFrom<ChunkRow> for Chunk {
@@ -118,6 +124,7 @@ impl TryFrom<ChunkRow> for Chunk {
             overlap_text: r.overlap_text,
             sha256: r.text_sha256,
             page: r.page.map(|p| narrow("chunks", p)).transpose()?,
+            version: narrow("chunks", r.version)?,
         })
     }
 }
@@ -128,6 +135,8 @@ pub(super) struct ChunkViewRow {
     chunk: ChunkRow,
     point_id: Uuid,
     filename: String,
+    /// The source a staged version's row replaces (`sources.replaces`).
+    replaces: Option<Uuid>,
 }
 
 impl TryFrom<ChunkViewRow> for ChunkView {
@@ -138,6 +147,7 @@ impl TryFrom<ChunkViewRow> for ChunkView {
             chunk: r.chunk.try_into()?,
             source_filename: r.filename,
             point_id: r.point_id,
+            staged_for: r.replaces.map(SourceId),
         })
     }
 }
@@ -188,6 +198,7 @@ pub(super) struct WorkRow {
     dimensions: i64,
     collection: String,
     hybrid: bool,
+    staged: bool,
 }
 
 /// A [`WorkRow`] read back after a claim, with what the claim set.
@@ -223,6 +234,7 @@ impl TryFrom<WorkRow> for WorkItem {
             },
             collection: r.collection,
             hybrid: r.hybrid,
+            staged: r.staged,
         })
     }
 }
@@ -393,6 +405,13 @@ pub(super) struct SourceRow {
     #[sqlx(flatten)]
     details: DetailsColumns,
     created_at: DateTime<Utc>,
+    source_key: Option<String>,
+    version: i64,
+    updated_at: Option<DateTime<Utc>>,
+    pending_id: Option<Uuid>,
+    pending_version: Option<i64>,
+    pending_job: Option<Uuid>,
+    pending_created_at: Option<DateTime<Utc>>,
 }
 
 impl TryFrom<SourceRow> for Source {
@@ -409,6 +428,23 @@ impl TryFrom<SourceRow> for Source {
             chars: narrow("sources", row.chars)?,
             details: row.details.try_into()?,
             created_at: row.created_at,
+            key: row.source_key,
+            version: narrow("sources", row.version)?,
+            updated_at: row.updated_at.unwrap_or(row.created_at),
+            pending: match (
+                row.pending_id,
+                row.pending_version,
+                row.pending_job,
+                row.pending_created_at,
+            ) {
+                (Some(id), Some(version), Some(job), Some(at)) => Some(PendingVersion {
+                    staged_id: SourceId(id),
+                    version: narrow("sources", version)?,
+                    job_id: JobId(job),
+                    created_at: at,
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -468,6 +504,7 @@ pub(super) struct JobRow {
     finished_at: Option<DateTime<Utc>>,
     waiting_reason: Option<String>,
     waiting_until: Option<DateTime<Utc>>,
+    version_of: Option<Uuid>,
 }
 
 /// A [`JobErrorRow`] with its job, as `list_jobs` reads them.
@@ -509,7 +546,10 @@ impl JobRow {
         Ok(Job {
             id: JobId(self.id),
             world_id: WorldId(self.world_id),
-            kind: self.kind.parse().map_err(|reason| corrupt("jobs", reason))?,
+            kind: match self.version_of {
+                Some(_) => JobKind::Replace,
+                None => self.kind.parse().map_err(|reason| corrupt("jobs", reason))?,
+            },
             status: self.status.parse().map_err(|reason| corrupt("jobs", reason))?,
             run_id: RunId(self.run_id),
             counts: JobCounts {
@@ -532,6 +572,7 @@ impl JobRow {
                 }),
                 None => None,
             },
+            source: self.version_of.map(SourceId),
         })
     }
 }

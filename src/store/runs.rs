@@ -38,7 +38,7 @@ async fn sources_missing<'e, DB: Backend>(
     run: RunId,
 ) -> Result<Vec<(Uuid, i64)>> {
     Ok(sqlx::query_as(
-        "SELECT s.id, s.book_number FROM sources s WHERE s.world_id = $1 \
+        "SELECT s.id, s.book_number FROM sources s WHERE s.world_id = $1 AND s.replaces IS NULL \
          AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.run_id = $2 AND c.source_id = s.id) ORDER BY s.book_number",
     )
     .bind(world.0)
@@ -103,6 +103,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
             created_at: now,
             // Started when its preparation is done and it becomes running.
             started_at: None,
+            version_of: None,
         }
         .insert(&mut *tx)
         .await?;
@@ -135,12 +136,18 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
             tx.rollback().await?;
             return Ok(0);
         }
+        let version: i64 = sqlx::query_scalar("SELECT version FROM sources WHERE id = $1")
+            .bind(source.source.0)
+            .fetch_one(&mut *tx)
+            .await?;
         let at = ChunkPlacement {
             world,
             run,
             source: source.source,
             book_number: wide(source.book_number),
             job,
+            version: narrow("sources", version)?,
+            staged: false,
         };
         insert_chunks(&mut tx, &at, &source.chunks, now).await?;
         let n = source.chunks.len() as u64;
@@ -330,8 +337,9 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
     async fn manifest_entries(&self, world: WorldId, run: RunId, now: DateTime<Utc>) -> Result<Vec<ManifestEntry>> {
         let rows: Vec<ManifestRow> = sqlx::query_as(
             "SELECT m.chunk_id, m.point_id, m.run_id, m.source_id, c.chunk_number, m.state, c.text_sha256, \
-             (m.lease_owner IS NOT NULL AND m.lease_expires_at >= $3) AS leased \
-             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.world_id = $1 AND m.run_id = $2",
+             (m.lease_owner IS NOT NULL AND m.lease_expires_at >= $3) AS leased, (s.replaces IS NOT NULL) AS staged \
+             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = m.source_id \
+             WHERE m.world_id = $1 AND m.run_id = $2",
         )
         .bind(world.0)
         .bind(run.0)
@@ -397,8 +405,9 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
         // Looked up by chunk id (every join is on a primary key); `$1`, `$2` world and run, then
         // the chunk ids. A vector made from other text than the chunk has now is not its vector.
         const KEPT: &str = "SELECT m.chunk_id, m.point_id, m.source_id, c.book_number, c.chunk_number, \
-             c.token_count, c.text_sha256, c.chunk_text, v.dense \
+             c.token_count, c.text_sha256, c.chunk_text, v.dense, (s.replaces IS NOT NULL) AS staged \
              FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN chunk_vectors v ON v.chunk_id = m.chunk_id \
+             JOIN sources s ON s.id = m.source_id \
              WHERE m.world_id = $1 AND m.run_id = $2 AND m.state = 'embedded' AND v.text_sha256 = c.text_sha256 \
              AND m.chunk_id IN ";
         let mut kept = Vec::with_capacity(chunks.len());
@@ -427,6 +436,7 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
             total: 0,
             created_at: now,
             started_at: Some(now),
+            version_of: None,
         }
         .insert(&self.pool)
         .await?;

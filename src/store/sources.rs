@@ -10,20 +10,30 @@ use sqlx::{QueryBuilder, Transaction};
 use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
-use super::jobs::{NewJobRow, finish_if_done, insert_event, job_status_text, select_job};
+use super::jobs::{NewJobRow, finish_if_done, insert_event, job_status_text, lock_job_status, select_job};
 use super::rows::{ChunkStateRow, CountsRow, SourceRow, corrupt, found, narrow, wide};
 use super::worlds::lock_world;
-use super::{Error, Result, SourceStore};
+use super::{Error, Result, SourceStore, StageVersion, StagedVersion, Staging, Switched};
 use crate::domain::Window;
 use crate::domain::{
     ChunkPage, Job, JobEventData, JobId, JobKind, JobStatus, NewChunk, NewSource, RunId, Source, SourceCounts,
-    SourceDeletion, SourceId, WorldId, point_id,
+    SourceDeletion, SourceId, SourceKey, WorldId, point_id,
 };
 
-/// Columns of a [`SourceRow`].
+/// Columns of a [`SourceRow`]: the source `s` and its staged version `p`, if any
+/// ([`SOURCES_FROM`]).
 macro_rules! source_columns {
     () => {
-        "id, world_id, book_number, filename, content_type, sha256, chars, title, url, metadata, created_at"
+        "s.id, s.world_id, s.book_number, s.filename, s.content_type, s.sha256, s.chars, s.title, s.url, s.metadata, \
+         s.created_at, s.source_key, s.version, s.updated_at, p.id AS pending_id, p.version AS pending_version, \
+         p.staged_job AS pending_job, p.created_at AS pending_created_at"
+    };
+}
+
+/// What [`source_columns`] reads from: a source and the staged version that replaces it.
+macro_rules! sources_from {
+    () => {
+        " FROM sources s LEFT JOIN sources p ON p.replaces = s.id "
     };
 }
 
@@ -38,6 +48,10 @@ pub(super) struct ChunkPlacement {
     pub source: SourceId,
     pub book_number: i64,
     pub job: JobId,
+    /// The version of the text the chunks were cut from.
+    pub version: u32,
+    /// A staged version's chunks are not counted in `run_sources` until the switch.
+    pub staged: bool,
 }
 
 /// Inserts `chunks` with one pending manifest entry each (held by the placement's job) in the
@@ -59,7 +73,7 @@ pub(super) async fn insert_chunks<DB: Backend>(
     for batch in rows.chunks(CHUNKS_PER_STATEMENT) {
         let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO chunks (id, world_id, run_id, source_id, book_number, chunk_number, char_start, \
-             char_end, token_count, chunk_text, overlap_text, text_sha256, page) ",
+             char_end, token_count, chunk_text, overlap_text, text_sha256, page, version) ",
         );
         insert.push_values(batch, |mut row, (id, text_sha, chunk)| {
             row.push_bind(*id)
@@ -74,7 +88,8 @@ pub(super) async fn insert_chunks<DB: Backend>(
                 .push_bind(&chunk.chunk_text)
                 .push_bind(&chunk.overlap_text)
                 .push_bind(text_sha)
-                .push_bind(chunk.page.map(i64::from));
+                .push_bind(chunk.page.map(i64::from))
+                .push_bind(i64::from(at.version));
         });
         insert.build().execute(&mut **tx).await?;
         let mut insert = QueryBuilder::<DB>::new(
@@ -96,7 +111,7 @@ pub(super) async fn insert_chunks<DB: Backend>(
         insert.build().execute(&mut **tx).await?;
     }
     // The source's size in the run, which `mode: auto` reads instead of grouping the chunks.
-    if !chunks.is_empty() {
+    if !chunks.is_empty() && !at.staged {
         let tokens: u64 = chunks.iter().map(|c| u64::from(c.token_count)).sum();
         sqlx::query(
             "INSERT INTO run_sources (run_id, source_id, world_id, book_number, chunks, tokens) \
@@ -119,7 +134,8 @@ pub(super) async fn insert_chunks<DB: Backend>(
 pub const LIST_SOURCES: &str = concat!(
     "SELECT ",
     source_columns!(),
-    " FROM sources WHERE world_id = $1 ORDER BY book_number LIMIT $2 OFFSET $3"
+    sources_from!(),
+    "WHERE s.world_id = $1 AND s.replaces IS NULL ORDER BY s.book_number LIMIT $2 OFFSET $3"
 );
 
 // A source's rows are found by the source and the world's active run (a run belongs to one
@@ -137,7 +153,7 @@ pub const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
 
 /// `list_chunks`'s page: `$1` world, `$2` source, `$3` limit, `$4` offset.
 pub const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-     c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, \
+     c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, \
      m.state, m.attempts, m.last_error_code, m.last_error_message \
      FROM chunks c JOIN worlds w ON w.id = $1 AND w.active_run_id = c.run_id \
      JOIN manifest_entries m ON m.chunk_id = c.id \
@@ -170,7 +186,8 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         let chars = source.text.chars().count() as u64;
         sqlx::query(
             "INSERT INTO sources (id, world_id, book_number, filename, content_type, text, sha256, chars, \
-             title, url, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             title, url, metadata, created_at, source_key, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $12)",
         )
         .bind(source.id.0)
         .bind(source.world_id.0)
@@ -184,6 +201,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .bind(source.details.url.clone())
         .bind(source.details.metadata.to_json())
         .bind(source.now)
+        .bind(source.key.as_ref().map(|k| k.as_str().to_owned()))
         .execute(&mut *tx)
         .await?;
         let at = ChunkPlacement {
@@ -192,6 +210,8 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             source: source.id,
             book_number,
             job,
+            version: 1,
+            staged: false,
         };
         insert_chunks(&mut tx, &at, &chunks, source.now).await?;
         NewJobRow {
@@ -203,6 +223,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             total: chunks.len() as u64,
             created_at: source.now,
             started_at: Some(source.now),
+            version_of: None,
         }
         .insert(&mut *tx)
         .await?;
@@ -245,7 +266,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
 
     async fn source_text(&self, world: WorldId, id: SourceId) -> Result<Option<String>> {
         Ok(
-            sqlx::query_scalar("SELECT text FROM sources WHERE world_id = $1 AND id = $2")
+            sqlx::query_scalar("SELECT text FROM sources WHERE world_id = $1 AND id = $2 AND replaces IS NULL")
                 .bind(world.0)
                 .bind(id.0)
                 .fetch_optional(&self.pool)
@@ -274,38 +295,67 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         })
     }
 
-    async fn delete_source(&self, world: WorldId, id: SourceId, now: DateTime<Utc>) -> Result<Option<SourceDeletion>> {
+    async fn delete_source(
+        &self,
+        world: WorldId,
+        id: SourceId,
+        expect: Option<u32>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<SourceDeletion>> {
         let mut tx = self.begin().await?;
         // The world's row first (see `requeue_entries`), then the entries, then jobs.
         if lock_world(&mut *tx, world).await?.is_none() {
             tx.rollback().await?;
             return Ok(None);
         }
-        // What each removed entry (in every run) meant to its job, read from the delete itself
-        // so a worker's concurrent completion is counted once, on whichever side it landed.
-        let removed: Vec<(Option<Uuid>, String)> = sqlx::query_as(
-            "DELETE FROM manifest_entries WHERE world_id = $1 AND source_id = $2 RETURNING job_id, state",
+        // The source (never a staged version's hidden row by its own id) and its staged version.
+        let rows: Vec<(Uuid, Option<Uuid>, i64)> = sqlx::query_as(
+            "SELECT id, replaces, version FROM sources WHERE world_id = $1 AND (id = $2 OR replaces = $2)",
         )
         .bind(world.0)
         .bind(id.0)
         .fetch_all(&mut *tx)
         .await?;
-        let chunks = sqlx::query("DELETE FROM chunks WHERE world_id = $1 AND source_id = $2")
-            .bind(world.0)
-            .bind(id.0)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        let deleted = sqlx::query("DELETE FROM sources WHERE world_id = $1 AND id = $2")
-            .bind(world.0)
-            .bind(id.0)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if deleted == 0 {
+        let Some((_, _, version)) = rows
+            .iter()
+            .find(|(row, replaces, _)| *row == id.0 && replaces.is_none())
+        else {
             tx.rollback().await?;
             return Ok(None);
+        };
+        let current: u32 = narrow("sources", *version)?;
+        if expect.is_some_and(|expected| expected != current) {
+            tx.rollback().await?;
+            return Err(Error::VersionMismatch { current });
         }
+        let staged = rows
+            .iter()
+            .find(|(_, replaces, _)| replaces.is_some())
+            .map(|(row, _, _)| *row);
+        // What each removed entry (in every run) meant to its job, read from the delete itself
+        // so a worker's concurrent completion is counted once, on whichever side it landed. A
+        // staged version's entries go too: its job, left with none, is cancelled below.
+        let removed: Vec<(Option<Uuid>, String)> = sqlx::query_as(
+            "DELETE FROM manifest_entries WHERE world_id = $1 AND (source_id = $2 OR source_id = $3) \
+             RETURNING job_id, state",
+        )
+        .bind(world.0)
+        .bind(id.0)
+        .bind(staged)
+        .fetch_all(&mut *tx)
+        .await?;
+        let chunks = sqlx::query("DELETE FROM chunks WHERE world_id = $1 AND (source_id = $2 OR source_id = $3)")
+            .bind(world.0)
+            .bind(id.0)
+            .bind(staged)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query("DELETE FROM sources WHERE world_id = $1 AND (id = $2 OR replaces = $2)")
+            .bind(world.0)
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
         // Pending entries removed per job; a sorted map so concurrent deletes lock job rows in
         // the same order.
         let mut jobs: BTreeMap<Uuid, u64> = BTreeMap::new();
@@ -349,8 +399,355 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
-        Ok(Some(SourceDeletion { chunks, finished_jobs }))
+        Ok(Some(SourceDeletion {
+            chunks,
+            finished_jobs,
+            staged: staged.map(SourceId),
+        }))
     }
+    async fn source_by_key(&self, world: WorldId, key: &SourceKey) -> Result<Option<Source>> {
+        const BY_KEY: &str = concat!(
+            "SELECT ",
+            source_columns!(),
+            sources_from!(),
+            "WHERE s.world_id = $1 AND s.source_key = $2 AND s.replaces IS NULL"
+        );
+        let row: Option<SourceRow> = sqlx::query_as(BY_KEY)
+            .bind(world.0)
+            .bind(key.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn stage_version(&self, stage: &StageVersion, chunks: Vec<NewChunk>, job: JobId) -> Result<Staging> {
+        let new = &stage.new;
+        let world = new.world_id;
+        let mut tx = self.begin().await?;
+        // The world's row first (as every writer of these rows), with a book number for the
+        // staged row: `(world_id, book_number)` is unique, and numbers are never reused.
+        let Some((book_number, run_id)): Option<(i64, Uuid)> = sqlx::query_as(
+            "UPDATE worlds SET next_book_number = next_book_number + 1 WHERE id = $1 \
+             RETURNING next_book_number - 1 AS book_number, active_run_id",
+        )
+        .bind(world.0)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            tx.rollback().await?;
+            return Ok(Staging::Missing);
+        };
+        let run = RunId(run_id);
+        if run != new.run {
+            tx.rollback().await?;
+            return Err(Error::RunChanged);
+        }
+        let current: Option<(i64, Option<Uuid>)> =
+            sqlx::query_as("SELECT version, replaces FROM sources WHERE world_id = $1 AND id = $2")
+                .bind(world.0)
+                .bind(stage.source.0)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let current: u32 = match current {
+            Some((version, None)) => narrow("sources", version)?,
+            _ => {
+                tx.rollback().await?;
+                return Ok(Staging::Missing);
+            }
+        };
+        if stage.expect.is_some_and(|expected| expected != current) {
+            tx.rollback().await?;
+            return Ok(Staging::VersionMismatch { current });
+        }
+        let building: Option<Uuid> =
+            sqlx::query_scalar("SELECT id FROM runs WHERE world_id = $1 AND status = 'building'")
+                .bind(world.0)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if building.is_some() {
+            tx.rollback().await?;
+            return Ok(Staging::Reingesting);
+        }
+        // A staged version not switched yet is superseded: its job cancelled, its rows gone.
+        let older: Option<(Uuid, Option<Uuid>)> =
+            sqlx::query_as("SELECT id, staged_job FROM sources WHERE replaces = $1")
+                .bind(stage.source.0)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let superseded = match older {
+            Some((staged, older_job)) => {
+                delete_staged_rows(&mut tx, world, staged).await?;
+                if let Some(older_job) = older_job {
+                    let event = JobEventData::Superseded {
+                        source: stage.source,
+                        by: job,
+                    };
+                    insert_event(&mut *tx, older_job, event.kind(), &event.to_json(), new.now).await?;
+                    sqlx::query(
+                        "UPDATE jobs SET status = 'cancelled', finished_at = $2 \
+                         WHERE id = $1 AND status IN ('queued', 'running', 'paused', 'failed')",
+                    )
+                    .bind(older_job)
+                    .bind(new.now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Some((SourceId(staged), JobId(older_job.unwrap_or_default())))
+            }
+            None => None,
+        };
+        let version = current + 1;
+        let sha256 = hex::encode(sha2::Sha256::digest(new.text.as_bytes()));
+        let chars = new.text.chars().count() as u64;
+        sqlx::query(
+            "INSERT INTO sources (id, world_id, book_number, filename, content_type, text, sha256, chars, \
+             title, url, metadata, created_at, updated_at, version, replaces, staged_job) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15)",
+        )
+        .bind(new.id.0)
+        .bind(world.0)
+        .bind(book_number)
+        .bind(&new.filename)
+        .bind(&new.content_type)
+        .bind(&new.text)
+        .bind(&sha256)
+        .bind(wide(chars))
+        .bind(new.details.title.clone())
+        .bind(new.details.url.clone())
+        .bind(new.details.metadata.to_json())
+        .bind(new.now)
+        .bind(i64::from(version))
+        .bind(stage.source.0)
+        .bind(job.0)
+        .execute(&mut *tx)
+        .await?;
+        let at = ChunkPlacement {
+            world,
+            run,
+            source: new.id,
+            book_number,
+            job,
+            version,
+            staged: true,
+        };
+        insert_chunks(&mut tx, &at, &chunks, new.now).await?;
+        NewJobRow {
+            id: job.0,
+            world,
+            kind: JobKind::Replace,
+            status: JobStatus::Running,
+            run,
+            total: chunks.len() as u64,
+            created_at: new.now,
+            started_at: Some(new.now),
+            version_of: Some(stage.source),
+        }
+        .insert(&mut *tx)
+        .await?;
+        let source_row = found(select_source(&mut *tx, world, stage.source).await?)?;
+        let job_row = found(select_job(&mut *tx, job.0).await?)?;
+        tx.commit().await?;
+        Ok(Staging::Staged {
+            source: Box::new(source_row.try_into()?),
+            job: Box::new(job_row.into_job(Vec::new())?),
+            superseded,
+        })
+    }
+
+    async fn staged_version(&self, job: JobId) -> Result<Option<StagedVersion>> {
+        let row: Option<(Uuid, Uuid, Uuid, Uuid, String, i64, String)> = sqlx::query_as(
+            "SELECT p.id, p.replaces, p.world_id, j.run_id, r.collection, s.book_number, j.status \
+             FROM sources p JOIN jobs j ON j.id = p.staged_job JOIN runs r ON r.id = j.run_id \
+             JOIN sources s ON s.id = p.replaces WHERE p.staged_job = $1",
+        )
+        .bind(job.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some((staged, source, world, run, collection, book_number, status)) = row else {
+            return Ok(None);
+        };
+        if status != "running" {
+            return Ok(None);
+        }
+        let entries: Vec<(Uuid, String)> =
+            sqlx::query_as("SELECT point_id, state FROM manifest_entries WHERE source_id = $1 AND run_id = $2")
+                .bind(staged)
+                .bind(run)
+                .fetch_all(&self.pool)
+                .await?;
+        let pending = entries.iter().filter(|(_, state)| state == "pending").count() as u64;
+        let failed = entries.iter().filter(|(_, state)| state == "failed").count() as u64;
+        Ok(Some(StagedVersion {
+            world: WorldId(world),
+            run: RunId(run),
+            collection,
+            source: SourceId(source),
+            staged: SourceId(staged),
+            book_number: narrow("sources", book_number)?,
+            points: entries.into_iter().map(|(point, _)| point).collect(),
+            pending,
+            failed,
+        }))
+    }
+
+    async fn switch_version(&self, job: JobId, now: DateTime<Utc>) -> Result<Option<Switched>> {
+        let mut tx = self.begin().await?;
+        // World, then job (the order every writer takes).
+        let world: Option<Uuid> = sqlx::query_scalar("SELECT world_id FROM jobs WHERE id = $1")
+            .bind(job.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(world) = world.map(WorldId) else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        if lock_world(&mut *tx, world).await?.is_none()
+            || lock_job_status(&mut *tx, job.0).await?.as_deref() != Some("running")
+        {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let staged: Option<(Uuid, Uuid, i64)> =
+            sqlx::query_as("SELECT id, replaces, version FROM sources WHERE staged_job = $1 AND replaces IS NOT NULL")
+                .bind(job.0)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((staged, source, version)) = staged else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let unfinished: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM manifest_entries WHERE source_id = $1 AND state <> 'embedded'")
+                .bind(staged)
+                .fetch_one(&mut *tx)
+                .await?;
+        if unfinished > 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let book_number: i64 = sqlx::query_scalar("SELECT book_number FROM sources WHERE id = $1")
+            .bind(source)
+            .fetch_one(&mut *tx)
+            .await?;
+        // The old version out: its entries (their points are deleted after the commit), chunks,
+        // parents and size.
+        let old_points: Vec<Uuid> = sqlx::query_scalar(
+            "DELETE FROM manifest_entries WHERE world_id = $1 AND source_id = $2 RETURNING point_id",
+        )
+        .bind(world.0)
+        .bind(source)
+        .fetch_all(&mut *tx)
+        .await?;
+        for table in ["chunks", "parents", "run_sources"] {
+            // Only the constant table names above are put into the text.
+            let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE world_id = $1 AND source_id = $2"));
+            sqlx::query(sql).bind(world.0).bind(source).execute(&mut *tx).await?;
+        }
+        // The staged version in: its rows become the source's.
+        for table in ["manifest_entries", "chunks"] {
+            // Only the constant table names above are put into the text.
+            let sql = sqlx::AssertSqlSafe(format!(
+                "UPDATE {table} SET source_id = $2, book_number = $3 WHERE world_id = $1 AND source_id = $4"
+            ));
+            sqlx::query(sql)
+                .bind(world.0)
+                .bind(source)
+                .bind(book_number)
+                .bind(staged)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("UPDATE parents SET source_id = $2 WHERE world_id = $1 AND source_id = $3")
+            .bind(world.0)
+            .bind(source)
+            .bind(staged)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO run_sources (run_id, source_id, world_id, book_number, chunks, tokens) \
+             SELECT run_id, source_id, world_id, MIN(book_number), COUNT(*), COALESCE(SUM(token_count), 0) \
+             FROM chunks WHERE world_id = $1 AND source_id = $2 GROUP BY run_id, source_id, world_id",
+        )
+        .bind(world.0)
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE sources SET (filename, content_type, text, sha256, chars, title, url, metadata, version) = \
+             (SELECT filename, content_type, text, sha256, chars, title, url, metadata, version \
+             FROM sources WHERE id = $2), updated_at = $3 WHERE id = $1",
+        )
+        .bind(source)
+        .bind(staged)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM sources WHERE id = $1")
+            .bind(staged)
+            .execute(&mut *tx)
+            .await?;
+        let (total, reused): (i64, i64) = sqlx::query_as("SELECT total, reused FROM jobs WHERE id = $1")
+            .bind(job.0)
+            .fetch_one(&mut *tx)
+            .await?;
+        let version: u32 = narrow("sources", version)?;
+        let event = JobEventData::Replaced {
+            source: SourceId(source),
+            version,
+            added: narrow("jobs", total)?,
+            reused: narrow("jobs", reused)?,
+            removed: old_points.len() as u64,
+        };
+        insert_event(&mut *tx, job.0, event.kind(), &event.to_json(), now).await?;
+        sqlx::query("UPDATE jobs SET status = 'completed', finished_at = $2 WHERE id = $1")
+            .bind(job.0)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Some(Switched {
+            world,
+            source: SourceId(source),
+            version,
+            old_points,
+        }))
+    }
+
+    async fn discard_version(&self, job: JobId) -> Result<Option<SourceId>> {
+        let mut tx = self.begin().await?;
+        let staged: Option<(Uuid, Uuid)> = sqlx::query_as(
+            "SELECT s.id, s.world_id FROM sources s JOIN jobs j ON j.id = s.staged_job \
+             WHERE s.staged_job = $1 AND s.replaces IS NOT NULL AND j.status = 'cancelled'",
+        )
+        .bind(job.0)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((staged, world)) = staged else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        if lock_world(&mut *tx, WorldId(world)).await?.is_none() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        delete_staged_rows(&mut tx, WorldId(world), staged).await?;
+        tx.commit().await?;
+        Ok(Some(SourceId(staged)))
+    }
+}
+
+/// Deletes a staged version's rows: entries, chunks, parents and its hidden source row.
+async fn delete_staged_rows<DB: Backend>(tx: &mut Transaction<'_, DB>, world: WorldId, staged: Uuid) -> Result<()> {
+    for table in ["manifest_entries", "chunks", "parents", "run_sources"] {
+        // Only the constant table names above are put into the text.
+        let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE world_id = $1 AND source_id = $2"));
+        sqlx::query(sql).bind(world.0).bind(staged).execute(&mut **tx).await?;
+    }
+    sqlx::query("DELETE FROM sources WHERE id = $1 AND replaces IS NOT NULL")
+        .bind(staged)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// Source `id` of world `world`.
@@ -362,7 +759,8 @@ async fn select_source<'e, DB: Backend>(
     const SELECT_SOURCE: &str = concat!(
         "SELECT ",
         source_columns!(),
-        " FROM sources WHERE world_id = $1 AND id = $2"
+        sources_from!(),
+        "WHERE s.world_id = $1 AND s.id = $2 AND s.replaces IS NULL"
     );
     Ok(sqlx::query_as(SELECT_SOURCE)
         .bind(world.0)
@@ -464,6 +862,7 @@ mod tests {
         };
         store.create_world(world.clone()).await.unwrap();
         let source = NewSource {
+            key: None,
             id: SourceId::new(),
             world_id: world.id,
             run: world.run,

@@ -36,9 +36,10 @@ pub const CLAIM_RETURNING: &str = " RETURNING chunk_id";
 /// Sorted into reading order by the caller.
 pub const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
      c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
-     r.provider, r.model, r.dimensions, r.collection, w.hybrid, m.lease_owner, m.state \
+     r.provider, r.model, r.dimensions, r.collection, w.hybrid, m.lease_owner, m.state, \
+     (s.replaces IS NOT NULL) AS staged \
      FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
-     JOIN worlds w ON w.id = m.world_id WHERE m.chunk_id IN ";
+     JOIN worlds w ON w.id = m.world_id JOIN sources s ON s.id = m.source_id WHERE m.chunk_id IN ";
 
 /// `complete_work`'s mark of one entry: `$1` chunk, `$2` owner, `$3` text hash, `$4` now,
 /// `$5` job (still running), `$6` its run.

@@ -52,11 +52,11 @@ use qdrant_edge::{
     AnyVariants, Condition, CountRequestBuilder, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, HnswIndexConfig, IdfCorpusParams,
     IdfParams, JsonPath, Match, Memory, Modifier, NamedQuery, NamedVectors, OperationError, Payload,
-    PayloadFieldSchema, PayloadIndexInfo, PayloadSchemaParams, PointId, PointInsertOperations, PointOperations,
-    PointStructPersisted, PrefetchBuilder, QuantizationConfig, QuantizationSearchParams, QueryEnum,
-    QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams, UpdateOperation,
-    UuidIndexParamsBuilder, ValueVariants, Vector, VectorInternal, VectorStructInternal, VectorStructPersisted,
-    Vectors, WithPayloadInterface, WithVector,
+    PayloadFieldSchema, PayloadIndexInfo, PayloadOps, PayloadSchemaParams, PointId, PointInsertOperations,
+    PointOperations, PointStructPersisted, PrefetchBuilder, QuantizationConfig, QuantizationSearchParams, QueryEnum,
+    QueryRequestBuilder, RetrieveRequestBuilder, ScoringQuery, ScrollRequestBuilder, SearchParams, SetPayloadOp,
+    UpdateOperation, UuidIndexParamsBuilder, ValueVariants, Vector, VectorInternal, VectorStructInternal,
+    VectorStructPersisted, Vectors, WithPayloadInterface, WithVector,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -66,8 +66,8 @@ use crate::domain::{SourceId, WorldId};
 
 use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
-    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointPayload, PointRecord, Result,
-    SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
+    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointHome, PointPayload, PointRecord,
+    Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
 };
 
 /// Lock file inside the vector directory. The leading dot keeps it out of the collection
@@ -1025,6 +1025,32 @@ impl VectorRepo for EdgeRepo {
             let result = shard
                 .engine
                 .update(UpdateOperation::PointOperation(PointOperations::DeletePoints { ids }));
+            shard.note_write(count);
+            result.map_err(engine_error)
+        })
+        .await
+    }
+
+    async fn move_points(&self, collection: &str, ids: &[Uuid], to: PointHome) -> Result<()> {
+        let Some(shard) = shard(&self.inner, collection).await? else {
+            return Ok(());
+        };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let points: Vec<PointId> = ids.iter().copied().map(PointId::Uuid).collect();
+        blocking(move || {
+            let count = points.len() as u64;
+            let result = shard
+                .engine
+                .update(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(
+                    SetPayloadOp {
+                        payload: Payload(to.to_json()),
+                        points: Some(points),
+                        filter: None,
+                        key: None,
+                    },
+                )));
             shard.note_write(count);
             result.map_err(engine_error)
         })

@@ -76,6 +76,30 @@ pub struct PointPayload {
     pub token_count: u32,
 }
 
+/// Where a point is filed: the payload fields [`VectorRepo::move_points`] sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointHome {
+    pub run_id: RunId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+}
+
+impl PointHome {
+    /// The payload fields, as JSON.
+    pub fn to_json(self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        map.insert(RUN_FIELD.into(), self.run_id.0.to_string().into());
+        map.insert(SOURCE_FIELD.into(), self.source_id.0.to_string().into());
+        map.insert(BOOK_FIELD.into(), self.book_number.into());
+        map
+    }
+}
+
+/// Payload keys [`PointHome`] sets (as [`PointPayload`] serialises them).
+const RUN_FIELD: &str = "run_id";
+const SOURCE_FIELD: &str = "source_id";
+const BOOK_FIELD: &str = "book_number";
+
 /// A sparse vector: parallel arrays of term ids and weights.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SparseVector {
@@ -259,6 +283,11 @@ pub trait VectorRepo: Send + Sync + 'static {
 
     /// Deletes points by id (missing ids are fine) and waits for confirmation.
     async fn delete_points(&self, collection: &str, ids: &[Uuid]) -> Result<()>;
+
+    /// Files the points `ids` under `to` (their payload's run, source and book number; the
+    /// rest of the payload and the vectors stay) and waits for confirmation: a staged
+    /// version's points, switched in. Missing ids are fine.
+    async fn move_points(&self, collection: &str, ids: &[Uuid], to: PointHome) -> Result<()>;
 
     /// Deletes every point matching `filter` and waits for confirmation. A missing collection
     /// is not an error (there is nothing to delete).

@@ -25,8 +25,9 @@ use qdrant_client::qdrant::{
     CreateFieldIndexCollectionBuilder, DeletePointsBuilder, FieldType, Filter, GetPointsBuilder, HnswConfigDiffBuilder,
     IdfParamsBuilder, PointStruct, PointsIdsList, PrefetchQueryBuilder, QuantizationSearchParamsBuilder, Query,
     QueryPointsBuilder, RrfBuilder, ScalarQuantizationBuilder, ScrollPointsBuilder, SearchParamsBuilder,
-    SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateCollectionBuilder, UpsertPointsBuilder,
-    UuidIndexParamsBuilder, VectorInput, VectorParamsBuilder, VectorParamsDiffBuilder, VectorsConfigBuilder,
+    SetPayloadPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpdateCollectionBuilder,
+    UpsertPointsBuilder, UuidIndexParamsBuilder, VectorInput, VectorParamsBuilder, VectorParamsDiffBuilder,
+    VectorsConfigBuilder,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use uuid::Uuid;
@@ -35,8 +36,8 @@ use crate::domain::{SourceId, WorldId};
 
 use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
-    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, NodeState, Point, PointFilter, PointPayload, PointRecord,
-    Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
+    CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, NodeState, Point, PointFilter, PointHome, PointPayload,
+    PointRecord, Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
 };
 
 const WORLD_ID: &str = "world_id";
@@ -856,6 +857,27 @@ impl VectorRepo for ServerRepo {
             self.call(|c| {
                 let request = request.clone();
                 async move { c.delete_points(request).await }
+            })
+            .await
+            .map(|_| ())
+            .map_err(client_error),
+            (),
+        )
+    }
+
+    async fn move_points(&self, collection: &str, ids: &[Uuid], to: PointHome) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let payload = Payload::from(to.to_json());
+        let request = SetPayloadPointsBuilder::new(self.name(collection), payload)
+            .points_selector(PointsIdsList { ids: point_ids(ids) })
+            .wait(true)
+            .ordering(Self::ordering());
+        or_empty(
+            self.call(|c| {
+                let request = request.clone();
+                async move { c.set_payload(request).await }
             })
             .await
             .map(|_| ())

@@ -982,7 +982,12 @@ fn point_of(item: &WorkItem, dense: Vec<f32>) -> Point {
         sparse: item.hybrid.then(|| crate::sparse::document(&item.chunk_text)),
         payload: PointPayload {
             world_id: item.world_id,
-            run_id: item.run_id,
+            // A staged version's points stay out of every search until its switch.
+            run_id: if item.staged {
+                crate::domain::staged_run(item.run_id)
+            } else {
+                item.run_id
+            },
             source_id: item.source_id,
             book_number: item.book_number,
             chunk_number: item.chunk_number,

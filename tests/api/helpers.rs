@@ -612,6 +612,7 @@ pub async fn spawn_app_with_unreachable_vectors(
     let (source, job) = store
         .add_source(
             &NewSource {
+                key: None,
                 id: SourceId::new(),
                 world_id: world.id,
                 run: world.active_run,

@@ -17,6 +17,7 @@ mod hardening;
 mod ingestion;
 mod kept_vectors;
 mod keys;
+mod living_sources;
 mod local_model;
 mod log_secrets;
 mod mcp;

@@ -82,6 +82,7 @@ async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::
     store
         .add_source(
             &NewSource {
+                key: None,
                 id: SourceId::new(),
                 world_id: world,
                 run,

@@ -296,6 +296,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
         .store
         .add_source(
             &NewSource {
+                key: None,
                 id: source,
                 world_id: id,
                 run: app.state.store.get_world(id).await.unwrap().unwrap().active_run,

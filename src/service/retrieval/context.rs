@@ -161,6 +161,12 @@ impl RetrievalService {
         // One read for every window; the windows are disjoint, and the chunks come back ordered
         // by source and chunk number, so each window is a contiguous run of them.
         let chunks = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
+        // A source replaced between the search and this read has the new version's chunks
+        // now: they are left out rather than joined to a hit of the old one.
+        let versions: HashMap<SourceId, u32> = results
+            .iter()
+            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.version))
+            .collect();
         let mut seen = HashSet::new();
         let mut passages = Vec::with_capacity(windows.len());
         for (source, from, to) in windows {
@@ -168,6 +174,7 @@ impl RetrievalService {
             let passage: Vec<Piece> = chunks[start..]
                 .iter()
                 .take_while(|v| v.chunk.source_id == source && v.chunk.chunk_number <= to)
+                .filter(|v| versions.get(&source).is_none_or(|version| *version == v.chunk.version))
                 .filter(|view| seen.insert(view.chunk.id))
                 .map(|view| piece(view, ranks.get(&view.chunk.id).copied()))
                 .collect();

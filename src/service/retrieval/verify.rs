@@ -35,6 +35,11 @@ impl RetrievalService {
                 orphans.push(hit.id);
                 continue;
             };
+            if chunk.staged_for.is_some() {
+                // A staged version's point filed under its source a moment before the switch
+                // commits: not served yet, and not damage either.
+                continue;
+            }
             let current = hit.payload.as_ref().is_some_and(|p| {
                 p.text_sha256 == chunk.chunk.sha256
                     && p.run_id == chunk.chunk.run_id

@@ -115,7 +115,11 @@ async fn vectors_are_kept_with_the_embedded_mark_and_read_back_exactly(store: Ar
     );
 
     // Deleting the source takes its kept vectors with its chunks.
-    store.delete_source(world.id, source.id, now).await.unwrap().unwrap();
+    store
+        .delete_source(world.id, source.id, None, now)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(store.kept_points(world.id, run, &all).await.unwrap().len(), 250);
 }
 

@@ -23,6 +23,7 @@ fn details() -> SourceDetails {
 async fn add_with_details(store: &Arc<dyn Store>, world: WorldId, details: SourceDetails) -> quarry::domain::Source {
     let run = store.get_world(world).await.unwrap().unwrap().active_run;
     let source = NewSource {
+        key: None,
         id: SourceId::new(),
         world_id: world,
         run,

@@ -83,6 +83,7 @@ async fn add_one_chunk(
     run: RunId,
 ) -> quarry::store::Result<(quarry::domain::Source, quarry::domain::Job)> {
     let source = NewSource {
+        key: None,
         id: SourceId::new(),
         world_id: world,
         run,
@@ -329,7 +330,11 @@ async fn deleting_a_source_removes_its_rows_and_keeps_jobs_coherent(store: Arc<d
         (JobStatus::Running, 3, 1, 2)
     );
 
-    let deletion = store.delete_source(world.id, doomed.id, now).await.unwrap().unwrap();
+    let deletion = store
+        .delete_source(world.id, doomed.id, None, now)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(deletion.chunks, 3);
     assert_eq!(
         deletion.finished_jobs,
@@ -337,10 +342,20 @@ async fn deleting_a_source_removes_its_rows_and_keeps_jobs_coherent(store: Arc<d
         "only the job whose whole work was deleted ended"
     );
     assert!(
-        store.delete_source(world.id, doomed.id, now).await.unwrap().is_none(),
+        store
+            .delete_source(world.id, doomed.id, None, now)
+            .await
+            .unwrap()
+            .is_none(),
         "a second delete finds nothing"
     );
-    assert!(store.delete_source(other.id, kept.id, now).await.unwrap().is_none());
+    assert!(
+        store
+            .delete_source(other.id, kept.id, None, now)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // The doomed job ended, counting what it did; nothing is left pending on it.
     let ended = store.get_job(doomed_job.id).await.unwrap().unwrap();
@@ -495,7 +510,11 @@ async fn deleting_the_last_pending_slot_finishes_a_running_job(store: Arc<dyn St
         "one slot still pending"
     );
 
-    let deletion = store.delete_source(world.id, doomed.id, now).await.unwrap().unwrap();
+    let deletion = store
+        .delete_source(world.id, doomed.id, None, now)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(deletion.chunks, 1);
     assert_eq!(
         deletion.finished_jobs,
@@ -599,7 +618,7 @@ async fn parents_are_stored_once_found_by_chunk_and_built_for_sources_without(st
     assert_eq!(store.parents_of_chunks(run, &many).await.unwrap().len(), 1);
     // They go with their source.
     store
-        .delete_source(world.id, source.id, Utc::now().trunc_subsecs(6))
+        .delete_source(world.id, source.id, None, Utc::now().trunc_subsecs(6))
         .await
         .unwrap()
         .unwrap();

@@ -359,7 +359,11 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     assert_eq!(sizes.len(), 2);
     assert_eq!((sizes[1].source_id, sizes[1].chunks), (second.id, 3));
     let now = Utc::now().trunc_subsecs(6);
-    store.delete_source(world.id, second.id, now).await.unwrap().unwrap();
+    store
+        .delete_source(world.id, second.id, None, now)
+        .await
+        .unwrap()
+        .unwrap();
     let sizes = store.source_sizes(world.id, run).await.unwrap();
     assert_eq!(sizes.len(), 1);
     assert_eq!(sizes[0].source_id, source.id);

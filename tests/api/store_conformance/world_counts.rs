@@ -134,7 +134,7 @@ async fn world_counts_follow_every_change_of_its_entries(store: Arc<dyn Store>) 
     // Deleting a source takes its entries off, whatever their state.
     let gone = store.source_counts(world.id, first.id).await.unwrap();
     store
-        .delete_source(world.id, first.id, now)
+        .delete_source(world.id, first.id, None, now)
         .await
         .unwrap()
         .expect("deleted");
