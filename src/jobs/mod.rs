@@ -486,6 +486,11 @@ impl JobEngine {
     /// commits; until then the store does not serve them), the store switches the source to the
     /// new version in one transaction, and the old version's points are deleted.
     async fn finish_replace(&self, job: &crate::domain::Job) -> crate::store::Result<()> {
+        // Called after every worker claim: the job's own counts say whether anything is left
+        // before the staged version's entries are read.
+        if job.counts.pending > 0 {
+            return Ok(());
+        }
         let store = self.store();
         let Some(staged) = store.staged_version(job.id).await? else {
             return Ok(());

@@ -532,7 +532,7 @@ impl SourceService {
             }
         };
         self.engine.wake();
-        if let Some((older, _)) = superseded {
+        if let Some(older) = superseded {
             // Never served: its points go now (a worker's write still in flight is refused by
             // the store, or found by repair).
             if let Err(err) = self

@@ -260,8 +260,9 @@ pub enum Staging {
         /// The source as it now reads (still the old version, with `pending` set).
         source: Box<Source>,
         job: Box<Job>,
-        /// A staged version superseded by this one, and its cancelled job.
-        superseded: Option<(SourceId, JobId)>,
+        /// A staged version superseded by this one (its job cancelled), whose points the
+        /// caller deletes.
+        superseded: Option<SourceId>,
     },
     /// The world has no such source.
     Missing,

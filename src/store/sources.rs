@@ -492,7 +492,7 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
                     .execute(&mut *tx)
                     .await?;
                 }
-                Some((SourceId(staged), JobId(older_job.unwrap_or_default())))
+                Some(SourceId(staged))
             }
             None => None,
         };
