@@ -67,17 +67,8 @@ fn options() -> std::result::Result<Options, String> {
         chunks: 3000,
         draws: 2000,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        if flag == "--help" || flag == "-h" {
-            return Err(HELP.into());
-        }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{HELP}"))?;
-        let one = |v: &str| {
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("{flag}: cannot read `{v}`"))
-        };
+    for (flag, value) in harness::flag_pairs(HELP)? {
+        let one = |v: &str| harness::whole(&flag, v);
         match flag.as_str() {
             "--replicas" => {
                 o.replicas = value

@@ -106,6 +106,12 @@ WELL_FORMED_BUT_REFUSED = {
     # A webhook receiver's address must be public unless its network is allowed: a URL the
     # pattern takes may still name a loopback or private address (422).
     "destination_not_allowed": {"url"},
+    # A conditional write names a version; whether the source is at it is state, not shape
+    # (412). The same goes for an Idempotency-Key the fuzzer sends again with another body
+    # (422), and for a body `key` other than the one the query or the source has (422).
+    "precondition_failed": None,
+    "idempotency_key_reused": {"Idempotency-Key"},
+    "key_mismatch": {"key"},
 }
 
 

@@ -21,6 +21,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
+mod sync;
+pub use sync::{SyncOptions, sync};
+
 /// Exit codes, documented in README.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -193,9 +196,10 @@ pub async fn sources(client: &Client, world: &str) -> Result<()> {
             client.line(&s);
         } else {
             println!(
-                "{:>4}  {:<40} chunks {:>5}  embedded {:>5}  pending {:>5}  failed {:>3}  {}",
+                "{:>4}  {:<40} v{:<3} chunks {:>5}  embedded {:>5}  pending {:>5}  failed {:>3}  {}",
                 s["book_number"],
-                s["filename"].as_str().unwrap_or_default(),
+                s["key"].as_str().or(s["filename"].as_str()).unwrap_or_default(),
+                s["version"],
                 s["chunks"],
                 s["embedded"],
                 s["pending"],
@@ -307,12 +311,9 @@ pub async fn retrieve(client: &Client, world: &str, query: &str, options: Retrie
     Ok(())
 }
 
-/// What `quarry ingest` is told.
+/// The world a client command writes to, made when asked.
 #[derive(Debug, Default, clap::Args)]
-pub struct IngestOptions {
-    /// Files and folders (.md, .markdown, .txt, .html, .htm, .pdf; .gitignore honoured).
-    #[arg(required = true)]
-    pub paths: Vec<PathBuf>,
+pub struct WorldArgs {
     /// The world's name or id.
     #[arg(long)]
     pub world: String,
@@ -325,7 +326,12 @@ pub struct IngestOptions {
     /// With --create: the embedding model.
     #[arg(long, default_value = "all-MiniLM-L6-v2")]
     pub model: String,
-    /// Glob of paths to leave out (repeatable).
+}
+
+/// Which files under the paths given a client command reads.
+#[derive(Debug, Default, clap::Args)]
+pub struct WalkArgs {
+    /// Glob of paths to leave out (repeatable); `.gitignore` files are honoured.
     #[arg(long)]
     pub exclude: Vec<String>,
     /// Follow symbolic links wherever they point. Without it, a link is read only when its
@@ -334,13 +340,57 @@ pub struct IngestOptions {
     pub follow_links: bool,
 }
 
+/// What `quarry ingest` is told.
+#[derive(Debug, Default, clap::Args)]
+pub struct IngestOptions {
+    /// Files and folders (.md, .markdown, .txt, .html, .htm, .pdf; .gitignore honoured).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: WorldArgs,
+    #[command(flatten)]
+    pub walk: WalkArgs,
+}
+
 /// File types `ingest` uploads.
 const EXTENSIONS: [&str; 6] = ["md", "markdown", "txt", "html", "htm", "pdf"];
+
+/// A file to upload and the key it goes under.
+struct Found {
+    path: PathBuf,
+    /// Its path relative to the folder named (a file named itself: its file name), with `/`
+    /// between parts; `Err` says why it can be no source key (not UTF-8, a control character).
+    key: std::result::Result<String, String>,
+}
+
+/// `file`'s key: its path relative to `root` (the folder named on the command line, or the
+/// file itself), parts joined by `/` whatever the platform.
+fn key_of(root: &Path, file: &Path) -> std::result::Result<String, String> {
+    let relative = match file.strip_prefix(root) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative,
+        _ => Path::new(file.file_name().unwrap_or(file.as_os_str())),
+    };
+    let mut parts = Vec::new();
+    for part in relative.components() {
+        match part {
+            std::path::Component::Normal(part) => parts.push(
+                part.to_str()
+                    .ok_or_else(|| "its name is not UTF-8".to_owned())?
+                    .to_owned(),
+            ),
+            std::path::Component::CurDir => {}
+            _ => return Err("it is not under the folder named".to_owned()),
+        }
+    }
+    let key = parts.join("/");
+    crate::domain::SourceKey::parse(&key).map(|_| key)
+}
 
 /// The files under `paths`, in order, without duplicates; with `follow_links` false, symbolic
 /// links whose targets are outside the path given are left out (and reported on stderr), so a
 /// link planted in a shared folder cannot send a file from elsewhere to the server.
-fn files(paths: &[PathBuf], exclude: &[String], follow_links: bool) -> Result<Vec<PathBuf>> {
+fn files(paths: &[PathBuf], walk: &WalkArgs) -> Result<Vec<Found>> {
+    let (exclude, follow_links) = (&walk.exclude, walk.follow_links);
     let mut found = Vec::new();
     let mut seen = HashSet::new();
     for path in paths {
@@ -387,7 +437,10 @@ fn files(paths: &[PathBuf], exclude: &[String], follow_links: bool) -> Result<Ve
             }
             let wanted = p.is_file() && is_ingestible(p);
             if wanted && seen.insert(p.to_path_buf()) {
-                found.push(p.to_path_buf());
+                found.push(Found {
+                    path: p.to_path_buf(),
+                    key: key_of(path, p),
+                });
             }
         }
     }
@@ -401,56 +454,90 @@ struct Upload {
     total: u64,
 }
 
+/// The world `target` names, created with its provider and model when it asks and there is
+/// none.
+async fn open_world(client: &Client, target: &WorldArgs) -> Result<Value> {
+    let name_or_id = target.world.as_str();
+    match client.world(name_or_id).await? {
+        Some(world) => Ok(world),
+        None if target.create => {
+            let body = json!({"name": name_or_id, "embedding": {"provider": target.provider, "model": target.model}});
+            client.post("/v1/worlds", &body).await
+        }
+        None => Err(failed(
+            Exit::NotFound,
+            format!("no world is called or has the id `{name_or_id}` (add --create to make it)"),
+        )),
+    }
+}
+
+/// A file's bytes and their sha256.
+fn read_file(path: &Path) -> Result<(Vec<u8>, String)> {
+    let bytes = std::fs::read(path).map_err(|err| failed(Exit::Failure, format!("{}: {err}", path.display())))?;
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    Ok((bytes, sha))
+}
+
+/// The multipart form that uploads `path`'s `bytes`: their sha256 goes in the source's metadata
+/// as `file_sha256` (how a later run knows the file), `key`, when given, is the source's key.
+fn upload_form(path: &Path, (bytes, sha): (Vec<u8>, String), key: Option<&str>) -> reqwest::multipart::Form {
+    let filename = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(bytes).file_name(filename))
+        .text("metadata", json!({ "file_sha256": sha }).to_string());
+    match key {
+        Some(key) => form.text("key", key.to_owned()),
+        None => form,
+    }
+}
+
 /// `quarry ingest PATH... --world W`
 pub async fn ingest(client: &Client, options: IngestOptions) -> Result<Exit> {
-    let files = files(&options.paths, &options.exclude, options.follow_links)?;
-    let world = match client.world(&options.world).await? {
-        Some(world) => world,
-        None if options.create => {
-            let body = json!({"name": options.world,
-                              "embedding": {"provider": options.provider, "model": options.model}});
-            client.post("/v1/worlds", &body).await?
-        }
-        None => {
-            return Err(failed(
-                Exit::NotFound,
-                format!(
-                    "no world is called or has the id `{}` (add --create to make it)",
-                    options.world
-                ),
-            ));
-        }
-    };
+    let files = files(&options.paths, &options.walk)?;
+    let world = open_world(client, &options.target).await?;
     let world_id = world["id"].as_str().unwrap_or_default().to_owned();
-    // What the world already has: the sha256 of each source's text, and of each uploaded file.
+    // What the world already has: the sha256 of each source's text and of each uploaded file,
+    // and, by key, the file each keyed source was uploaded from.
     let mut known: HashSet<String> = HashSet::new();
+    let mut keyed: HashMap<String, Option<String>> = HashMap::new();
     for s in client.all(&format!("/v1/worlds/{world_id}/sources"), "sources").await? {
         for sha in [&s["sha256"], &s["metadata"]["file_sha256"]] {
             if let Some(sha) = sha.as_str() {
                 known.insert(sha.to_owned());
             }
         }
+        if let Some(key) = s["key"].as_str() {
+            let file = s["metadata"]["file_sha256"].as_str().map(str::to_owned);
+            keyed.insert(key.to_owned(), file);
+        }
     }
     let mut uploads = Vec::new();
     let mut skipped = 0usize;
-    for path in &files {
-        let bytes = std::fs::read(path).map_err(|err| failed(Exit::Failure, format!("{}: {err}", path.display())))?;
-        let sha = hex::encode(sha2::Sha256::digest(&bytes));
-        let name = path.display().to_string();
-        if !known.insert(sha.clone()) {
+    for found in &files {
+        let name = found.path.display().to_string();
+        let (bytes, sha) = read_file(&found.path)?;
+        let key = found.key.as_deref().ok();
+        // A file under a key the world has is that source's next version (unless it is the
+        // very file); any other file the world has is skipped, as before keys.
+        let replaces = key
+            .and_then(|k| keyed.get(k))
+            .is_some_and(|had| had.as_deref() != Some(sha.as_str()));
+        let have = match key.and_then(|k| keyed.get(k)) {
+            Some(had) => had.as_deref() == Some(sha.as_str()),
+            None => known.contains(&sha),
+        };
+        if have {
             skipped += 1;
             if client.json {
                 client.line(&json!({"file": name, "event": "skipped", "reason": "the world has this file"}));
             }
             continue;
         }
-        let filename = path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let form = reqwest::multipart::Form::new()
-            .part("file", reqwest::multipart::Part::bytes(bytes).file_name(filename))
-            .text("metadata", json!({ "file_sha256": sha }).to_string());
+        known.insert(sha.clone());
+        let form = upload_form(&found.path, (bytes, sha), key);
         let request = client
             .request(reqwest::Method::POST, &format!("/v1/worlds/{world_id}/sources/upload"))
             .multipart(form);
@@ -458,13 +545,27 @@ pub async fn ingest(client: &Client, options: IngestOptions) -> Result<Exit> {
             .send(request)
             .await
             .map_err(|f| failed(f.exit, format!("{name}: {}", f.message)))?;
+        let event = match accepted["outcome"].as_str() {
+            Some("unchanged") => {
+                skipped += 1;
+                if client.json {
+                    client.line(&json!({"file": name, "event": "skipped", "reason": "the source has this text"}));
+                }
+                continue;
+            }
+            _ if replaces => "replaced",
+            _ => "uploaded",
+        };
         let upload = Upload {
             name: name.clone(),
             job: accepted["job"]["id"].as_str().unwrap_or_default().to_owned(),
-            total: accepted["source"]["chunks"].as_u64().unwrap_or(0),
+            total: accepted["job"]["counts"]["total"]
+                .as_u64()
+                .or_else(|| accepted["source"]["chunks"].as_u64())
+                .unwrap_or(0),
         };
         if client.json {
-            client.line(&json!({"file": name, "event": "uploaded", "source": accepted["source"], "job": upload.job}));
+            client.line(&json!({"file": name, "event": event, "source": accepted["source"], "job": upload.job}));
         }
         uploads.push(upload);
     }
@@ -475,8 +576,13 @@ pub async fn ingest(client: &Client, options: IngestOptions) -> Result<Exit> {
             world["name"].as_str().unwrap_or_default()
         );
     }
+    follow_or_interrupt(client, &uploads, &world_id).await
+}
+
+/// Follows `uploads` to their end, or stops following at Ctrl-C (the server's work goes on).
+async fn follow_or_interrupt(client: &Client, uploads: &[Upload], world_id: &str) -> Result<Exit> {
     tokio::select! {
-        exit = follow(client, &uploads) => Ok(exit),
+        exit = follow(client, uploads) => Ok(exit),
         _ = tokio::signal::ctrl_c() => {
             eprintln!(
                 "\ninterrupted: the server goes on embedding; follow it with `quarry jobs {world_id} --watch`"

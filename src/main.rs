@@ -67,6 +67,9 @@ enum Command {
     },
     /// Upload files and folders to a world and follow the embedding (client).
     Ingest(quarry::cli::IngestOptions),
+    /// Make a world mirror a folder (client): add new files, replace changed ones, and with
+    /// --delete delete the sources whose files are gone; --dry-run prints the plan only.
+    Sync(quarry::cli::SyncOptions),
 }
 
 #[derive(Subcommand)]
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
                 | Command::Jobs { .. }
                 | Command::Retrieve { .. }
                 | Command::Ingest(_)
+                | Command::Sync(_)
         )
     ) {
         return client(cli);
@@ -138,7 +142,8 @@ fn main() -> ExitCode {
                 | Command::Sources { .. }
                 | Command::Jobs { .. }
                 | Command::Retrieve { .. }
-                | Command::Ingest(_),
+                | Command::Ingest(_)
+                | Command::Sync(_),
             ) => Ok(()),
         }
     });
@@ -211,6 +216,7 @@ fn client(cli: Cli) -> ExitCode {
                 cli::retrieve(&client, &world, &query, options).await.map(|()| Exit::Ok)
             }
             Some(Command::Ingest(options)) => cli::ingest(&client, options).await,
+            Some(Command::Sync(options)) => cli::sync(&client, options).await,
             _ => Ok(Exit::Usage),
         }
     });

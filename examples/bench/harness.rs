@@ -484,3 +484,27 @@ pub fn num(x: f64, decimals: usize) -> String {
     }
     if x < 0.0 { format!("-{out}") } else { out }
 }
+
+/// The command line as `--flag value` pairs (`--help` or `-h`: `help` as the error).
+#[allow(dead_code)] // not every benchmark takes flags this way
+pub fn flag_pairs(help: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(help.to_owned());
+        }
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{help}"))?;
+        pairs.push((flag, value));
+    }
+    Ok(pairs)
+}
+
+/// A flag's whole-number value.
+#[allow(dead_code)]
+pub fn whole(flag: &str, value: &str) -> std::result::Result<u64, String> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("{flag}: cannot read `{value}`"))
+}

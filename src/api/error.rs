@@ -105,6 +105,10 @@ error_codes! {
     WebhookLimitReached => "webhook_limit_reached", CONFLICT, No,
         "as many webhook subscriptions as quarry keeps (100) exist already; delete one first";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
+    IdempotencyKeyInUse => "idempotency_key_in_use", CONFLICT, No,
+        "a request with this `Idempotency-Key` is still being processed; retry once it has answered";
+    IdempotencyKeyReused => "idempotency_key_reused", UNPROCESSABLE_ENTITY, No,
+        "this `Idempotency-Key` was used (within 24 hours) for a different request; use a new key";
     PreconditionFailed => "precondition_failed", PRECONDITION_FAILED, No,
         "the source is not at the version `If-Match` names, or `If-None-Match: *` found it exists (`details.current_version`); read it again";
     PayloadTooLarge => "payload_too_large", PAYLOAD_TOO_LARGE, No,
@@ -121,6 +125,8 @@ error_codes! {
         "the uploaded PDF has no text layer (a scan, or images of text); OCR it first";
     DestinationNotAllowed => "destination_not_allowed", UNPROCESSABLE_ENTITY, No,
         "the webhook URL's address is not public (loopback, private, link-local, …) and not in `webhooks.allowed_networks`";
+    KeyMismatch => "key_mismatch", UNPROCESSABLE_ENTITY, No,
+        "the body's `key` is not the key of the source the route writes to (a key is set when a source is created)";
     ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
         "every eligible provider key is cooling down; retry after `Retry-After` seconds";
     InternalError => "internal_error", INTERNAL_SERVER_ERROR, No, "a fault inside quarry (logged in full, never sent)";
@@ -272,12 +278,14 @@ impl From<ServiceError> for ApiError {
                     Unprocessable::UnreadableDocument => C::UnreadableDocument,
                     Unprocessable::NoTextLayer => C::NoTextLayer,
                     Unprocessable::DestinationNotAllowed => C::DestinationNotAllowed,
+                    Unprocessable::KeyMismatch => C::KeyMismatch,
                 };
                 // A query too long for the model, or an uploaded document that gives no text.
                 let field = match kind {
                     Unprocessable::InputTooLarge | Unprocessable::TokenCountFailed => "query",
                     Unprocessable::UnreadableDocument | Unprocessable::NoTextLayer => "file",
                     Unprocessable::DestinationNotAllowed => "url",
+                    Unprocessable::KeyMismatch => "key",
                 };
                 ApiError::new(code, message).with_details(json!({ "field": field }))
             }

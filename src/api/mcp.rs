@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use crate::domain::{SourceId, WorldId};
+use crate::domain::{SourceId, SourceKey, WorldId};
 use crate::state::AppState;
 
 /// The most chars `get_source_text` returns at once.
@@ -79,8 +79,10 @@ pub struct RetrieveArgs {
 pub struct SourceTextArgs {
     /// The world (a UUID). Required.
     pub world_id: Option<String>,
-    /// The source (a UUID). Required.
+    /// The source (a UUID). This or `key` is required.
     pub source_id: Option<String>,
+    /// The source's key (as it was uploaded, e.g. `guides/install.md`), instead of `source_id`.
+    pub key: Option<String>,
     /// The first char to return (0-based, in Unicode scalar values; default 0).
     pub offset: Option<u64>,
     /// How many chars to return (1–100000, default 20000).
@@ -179,15 +181,30 @@ impl QuarryMcp {
     #[tool(
         description = "Read a source's stored text (for HTML, the converted text), a slice at a time: \
                           `offset` (chars, default 0) and `max_chars` (at most 100000, default 20000). The \
-                          result says the source's total length, so a long text can be read in turns."
+                          result says the source's total length, so a long text can be read in turns. Name the source by \
+                          `source_id` or by its `key`."
     )]
     async fn get_source_text(&self, Parameters(args): Parameters<SourceTextArgs>) -> CallToolResult {
-        let (world, source) = match (
-            uuid_of("world_id", args.world_id.as_deref()),
-            uuid_of("source_id", args.source_id.as_deref()),
-        ) {
-            (Ok(w), Ok(s)) => (WorldId(w), SourceId(s)),
-            (Err(message), _) | (_, Err(message)) => return tool_error("invalid_request", message),
+        let world = match uuid_of("world_id", args.world_id.as_deref()) {
+            Ok(w) => WorldId(w),
+            Err(message) => return tool_error("invalid_request", message),
+        };
+        let source = match (args.source_id.as_deref(), args.key.as_deref()) {
+            (Some(_), Some(_)) => return tool_error("invalid_request", "give source_id or key, not both"),
+            (None, Some(key)) => {
+                let key = match SourceKey::parse(key) {
+                    Ok(key) => key,
+                    Err(message) => return tool_error("invalid_request", message),
+                };
+                match self.state.sources.get_by_key(world, &key).await {
+                    Ok(view) => view.source.id,
+                    Err(err) => return api_error(err.into()),
+                }
+            }
+            (id, None) => match uuid_of("source_id", id) {
+                Ok(s) => SourceId(s),
+                Err(message) => return tool_error("invalid_request", message),
+            },
         };
         let max = args.max_chars.unwrap_or(DEFAULT_SOURCE_TEXT_CHARS);
         if max == 0 || max > MAX_SOURCE_TEXT_CHARS {

@@ -358,6 +358,18 @@ impl Modify for Rules {
                 secret.pattern = Some(crate::service::webhooks::SECRET_PATTERN.to_owned());
             }
         }
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if let RefOr::T(parameter) = parameter {
+                        parameter_rules(parameter);
+                    }
+                }
+            }
+        }
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
         if let Some(update) = components.schemas.remove("UpdateWorldRequest") {
             let set = |field: &str, kind: Type| {
                 ObjectBuilder::new()
@@ -377,6 +389,47 @@ impl Modify for Rules {
                 .insert("UpdateWorldRequest".to_owned(), RefOr::T(Schema::AllOf(schema)));
         }
     }
+}
+
+/// A source key in the query, and the version preconditions, as the server parses them (the
+/// derived schemas say only "a string, or null", and a header is never null).
+fn parameter_rules(parameter: &mut utoipa::openapi::path::Parameter) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{RefOr, Required};
+    // Lengths only where the pattern leaves them open: schemathesis' coverage phase makes its
+    // boundary strings from `minLength` and `maxLength` alone, which a pattern then refuses.
+    let text = |pattern: &str, lengths: Option<(usize, usize)>| {
+        let mut schema = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(pattern))
+            .build();
+        if let Some((min, max)) = lengths {
+            schema.min_length = Some(min);
+            schema.max_length = Some(max);
+        }
+        RefOr::T(schema.into())
+    };
+    let schema = match (&parameter.parameter_in, parameter.name.as_str()) {
+        (ParameterIn::Query, "key") => text(
+            crate::domain::SourceKey::PATTERN,
+            Some((1, crate::domain::SourceKey::MAX_CHARS)),
+        ),
+        (ParameterIn::Header, "If-Match") => text(r#"^[ \t]{0,4}(\*|[0-9]{1,9}|"[0-9]{1,9}")[ \t]{0,4}$"#, None),
+        (ParameterIn::Header, "If-None-Match") => RefOr::T(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["*"]))
+                .build()
+                .into(),
+        ),
+        (ParameterIn::Header, "Idempotency-Key") => text(r"^[!-~]{1,255}$", None),
+        _ => return,
+    };
+    if parameter.parameter_in == ParameterIn::Header {
+        parameter.required = Required::False;
+    }
+    parameter.schema = Some(schema);
 }
 
 /// Whether `text` names `code` as a word of its own (`not_found` is not named by

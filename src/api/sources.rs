@@ -2,6 +2,7 @@
 //! read back a source's stored text and its chunks.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{FromRequest, Multipart, Request, State};
@@ -20,7 +21,9 @@ use super::jobs::JobDto;
 use crate::domain::{
     ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceKey, SourceTitle, SourceUrl, WorldId,
 };
-use crate::service::sources::{AddSource, Document, Precondition, SourceView, UploadSlot, Written as SourceWritten};
+use crate::service::sources::{
+    AddSource, Document, Idempotent, Precondition, SourceService, SourceView, UploadSlot, Written as SourceWritten,
+};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -296,16 +299,16 @@ pub struct SourceList {
 /// `POST /v1/worlds/{world_id}/sources/upload` (a `multipart/form-data` body sent here is taken
 /// too, as before that operation existed).
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources", tag = "sources",
-    params(("world_id" = Uuid, Path)),
+    params(("world_id" = Uuid, Path), ("Idempotency-Key" = Option<String>, Header, description = "any new value (a UUID, say): a retry with the same key and request within 24 hours gets the first answer again (`Idempotent-Replayed: true`), not a second write")),
     request_body(content((AddSourceRequest = "application/json"))),
     responses((status = 202, body = SourceAccepted, description = "created, or (with a `key` the world has) replaced"),
         (status = 200, body = SourceAccepted, description = "unchanged: the `key` names a source with this very text and details"),
         (status = 400, description = "invalid_request (empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
-        (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_use, or no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
         (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
-        (status = 422, description = "unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused (the `Idempotency-Key` went with another request), or unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
         (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn add_source(
@@ -321,17 +324,17 @@ pub async fn add_source(
 /// text is stored, split into chunks and queued for embedding; the answer comes at once with
 /// the ingest job (202).
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/sources/upload", tag = "sources",
-    params(("world_id" = Uuid, Path)),
+    params(("world_id" = Uuid, Path), ("Idempotency-Key" = Option<String>, Header, description = "any new value (a UUID, say): a retry with the same key and request within 24 hours gets the first answer again (`Idempotent-Replayed: true`), not a second write")),
     request_body(content((AddSourceUpload = "multipart/form-data"))),
     responses((status = 202, body = SourceAccepted, description = "created, or (with a `key` the world has) replaced"),
         (status = 200, body = SourceAccepted, description = "unchanged: the `key` names a source with this very text and details"),
         (status = 400, description = "invalid_request (a missing or repeated part, empty or non-UTF-8 text, unsupported content type, a bad title, url or metadata; `details.field` names it)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
-        (status = 409, description = "no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_use, or no_eligible_provider_key (the world's provider has no usable key)", body = ErrorBody),
         (status = 502, description = "provider_error (a local world's model files are missing: its tokenizer cuts the chunks)", body = ErrorBody),
         (status = 413, description = "payload_too_large (the body, or the text an HTML page converts to, is larger than `server.max_body_bytes`)", body = ErrorBody),
         (status = 415, description = "unsupported_media_type (the body is not `multipart/form-data`)", body = ErrorBody),
-        (status = 422, description = "unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused (the `Idempotency-Key` went with another request), or unreadable_document or no_text_layer (an uploaded PDF that gives no text: damaged, password-protected, expanding to far more than its size, or a scan without a text layer)", body = ErrorBody),
         (status = 503, description = "server_busy (`server.max_concurrent_uploads` uploads are being processed; see `Retry-After`)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upload_source(
@@ -354,17 +357,18 @@ pub async fn upload_source(
 /// the source is at another version).
 #[utoipa::path(put, path = "/v1/worlds/{world_id}/sources/{source_id}", tag = "sources",
     params(("world_id" = Uuid, Path), ("source_id" = Uuid, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "any new value (a UUID, say): a retry with the same key and request within 24 hours gets the first answer again (`Idempotent-Replayed: true`), not a second write"),
         ("If-Match" = Option<String>, Header, description = "`\"<version>\"` (the source's `ETag`) or `*`: write only over that version")),
     request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
     responses((status = 200, body = SourceAccepted, description = "unchanged", headers(("ETag" = String, description = "the source's version, quoted"))),
         (status = 202, body = SourceAccepted, description = "replaced: a new version is being embedded", headers(("ETag" = String, description = "the version served now, quoted"))),
-        (status = 400, description = "invalid_request (as for adding a source; a `key` other than the source's)", body = ErrorBody),
+        (status = 400, description = "invalid_request (as for adding a source)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found or source_not_found", body = ErrorBody),
-        (status = 409, description = "no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_use, or no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
         (status = 412, description = "precondition_failed (`details.current_version`)", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
-        (status = 422, description = "unreadable_document or no_text_layer", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused (the `Idempotency-Key` went with another request), key_mismatch (the body names another key), or unreadable_document or no_text_layer", body = ErrorBody),
         (status = 503, description = "server_busy", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_source(
@@ -395,18 +399,19 @@ fn key_of(query: &KeyQuery) -> Result<SourceKey, ApiError> {
 #[utoipa::path(put, path = "/v1/worlds/{world_id}/sources/by-key", tag = "sources",
     params(("world_id" = Uuid, Path),
         ("key" = String, Query, description = "the source's key (1 to 1024 characters)"),
+        ("Idempotency-Key" = Option<String>, Header, description = "any new value (a UUID, say): a retry with the same key and request within 24 hours gets the first answer again (`Idempotent-Replayed: true`), not a second write"),
         ("If-Match" = Option<String>, Header, description = "`\"<version>\"` or `*`: write only over that version (`*`: over any existing one)"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only")),
     request_body(content((AddSourceRequest = "application/json"), (AddSourceUpload = "multipart/form-data"))),
     responses((status = 200, body = SourceAccepted, description = "unchanged", headers(("ETag" = String, description = "the source's version, quoted"))),
         (status = 202, body = SourceAccepted, description = "created or replaced", headers(("ETag" = String, description = "the version served now, quoted"))),
-        (status = 400, description = "invalid_request (as for adding a source; a bad `key`, or a body `key` other than the query's)", body = ErrorBody),
+        (status = 400, description = "invalid_request (as for adding a source; a bad `key`)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody),
-        (status = 409, description = "no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_use, or no_eligible_provider_key, or job_state_conflict (a re-ingest of the world is under way)", body = ErrorBody),
         (status = 412, description = "precondition_failed (`details.current_version`; `null`: no such source)", body = ErrorBody),
         (status = 413, description = "payload_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
-        (status = 422, description = "unreadable_document or no_text_layer", body = ErrorBody),
+        (status = 422, description = "idempotency_key_reused (the `Idempotency-Key` went with another request), key_mismatch (the body names another key), or unreadable_document or no_text_layer", body = ErrorBody),
         (status = 503, description = "server_busy", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_source_by_key(
@@ -488,11 +493,16 @@ fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
             if value == "*" {
                 Some(None)
             } else {
-                let version = value
+                // The ETag as sent back (`"3"`), or its bare number, which clients that do
+                // not quote also mean.
+                let number = value
                     .strip_prefix('"')
                     .and_then(|v| v.strip_suffix('"'))
-                    .and_then(|v| v.parse::<u32>().ok())
-                    .ok_or_else(|| bad("If-Match", "expected a source's ETag (`\"3\"`) or `*`"))?;
+                    .unwrap_or(value);
+                let version = Some(number)
+                    .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .ok_or_else(|| bad("If-Match", "expected a source's ETag (`\"3\"`, or `3`) or `*`"))?;
                 Some(Some(version))
             }
         }
@@ -526,6 +536,7 @@ async fn accept(
     target: Target,
 ) -> Result<Response, ApiError> {
     let precondition = precondition(req.headers())?;
+    let idempotency = idempotency_key(req.headers())?;
 
     // Taken before the body is read: bodies in memory and chunking work are bounded too.
     // The slot goes with the upload to the blocking work that reads and splits it, and is free
@@ -577,10 +588,11 @@ async fn accept(
         Target::Id(id) => add.target = Some(id),
         Target::Key(key) => {
             if add.key.as_ref().is_some_and(|k| *k != key) {
-                return Err(
-                    ApiError::invalid_request("the body's `key` is not the one the query names")
-                        .with_details(serde_json::json!({"field": "key"})),
-                );
+                return Err(ApiError::new(
+                    ErrorCode::KeyMismatch,
+                    "the body's `key` is not the one the query names",
+                )
+                .with_details(serde_json::json!({"field": "key"})));
             }
             add.key = Some(key);
         }
@@ -592,23 +604,151 @@ async fn accept(
         .with_details(serde_json::json!({"field": "If-Match"})));
     }
     add.precondition = precondition;
-    let (status, outcome, view, job) = match state.sources.add(world_id, add).await? {
+    let mut reservation = match idempotency {
+        None => None,
+        Some(key) => match state
+            .sources
+            .reserve_idempotency(world_id, &key, &add.fingerprint())
+            .await?
+        {
+            Idempotent::Reserved => Some(Reservation {
+                sources: state.sources.clone(),
+                world: world_id,
+                key: Some(key),
+            }),
+            Idempotent::Done { status, response } => return Ok(replay(status, response)),
+            Idempotent::Mismatch => {
+                return Err(ApiError::new(
+                    ErrorCode::IdempotencyKeyReused,
+                    "this Idempotency-Key was used for a different request in this world; a new request needs a new key",
+                )
+                .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY})));
+            }
+            Idempotent::InProgress => {
+                return Err(ApiError::new(
+                    ErrorCode::IdempotencyKeyInUse,
+                    "a request with this Idempotency-Key is still being processed; retry once it has answered",
+                )
+                .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY})));
+            }
+        },
+    };
+    let written = match state.sources.add(world_id, add).await {
+        Ok(written) => written,
+        Err(err) => {
+            if let Some(reservation) = reservation.as_mut() {
+                reservation.release().await;
+            }
+            return Err(err.into());
+        }
+    };
+    let (status, outcome, view, job) = match written {
         SourceWritten::Created { view, job } => (StatusCode::ACCEPTED, Outcome::Created, view, Some(job)),
         SourceWritten::Replaced { view, job } => (StatusCode::ACCEPTED, Outcome::Replaced, view, Some(job)),
         SourceWritten::Unchanged { view } => (StatusCode::OK, Outcome::Unchanged, view, None),
     };
     let version = view.source.version;
-    Ok(with_etag(
-        version,
-        (
-            status,
-            axum::Json(SourceAccepted {
-                source: view.into(),
-                job: job.map(Into::into),
-                outcome,
-            }),
+    let body = SourceAccepted {
+        source: view.into(),
+        job: job.map(Into::into),
+        outcome,
+    };
+    if let Some(reservation) = reservation.as_mut() {
+        reservation.record(status, &body).await;
+    }
+    Ok(with_etag(version, (status, axum::Json(body))))
+}
+
+/// The header that makes a source write idempotent.
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// `Idempotency-Key`, checked: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(Some(key.to_owned()))
+        }
+        _ => Err(
+            ApiError::invalid_request("Idempotency-Key: 1 to 255 visible ASCII characters (a UUID, say)")
+                .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY})),
         ),
-    ))
+    }
+}
+
+/// A reserved `Idempotency-Key`: recorded with the answer, released when the write fails, and
+/// released too when the request is dropped before either (the client left, or timed out), so
+/// that the retry runs instead of finding it in use.
+struct Reservation {
+    sources: Arc<SourceService>,
+    world: WorldId,
+    /// `None` once recorded or released.
+    key: Option<String>,
+}
+
+impl Reservation {
+    async fn record(&mut self, status: StatusCode, body: &SourceAccepted) {
+        let Some(key) = self.key.take() else { return };
+        let response = serde_json::to_string(body).unwrap_or_default();
+        if let Err(err) = self
+            .sources
+            .record_idempotency(self.world, &key, status.as_u16(), &response)
+            .await
+        {
+            // The write happened; only its replay is lost (a retry would find the reservation
+            // and, once it is abandoned, write again).
+            tracing::warn!(error = %err, "recording an idempotency key's answer failed");
+        }
+    }
+
+    async fn release(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        if let Err(err) = self.sources.release_idempotency(self.world, &key).await {
+            tracing::warn!(error = %err, "releasing an idempotency key failed");
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let (sources, world) = (self.sources.clone(), self.world);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if let Err(err) = sources.release_idempotency(world, &key).await {
+                        tracing::warn!(error = %err, "releasing an abandoned idempotency key failed");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// The first answer to an idempotent write, again, marked as a replay.
+fn replay(status: u16, response: String) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let version = serde_json::from_str::<serde_json::Value>(&response)
+        .ok()
+        .and_then(|body| body["source"]["version"].as_u64())
+        .and_then(|v| u32::try_from(v).ok());
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        )],
+        response,
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert("idempotent-replayed", header::HeaderValue::from_static("true"));
+    match version {
+        Some(version) => with_etag(version, response),
+        None => response,
+    }
 }
 
 /// A `key` field as sent, parsed.

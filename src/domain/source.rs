@@ -50,6 +50,8 @@ pub struct SourceKey(String);
 
 impl SourceKey {
     pub const MAX_CHARS: usize = 1024;
+    /// The rule as a JSON Schema pattern (with `minLength` 1 and `maxLength` [`Self::MAX_CHARS`]).
+    pub const PATTERN: &'static str = r"^[^\u0000-\u001f\u007f-\u009f]+$";
 
     pub fn parse(raw: &str) -> Result<Self, String> {
         if raw.is_empty() {

@@ -47,6 +47,10 @@ impl SourceTitle {
     pub fn into_inner(self) -> String {
         self.0
     }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A validated source URL: an absolute `http` or `https` URL of at most 2048 chars, matching
@@ -94,6 +98,10 @@ impl SourceUrl {
         // Path, query, fragment: no whitespace, no control characters.
         r"(?:[/?#][^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*)?$",
     );
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 
     pub fn parse(raw: &str) -> Result<Self, String> {
         static RULE: std::sync::LazyLock<regex::Regex> =

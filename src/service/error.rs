@@ -58,6 +58,8 @@ pub enum Unprocessable {
     NoTextLayer,
     /// A webhook receiver at an address that is not public, outside `webhooks.allowed_networks`.
     DestinationNotAllowed,
+    /// A source write whose body names another key than the source it writes to.
+    KeyMismatch,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ use crate::domain::{
 use crate::jobs::JobEngine;
 use crate::providers::Providers;
 use crate::providers::scheduler::KeyScheduler;
+pub use crate::store::Idempotent;
 use crate::store::{StageVersion, Staging, Store};
 use crate::vector::{PointFilter, VectorRepo};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +45,47 @@ pub struct AddSource {
     pub target: Option<SourceId>,
     pub precondition: Precondition,
 }
+
+impl AddSource {
+    /// A digest of everything the write asks (target, key, condition, document and details), for
+    /// `Idempotency-Key`: a retry of the same request has the same fingerprint whatever its
+    /// encoding (JSON or multipart, any boundary). Each field is length-prefixed, so no two
+    /// requests run together into the same bytes.
+    pub fn fingerprint(&self) -> String {
+        let mut digest = sha2::Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            digest.update((bytes.len() as u64).to_le_bytes());
+            digest.update(bytes);
+        };
+        let (kind, body): (&[u8], &[u8]) = match &self.document {
+            Document::Text(text) => (b"text", text.as_bytes()),
+            Document::Pdf(bytes) => (b"pdf", bytes),
+        };
+        let precondition = format!("{:?}/{}", self.precondition.if_match, self.precondition.if_none_match);
+        for part in [
+            self.target.map(|t| t.0.to_string()).unwrap_or_default().as_bytes(),
+            self.key.as_ref().map_or(b"".as_slice(), |k| k.as_str().as_bytes()),
+            precondition.as_bytes(),
+            self.filename.as_bytes(),
+            self.content_type.as_deref().unwrap_or_default().as_bytes(),
+            self.title.as_ref().map_or(b"".as_slice(), |t| t.as_str().as_bytes()),
+            self.url.as_ref().map_or(b"".as_slice(), |u| u.as_str().as_bytes()),
+            self.metadata.to_json().as_bytes(),
+            kind,
+            body,
+        ] {
+            field(part);
+        }
+        hex::encode(digest.finalize())
+    }
+}
+
+/// How long the answer to an `Idempotency-Key` is kept.
+pub const IDEMPOTENCY_KEEP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+/// A reservation whose request never answered (the process died) is dropped after this.
+pub const IDEMPOTENCY_ABANDONED: std::time::Duration = std::time::Duration::from_secs(600);
+/// The most keys a world keeps; past it the oldest are forgotten.
+pub const IDEMPOTENCY_MAX_PER_WORLD: u32 = 10_000;
 
 /// Admission of uploads: at most `server.max_concurrent_uploads` are read, converted and
 /// split at once. A slot is held by the blocking work it pays for, not by the request: when a
@@ -313,12 +355,22 @@ impl SourceService {
         // The source this upload writes to: the one named by id (a `PUT`), or the one that
         // carries its key; none for a new source.
         let existing = match (req.target, &req.key) {
-            (Some(id), _) => Some(
-                self.store
+            (Some(id), key) => {
+                let source = self
+                    .store
                     .get_source(world_id, id)
                     .await?
-                    .ok_or(ServiceError::NotFound(Missing::Source))?,
-            ),
+                    .ok_or(ServiceError::NotFound(Missing::Source))?;
+                if key.as_ref().is_some_and(|k| source.key.as_deref() != Some(k.as_str())) {
+                    return Err(ServiceError::Unprocessable {
+                        kind: Unprocessable::KeyMismatch,
+                        message: "the body's `key` is not the source's key (a key is set when a source is created; \
+                                  leave it out to replace by id)"
+                            .into(),
+                    });
+                }
+                Some(source)
+            }
             (None, Some(key)) => self.store.source_by_key(world_id, key).await?,
             (None, None) => None,
         };
@@ -638,6 +690,44 @@ impl SourceService {
             .ok_or(ServiceError::NotFound(Missing::Source))?;
         let counts = self.store.source_counts(world_id, source.id).await?;
         Ok(SourceView { source, counts })
+    }
+
+    /// Reserves the `Idempotency-Key` `key` in the world for a write with `fingerprint`, or
+    /// says what holds it (see [`IDEMPOTENCY_KEEP`] and the bounds beside it).
+    pub async fn reserve_idempotency(
+        &self,
+        world_id: WorldId,
+        key: &str,
+        fingerprint: &str,
+    ) -> ServiceResult<Idempotent> {
+        self.require_world(world_id).await?;
+        Ok(self
+            .store
+            .reserve_idempotency(
+                world_id,
+                key,
+                fingerprint,
+                IDEMPOTENCY_KEEP.as_secs_f64(),
+                IDEMPOTENCY_ABANDONED.as_secs_f64(),
+                IDEMPOTENCY_MAX_PER_WORLD,
+            )
+            .await?)
+    }
+
+    /// Keeps the answer of the write that reserved `key`.
+    pub async fn record_idempotency(
+        &self,
+        world_id: WorldId,
+        key: &str,
+        status: u16,
+        response: &str,
+    ) -> ServiceResult<()> {
+        Ok(self.store.record_idempotency(world_id, key, status, response).await?)
+    }
+
+    /// Lets go of `key` after its write failed, so that a retry runs again.
+    pub async fn release_idempotency(&self, world_id: WorldId, key: &str) -> ServiceResult<()> {
+        Ok(self.store.release_idempotency(world_id, key).await?)
     }
 
     /// The stored text (after HTML conversion): what chunk offsets refer to.

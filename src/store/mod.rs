@@ -48,6 +48,7 @@
 
 mod backend;
 mod cluster;
+mod idempotency;
 mod jobs;
 mod keys;
 mod ops;
@@ -404,6 +405,40 @@ pub trait WebhookStore: Send + Sync {
     async fn forget_deliveries(&self, older_than_s: f64) -> Result<u64>;
 }
 
+/// What holds an `Idempotency-Key`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Idempotent {
+    /// Nothing did: it is now reserved for this request, which records its answer or releases it.
+    Reserved,
+    /// A request with the same key and another fingerprint.
+    Mismatch,
+    /// A request with the same fingerprint is still running.
+    InProgress,
+    /// The first request's answer.
+    Done { status: u16, response: String },
+}
+
+/// `Idempotency-Key`s of source writes, per world.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Reserves `key` in `world` for a request with `fingerprint`, or says what holds it.
+    /// Answers expire after `keep_s`; a reservation never answered is dropped after
+    /// `abandoned_s`; past `max_per_world` keys in a world the oldest are forgotten.
+    async fn reserve_idempotency(
+        &self,
+        world: WorldId,
+        key: &str,
+        fingerprint: &str,
+        keep_s: f64,
+        abandoned_s: f64,
+        max_per_world: u32,
+    ) -> Result<Idempotent>;
+    /// Keeps the answer of the request that reserved `key`.
+    async fn record_idempotency(&self, world: WorldId, key: &str, status: u16, response: &str) -> Result<()>;
+    /// Lets go of a reservation whose request failed, so that a retry runs again.
+    async fn release_idempotency(&self, world: WorldId, key: &str) -> Result<()>;
+}
+
 /// The embedding queue: manifest entries claimed with leases, so several workers and several
 /// processes can share it safely. Expired leases count as pending again.
 #[async_trait]
@@ -727,6 +762,7 @@ pub trait Store:
     + ClusterStore
     + OpsStore
     + WebhookStore
+    + IdempotencyStore
     + Send
     + Sync
     + 'static

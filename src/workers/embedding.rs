@@ -48,6 +48,8 @@ use crate::providers::{
 use crate::store::Store;
 use crate::vector::{Error as VectorError, Point, PointPayload, VectorRepo};
 
+use super::inflight::{InFlight, Leads};
+
 /// How often idle workers look for work written by other processes.
 const POLL: Duration = Duration::from_secs(2);
 /// Most entries claimed at once.
@@ -89,6 +91,8 @@ struct Shared {
     sizers: std::sync::Mutex<HashMap<ProviderKind, Arc<BatchSizer>>>,
     /// Vector writes in a row that failed for an outage (see [`EmbeddingWorkers::infra_pause`]).
     outages: AtomicU32,
+    /// Texts this process's claims are sending now.
+    inflight: Arc<InFlight>,
 }
 
 /// The worker pool (cheap to clone).
@@ -156,6 +160,7 @@ impl EmbeddingWorkers {
                 config,
                 sizers: std::sync::Mutex::new(HashMap::new()),
                 outages: AtomicU32::new(0),
+                inflight: Arc::default(),
             }),
         }
     }
@@ -317,13 +322,70 @@ impl EmbeddingWorkers {
         }))
     }
 
-    /// Embeds a claim batch by batch. Returns how many entries were marked embedded.
+    /// Embeds a claim: texts another claim of this process is sending already are waited for
+    /// instead of sent (see [`super::inflight`]), texts with a vector already are reused, and
+    /// the rest goes batch by batch. Returns how many entries were marked embedded.
     async fn process(&self, owner: &str, items: Vec<WorkItem>) -> crate::store::Result<u64> {
-        let (job, kind) = (items[0].job_id, items[0].profile.provider);
+        let job = items[0].job_id;
         let Some(target) = self.target(owner, &items).await? else {
             return Ok(0);
         };
+        let (items, following, leads) = match self.shared.config.reuse {
+            ReuseScope::Off => (items, Vec::new(), None),
+            scope => {
+                let (sending, following, leads) = self.shared.inflight.split(items, scope == ReuseScope::World);
+                (sending, following, Some(leads))
+            }
+        };
         let (items, mut embedded) = self.reuse(owner, items).await?;
+        let (n, stopped) = self.send(owner, &target, items, leads.as_ref()).await?;
+        embedded += n;
+        // Every lead is let go before any wait: a claim never waits while holding a text.
+        drop(leads);
+        if stopped {
+            let ids: Vec<ChunkId> = following.iter().map(|f| f.item.chunk_id).collect();
+            if !ids.is_empty() {
+                self.shared.engine.give_back(owner, job, &ids, None, false).await?;
+            }
+            return Ok(embedded);
+        }
+        if following.is_empty() {
+            return Ok(embedded);
+        }
+        let patience = self.shared.config.lease / 2;
+        let waited = futures_util::future::join_all(following.into_iter().map(|f| f.vector(patience))).await;
+        let mut shared = Vec::new();
+        let mut rest = Vec::new();
+        for (item, vector) in waited {
+            match vector {
+                Some(vector) => shared.push((item, vector)),
+                None => rest.push(item),
+            }
+        }
+        let (rest, n) = self.adopt(owner, shared, rest).await?;
+        embedded += n;
+        // What a leader let go without a vector: the store may have it by now; else it is sent.
+        let (rest, n) = self.reuse(owner, rest).await?;
+        embedded += n;
+        let (n, _) = self.send(owner, &target, rest, None).await?;
+        Ok(embedded + n)
+    }
+
+    /// Sends `items` batch by batch, publishing each vector to the claims following it
+    /// (`leads`). Returns how many entries were marked embedded, and whether the claim stopped
+    /// (what was left of it is given back).
+    async fn send(
+        &self,
+        owner: &str,
+        target: &Target,
+        items: Vec<WorkItem>,
+        leads: Option<&Leads>,
+    ) -> crate::store::Result<(u64, bool)> {
+        let Some(first) = items.first() else {
+            return Ok((0, false));
+        };
+        let (job, kind) = (first.job_id, first.profile.provider);
+        let mut embedded = 0;
         let mut queue: VecDeque<WorkItem> = items.into();
         // Items of a batch the provider refused as a whole, at the front of the queue: each is
         // sent alone, so that only the one at fault fails and the others are sent once more.
@@ -343,7 +405,7 @@ impl EmbeddingWorkers {
             };
             let batch: Vec<WorkItem> = queue.drain(..take).collect();
             let rest = queue.len();
-            match self.embed_batch(owner, &target, batch, rest).await? {
+            match self.embed_batch(owner, target, batch, rest, leads).await? {
                 BatchOutcome::Done { embedded: n } => embedded += n,
                 BatchOutcome::SendAlone(items) => {
                     singles += items.len();
@@ -361,11 +423,11 @@ impl EmbeddingWorkers {
                         .engine
                         .give_back(owner, job, &batch, not_before, false)
                         .await?;
-                    return Ok(embedded + n);
+                    return Ok((embedded + n, true));
                 }
             }
         }
-        Ok(embedded)
+        Ok((embedded, false))
     }
 
     /// One batch: key → exact token count → embedding → write → report. `rest` is how many
@@ -376,6 +438,7 @@ impl EmbeddingWorkers {
         target: &Target,
         batch: Vec<WorkItem>,
         rest: usize,
+        leads: Option<&Leads>,
     ) -> crate::store::Result<BatchOutcome> {
         let engine = &self.shared.engine;
         let (job, profile) = (batch[0].job_id, batch[0].profile.clone());
@@ -610,6 +673,11 @@ impl EmbeddingWorkers {
                 not_before: None,
             });
         }
+        if let Some(leads) = leads {
+            for (item, vector) in sendable.iter().zip(&done) {
+                leads.publish(item, &vector.dense);
+            }
+        }
         Ok(BatchOutcome::Done { embedded: marked })
     }
 
@@ -756,11 +824,12 @@ impl EmbeddingWorkers {
     /// still to embed and how many were marked. A failure here only means no reuse.
     async fn reuse(&self, owner: &str, items: Vec<WorkItem>) -> crate::store::Result<(Vec<WorkItem>, u64)> {
         let world = match self.shared.config.reuse {
+            _ if items.is_empty() => return Ok((items, 0)),
             ReuseScope::Off => return Ok((items, 0)),
             ReuseScope::World => Some(items[0].world_id),
             ReuseScope::Global => None,
         };
-        let (job, run) = (items[0].job_id, items[0].run_id);
+        let job = items[0].job_id;
         let collection = items[0].collection.clone();
         let dimensions = items[0].profile.dimensions as usize;
         let mut hashes: Vec<String> = items.iter().map(|i| i.text_sha256.clone()).collect();
@@ -790,19 +859,36 @@ impl EmbeddingWorkers {
             .iter()
             .filter_map(|(hash, point)| Some((hash.as_str(), by_point.get(point)?)))
             .collect();
-        let (reusable, rest): (Vec<WorkItem>, Vec<WorkItem>) = items
-            .into_iter()
-            .partition(|i| by_hash.contains_key(i.text_sha256.as_str()));
-        if reusable.is_empty() {
-            return Ok((rest, 0));
+        let mut reusable = Vec::new();
+        let mut rest = Vec::new();
+        for item in items {
+            match by_hash.get(item.text_sha256.as_str()) {
+                Some(vector) => reusable.push((item, (*vector).clone())),
+                None => rest.push(item),
+            }
         }
-        let (done, new_points): (Vec<EmbeddedVector>, Vec<Point>) = reusable
+        self.adopt(owner, reusable, rest).await
+    }
+
+    /// Writes vectors made for the same texts onto `pairs`' own points and marks those entries
+    /// embedded, counted as reused. Returns the items still to embed (`rest`; none when the job
+    /// was paused or cancelled meanwhile, and the rest went back) and how many were marked. A
+    /// failed write only means they are embedded instead.
+    async fn adopt(
+        &self,
+        owner: &str,
+        pairs: Vec<(WorkItem, Vec<f32>)>,
+        rest: Vec<WorkItem>,
+    ) -> crate::store::Result<(Vec<WorkItem>, u64)> {
+        let Some((first, _)) = pairs.first() else {
+            return Ok((rest, 0));
+        };
+        let (job, run, collection) = (first.job_id, first.run_id, first.collection.clone());
+        let (done, new_points): (Vec<EmbeddedVector>, Vec<Point>) = pairs
             .iter()
-            .filter_map(|item| {
-                let dense = (*by_hash.get(item.text_sha256.as_str())?).clone();
-                Some((embedded(item, dense.clone()), point_of(item, dense)))
-            })
+            .map(|(item, dense)| (embedded(item, dense.clone()), point_of(item, dense.clone())))
             .unzip();
+        let reusable: Vec<WorkItem> = pairs.into_iter().map(|(item, _)| item).collect();
         if let Err(err) = self.shared.vectors.upsert(&collection, new_points).await {
             tracing::warn!(%job, error = %err, "writing reused vectors failed; embedding instead");
             return Ok((reusable.into_iter().chain(rest).collect(), 0));

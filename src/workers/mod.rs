@@ -2,4 +2,5 @@
 //! deliveries.
 
 pub mod embedding;
+mod inflight;
 pub mod webhooks;

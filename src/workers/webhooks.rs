@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::crypto::{Sealed, SecretCipher};
-use crate::domain::{Attempt, Delivery, Webhook, WebhookEvent, WebhookId};
+use crate::domain::{Attempt, Delivery, JobEventKind, JobId, JobKind, JobStatus, Webhook, WebhookEvent, WebhookId};
 use crate::store::Store;
 
 /// Deliveries held per round.
@@ -313,6 +313,35 @@ impl WebhookDispatcher {
         standardwebhooks::Webhook::from_bytes(key).ok()
     }
 
+    /// What a completed replace did (its `replaced` event: version, added, reused and removed
+    /// chunks), or `null` when its events cannot be read.
+    async fn replaced(&self, job: JobId) -> serde_json::Value {
+        let mut after = 0;
+        loop {
+            let events = match self.store.job_events_after(job, after, 500).await {
+                Ok(events) => events,
+                Err(err) => {
+                    tracing::warn!(error = %err, %job, "webhook payload: reading the job's events failed");
+                    return serde_json::Value::Null;
+                }
+            };
+            for event in &events {
+                if event.kind == JobEventKind::Progress
+                    && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&event.data)
+                    && value["code"] == "replaced"
+                    && let Some(object) = value.as_object_mut()
+                {
+                    object.remove("code");
+                    return value;
+                }
+            }
+            match events.last() {
+                Some(last) => after = last.id,
+                None => return serde_json::Value::Null,
+            }
+        }
+    }
+
     /// The body of a delivery: the event, when it happened, and the job as it is now (for an
     /// ended job, as it ended) — or only its ids when the job is gone.
     async fn payload(&self, delivery: &Delivery) -> String {
@@ -328,6 +357,12 @@ impl WebhookDispatcher {
                 data["created_at"] = json!(job.created_at);
                 data["started_at"] = json!(job.started_at);
                 data["finished_at"] = json!(job.finished_at);
+                if let Some(source) = job.source {
+                    data["source_id"] = json!(source.0);
+                }
+                if job.kind == JobKind::Replace && job.status == JobStatus::Completed {
+                    data["replaced"] = self.replaced(job.id).await;
+                }
             }
             Ok(None) => {}
             Err(err) => tracing::warn!(error = %err, job = %delivery.job_id, "webhook payload: reading the job failed"),

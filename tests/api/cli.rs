@@ -26,6 +26,21 @@ fn lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// `COMMAND FOLDER` into the world `Isles`, made on the fake Google provider if missing.
+fn into_isles<'a>(command: &'a str, folder: &'a str) -> Vec<&'a str> {
+    vec![
+        command,
+        folder,
+        "--world",
+        "Isles",
+        "--create",
+        "--provider",
+        "google",
+        "--model",
+        "gemini-embedding-001",
+    ]
+}
+
 fn events<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["event"] == kind).collect()
 }
@@ -57,17 +72,7 @@ async fn a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing() {
     std::fs::write(root.join("secret.md"), "left out by .gitignore").unwrap();
     std::fs::write(root.join(".gitignore"), "secret.md\n").unwrap();
     let folder = root.to_str().unwrap();
-    let args = [
-        "ingest",
-        folder,
-        "--world",
-        "Isles",
-        "--create",
-        "--provider",
-        "google",
-        "--model",
-        "gemini-embedding-001",
-    ];
+    let args = into_isles("ingest", folder);
 
     let first = quarry(&app, TOKEN, &args).await;
     assert!(first.status.success(), "{first:?}");
@@ -200,17 +205,7 @@ async fn ingest_does_not_follow_links_out_of_the_tree_unless_told() {
     std::os::unix::fs::symlink(outside.path().join("elsewhere"), root.join("linked")).unwrap();
     std::os::unix::fs::symlink(root.join("harbour.md"), root.join("same.txt")).unwrap();
     let folder = root.to_str().unwrap();
-    let args = [
-        "ingest",
-        folder,
-        "--world",
-        "Isles",
-        "--create",
-        "--provider",
-        "google",
-        "--model",
-        "gemini-embedding-001",
-    ];
+    let args = into_isles("ingest", folder);
     let first = quarry(&app, TOKEN, &args).await;
     assert!(first.status.success(), "{first:?}");
     let out = lines(&first);
@@ -241,4 +236,205 @@ async fn ingest_does_not_follow_links_out_of_the_tree_unless_told() {
         .collect();
     assert!(uploaded.iter().any(|f| f.ends_with("notes.md")), "{out:?}");
     assert!(uploaded.iter().any(|f| f.ends_with("more.md")), "{out:?}");
+}
+
+/// The keys of a world's sources (by `quarry sources`), sorted, with their versions.
+async fn keyed_sources(app: &TestApp, world: &str) -> Vec<(String, u64)> {
+    let out = quarry(app, TOKEN, &["sources", world]).await;
+    assert!(out.status.success(), "{out:?}");
+    let mut keys: Vec<(String, u64)> = lines(&out)
+        .iter()
+        .map(|s| {
+            (
+                s["key"].as_str().unwrap_or("<none>").to_owned(),
+                s["version"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn keys<'a>(plan: &'a Value, field: &str) -> Vec<&'a str> {
+    plan[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect()
+}
+
+/// `quarry sync` on a temporary folder: the first run adds everything under relative-path keys;
+/// after an edit, a rename (delete + add) and a deletion, `--dry-run` prints that plan and
+/// changes nothing, a run without `--delete` adds and replaces but keeps the gone files' sources
+/// (listed as kept), and `--delete` removes them; the edited file answers with its new text only.
+#[tokio::test]
+async fn sync_mirrors_a_folder_adding_replacing_and_deleting_only_when_told() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("guides")).unwrap();
+    std::fs::write(root.join("ferry.md"), "The ferry leaves at nine from the north pier.").unwrap();
+    std::fs::write(
+        root.join("tides.txt"),
+        "Spring tides come two days after the full moon.",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("guides/birds.md"),
+        "Puffins nest on the western cliffs in May.",
+    )
+    .unwrap();
+    std::fs::write(root.join("guides/draft.md"), "Not ready yet.").unwrap();
+    std::fs::write(root.join(".gitignore"), "guides/draft.md\n").unwrap();
+    let folder = root.to_str().unwrap();
+    let sync = |extra: &'static [&'static str]| {
+        let mut args = into_isles("sync", folder);
+        args.extend_from_slice(extra);
+        args
+    };
+
+    let first = quarry(&app, TOKEN, &sync(&[])).await;
+    assert!(first.status.success(), "{first:?}");
+    let out = lines(&first);
+    let plan = events(&out, "plan")[0];
+    assert_eq!(
+        keys(plan, "add"),
+        ["ferry.md", "guides/birds.md", "tides.txt"],
+        "{plan}"
+    );
+    assert_eq!(events(&out, "added").len(), 3, "{out:?}");
+    assert_eq!(events(&out, "done")[0]["embedded"], events(&out, "done")[0]["total"]);
+    assert_eq!(
+        keyed_sources(&app, "Isles").await,
+        [
+            ("ferry.md".into(), 1),
+            ("guides/birds.md".into(), 1),
+            ("tides.txt".into(), 1)
+        ]
+    );
+
+    // Edit one, rename one, delete one.
+    std::fs::write(root.join("ferry.md"), "The ferry leaves at ten from the south pier.").unwrap();
+    std::fs::rename(root.join("tides.txt"), root.join("tide-tables.txt")).unwrap();
+    std::fs::remove_file(root.join("guides/birds.md")).unwrap();
+
+    let dry = quarry(&app, TOKEN, &sync(&["--dry-run", "--delete"])).await;
+    assert!(dry.status.success(), "{dry:?}");
+    let out = lines(&dry);
+    assert_eq!(out.len(), 1, "a dry run prints the plan only: {out:?}");
+    let plan = &out[0];
+    assert_eq!(keys(plan, "delete"), ["guides/birds.md", "tides.txt"], "{plan}");
+    assert_eq!(keys(plan, "add"), ["tide-tables.txt"]);
+    assert_eq!(keys(plan, "replace"), ["ferry.md"]);
+    assert_eq!(plan["unchanged"], 0);
+    assert_eq!(
+        keyed_sources(&app, "Isles").await,
+        [
+            ("ferry.md".into(), 1),
+            ("guides/birds.md".into(), 1),
+            ("tides.txt".into(), 1)
+        ],
+        "a dry run changes nothing"
+    );
+
+    let kept = quarry(&app, TOKEN, &sync(&[])).await;
+    assert!(kept.status.success(), "{kept:?}");
+    let out = lines(&kept);
+    let plan = events(&out, "plan")[0];
+    assert_eq!(keys(plan, "kept"), ["guides/birds.md", "tides.txt"], "{plan}");
+    assert!(keys(plan, "delete").is_empty());
+    let synced = events(&out, "synced")[0];
+    assert_eq!(
+        (
+            &synced["added"],
+            &synced["replaced"],
+            &synced["deleted"],
+            &synced["kept"]
+        ),
+        (&1.into(), &1.into(), &0.into(), &2.into()),
+        "{synced}"
+    );
+    assert_eq!(events(&out, "done")[0]["embedded"], events(&out, "done")[0]["total"]);
+    assert_eq!(
+        keyed_sources(&app, "Isles").await,
+        [
+            ("ferry.md".into(), 2),
+            ("guides/birds.md".into(), 1),
+            ("tide-tables.txt".into(), 1),
+            ("tides.txt".into(), 1)
+        ]
+    );
+
+    let pruned = quarry(&app, TOKEN, &sync(&["--delete"])).await;
+    assert!(pruned.status.success(), "{pruned:?}");
+    let out = lines(&pruned);
+    assert_eq!(events(&out, "deleted").len(), 2, "{out:?}");
+    let synced = events(&out, "synced")[0];
+    assert_eq!(
+        (&synced["unchanged"], &synced["deleted"]),
+        (&2.into(), &2.into()),
+        "{synced}"
+    );
+    assert_eq!(
+        keyed_sources(&app, "Isles").await,
+        [("ferry.md".into(), 2), ("tide-tables.txt".into(), 1)]
+    );
+
+    let answer = quarry(
+        &app,
+        TOKEN,
+        &["retrieve", "Isles", "when does the ferry leave", "--top-k", "3"],
+    )
+    .await;
+    let text = lines(&answer)[0]["context"]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("at ten from the south pier"), "{text}");
+    assert!(!text.contains("at nine"), "the old version is gone: {text}");
+
+    // A run with nothing to do changes nothing and says so.
+    let idle = lines(&quarry(&app, TOKEN, &sync(&["--delete"])).await);
+    let plan = events(&idle, "plan")[0];
+    assert_eq!(plan["unchanged"], 2, "{plan}");
+    assert!(keys(plan, "add").is_empty() && keys(plan, "replace").is_empty() && keys(plan, "delete").is_empty());
+}
+
+/// `ingest` of a file whose key (its path under the folder named) the world has replaces that
+/// source with a new version instead of adding a second source.
+#[tokio::test]
+async fn ingest_replaces_a_file_it_has_under_the_same_key() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ferry.md"), "The ferry leaves at nine.").unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let args = into_isles("ingest", folder);
+    let first = quarry(&app, TOKEN, &args).await;
+    assert!(first.status.success(), "{first:?}");
+    std::fs::write(dir.path().join("ferry.md"), "The ferry leaves at ten.").unwrap();
+    let second = quarry(&app, TOKEN, &args).await;
+    assert!(second.status.success(), "{second:?}");
+    let out = lines(&second);
+    assert_eq!(events(&out, "replaced").len(), 1, "{out:?}");
+    assert_eq!(events(&out, "done")[0]["embedded"], events(&out, "done")[0]["total"]);
+    assert_eq!(keyed_sources(&app, "Isles").await, [("ferry.md".into(), 2)]);
+}
+
+/// What `sync` refuses before it changes anything: a path that does not exist (2), a world
+/// that does not exist without `--create` (4).
+#[tokio::test]
+async fn sync_refuses_a_missing_folder_or_world() {
+    let app = spawn_app_with(|_| {}).await;
+    let code = |output: Output| output.status.code();
+    assert_eq!(
+        code(quarry(&app, TOKEN, &["sync", "/no/such/folder", "--world", "Isles"]).await),
+        Some(2)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().to_str().unwrap();
+    assert_eq!(
+        code(quarry(&app, TOKEN, &["sync", folder, "--world", "Atlantis"]).await),
+        Some(4)
+    );
+    assert!(lines(&quarry(&app, TOKEN, &["worlds"]).await).is_empty());
 }

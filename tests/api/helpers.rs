@@ -257,6 +257,10 @@ impl TestApp {
         self.request(reqwest::Method::POST, path, Some(body)).await
     }
 
+    pub async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::PUT, path, Some(body)).await
+    }
+
     pub async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
         self.request(reqwest::Method::PATCH, path, Some(body)).await
     }

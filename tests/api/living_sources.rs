@@ -74,15 +74,40 @@ async fn retrieve(app: &TestApp, world: &str, query: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs `case` on SQLite and on a fresh PostgreSQL database (skipped, loudly, without one).
+macro_rules! on_both_stores {
+    ($case:ident) => {
+        mod $case {
+            #[tokio::test]
+            async fn sqlite() {
+                let (fake, app) = super::app().await;
+                super::$case(fake, app).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let name = concat!("living_sources::", stringify!($case));
+                let Some(db) = crate::helpers::PgDatabase::create(name).await else {
+                    return;
+                };
+                let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+                let tweak = crate::helpers::on_fake_google(fake.base_url(), |_| {});
+                let app = crate::helpers::spawn_app_on(db.url.clone(), tweak).await;
+                super::$case(fake, app).await;
+                db.drop_db().await;
+            }
+        }
+    };
+}
+
 async fn app() -> (FakeGoogle, TestApp) {
     let fake = FakeGoogle::start(&["key-a"]).await;
     let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
     (fake, app)
 }
 
-#[tokio::test]
-async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded() {
-    let (fake, app) = app().await;
+on_both_stores!(a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded);
+async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded(fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "guides/isles.md");
     let (status, created, etag) = send(
@@ -228,9 +253,8 @@ async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embed
     assert_eq!(app.world_points(&world_body).await, 0);
 }
 
-#[tokio::test]
-async fn a_newer_replace_supersedes_a_pending_one_which_is_never_served() {
-    let (_fake, app) = app().await;
+on_both_stores!(a_newer_replace_supersedes_a_pending_one_which_is_never_served);
+async fn a_newer_replace_supersedes_a_pending_one_which_is_never_served(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let (status, created) = app
         .post(
@@ -272,9 +296,8 @@ async fn a_newer_replace_supersedes_a_pending_one_which_is_never_served() {
     assert_eq!(listed["sources"].as_array().unwrap().len(), 1, "{listed}");
 }
 
-#[tokio::test]
-async fn a_cancelled_replace_leaves_the_current_version_serving() {
-    let (_fake, app) = app().await;
+on_both_stores!(a_cancelled_replace_leaves_the_current_version_serving);
+async fn a_cancelled_replace_leaves_the_current_version_serving(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "a/b/c.md");
     let (status, created, _) = send(
@@ -314,9 +337,8 @@ async fn a_cancelled_replace_leaves_the_current_version_serving() {
     );
 }
 
-#[tokio::test]
-async fn bad_keys_and_preconditions_are_refused_and_change_nothing() {
-    let (_fake, app) = app().await;
+on_both_stores!(bad_keys_and_preconditions_are_refused_and_change_nothing);
+async fn bad_keys_and_preconditions_are_refused_and_change_nothing(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     for bad in ["", "tab\there"] {
         let (status, body, _) = send(
@@ -348,6 +370,16 @@ async fn bad_keys_and_preconditions_are_refused_and_change_nothing() {
     .await;
     let details = assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request");
     assert_eq!(details["details"]["field"], "If-Match");
+    // An unquoted version means the same as the ETag.
+    let (status, body, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        &by_key(&world, "a"),
+        &[("if-match", "7")],
+        Some(json!({"filename": "a.md", "text": "Some text."})),
+    )
+    .await;
+    assert_error(status, &body, StatusCode::PRECONDITION_FAILED, "precondition_failed");
     let (status, body, _) = send(
         &app,
         reqwest::Method::PUT,
@@ -367,6 +399,222 @@ async fn bad_keys_and_preconditions_are_refused_and_change_nothing() {
     )
     .await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "source_not_found");
+    // A body naming another key than the query's, or than the source's.
+    let (status, body, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        &by_key(&world, "a"),
+        &[],
+        Some(json!({"filename": "a.md", "text": "Some text.", "key": "b"})),
+    )
+    .await;
+    let details = assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "key_mismatch");
+    assert_eq!(details["details"]["field"], "key");
     let (_, listed) = app.get(&format!("/v1/worlds/{world}/sources")).await;
     assert!(listed["sources"].as_array().unwrap().is_empty(), "{listed}");
+    let (status, made) = app
+        .post(
+            &format!("/v1/worlds/{world}/sources"),
+            json!({"filename": "a.md", "text": "Some text.", "key": "a"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{made}");
+    let id = made["source"]["id"].as_str().unwrap();
+    let (status, body, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/v1/worlds/{world}/sources/{id}"),
+        &[],
+        Some(json!({"filename": "a.md", "text": "Other text.", "key": "b"})),
+    )
+    .await;
+    assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "key_mismatch");
+    let (_, source) = app.get(&format!("/v1/worlds/{world}/sources/{id}")).await;
+    assert_eq!(
+        (&source["key"], &source["version"]),
+        (&json!("a"), &json!(1)),
+        "{source}"
+    );
+    assert!(source["pending_version"].is_null(), "{source}");
+}
+
+async fn count_sources(app: &TestApp, world: &str) -> usize {
+    let (_, listed) = app.get(&format!("/v1/worlds/{world}/sources")).await;
+    listed["sources"].as_array().unwrap().len()
+}
+
+/// Uploads `text` as a multipart file with an `Idempotency-Key` (a new boundary every time).
+async fn upload_once(app: &TestApp, world: &str, key: &str, text: &str) -> (StatusCode, Value, bool) {
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(text.as_bytes().to_vec()).file_name("isles.md"),
+    );
+    let resp = crate::helpers::http_client()
+        .post(app.url(&format!("/v1/worlds/{world}/sources/upload")))
+        .bearer_auth(TOKEN)
+        .header("Idempotency-Key", key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let replayed = resp.headers().get("idempotent-replayed").is_some();
+    let (status, body) = read(resp).await;
+    (status, body, replayed)
+}
+
+/// `POST path` with `Idempotency-Key: key`.
+async fn post_keyed(app: &TestApp, path: &str, key: &str, body: Value) -> (StatusCode, Value, Option<String>) {
+    send(
+        app,
+        reqwest::Method::POST,
+        path,
+        &[("Idempotency-Key", key)],
+        Some(body),
+    )
+    .await
+}
+
+// A retried creation with the same `Idempotency-Key` and request gets the first answer (same
+// source, same job, marked as a replay) and writes nothing; the same key with another request
+// is `422 idempotency_key_reused`; a request that failed leaves its key free for the corrected
+// retry; keys belong to their world; a bad key is a `400` naming the header.
+on_both_stores!(idempotent_retries_create_one_source);
+async fn idempotent_retries_create_one_source(fake: FakeGoogle, app: TestApp) {
+    let world = google_world(&app).await;
+    let body = json!({"filename": "ferry.md", "text": "The ferry leaves at nine."});
+    let path = format!("/v1/worlds/{world}/sources");
+    let first = post_keyed(&app, &path, "retry-1", body.clone()).await;
+    assert_eq!(first.0, StatusCode::ACCEPTED, "{}", first.1);
+    let again = post_keyed(&app, &path, "retry-1", body.clone()).await;
+    assert_eq!(again.0, StatusCode::ACCEPTED, "{}", again.1);
+    assert_eq!(again.1["source"]["id"], first.1["source"]["id"]);
+    assert_eq!(again.1["job"]["id"], first.1["job"]["id"]);
+    assert_eq!(again.2, first.2, "the same ETag");
+    assert_eq!(count_sources(&app, &world).await, 1);
+
+    let other = json!({"filename": "ferry.md", "text": "The ferry leaves at ten."});
+    let (status, refused, _) = post_keyed(&app, &path, "retry-1", other.clone()).await;
+    let error = assert_error(
+        status,
+        &refused,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_key_reused",
+    );
+    assert_eq!(error["details"]["field"], "Idempotency-Key");
+    assert_eq!(count_sources(&app, &world).await, 1, "a refused request writes nothing");
+
+    // Multipart: every retry has another boundary, and is still the same request.
+    let (status, up1, replayed1) = upload_once(&app, &world, "upload-1", "Seals rest on the skerries.").await;
+    assert_eq!((status, replayed1), (StatusCode::ACCEPTED, false), "{up1}");
+    let (status, up2, replayed2) = upload_once(&app, &world, "upload-1", "Seals rest on the skerries.").await;
+    assert_eq!((status, replayed2), (StatusCode::ACCEPTED, true), "{up2}");
+    assert_eq!(up1["source"]["id"], up2["source"]["id"]);
+    assert_eq!(count_sources(&app, &world).await, 2);
+
+    // A failed request (empty text) keeps nothing: the corrected retry with its key runs.
+    let (status, _, _) = post_keyed(&app, &path, "fix-me", json!({"filename": "x.md", "text": ""})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, fixed, _) = post_keyed(&app, &path, "fix-me", json!({"filename": "x.md", "text": "Fixed."})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{fixed}");
+
+    // Another world's key of the same name is another key.
+    let elsewhere = google_world(&app).await;
+    let (status, _, _) = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/v1/worlds/{elsewhere}/sources"),
+        &[("Idempotency-Key", "retry-1")],
+        Some(other),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    for bad in ["", "has space", &"k".repeat(256), "ünïcode"] {
+        let resp = crate::helpers::http_client()
+            .post(app.url(&path))
+            .bearer_auth(TOKEN)
+            .header(
+                "Idempotency-Key",
+                reqwest::header::HeaderValue::from_bytes(bad.as_bytes()).unwrap(),
+            )
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (status, refused) = read(resp).await;
+        let error = assert_error(status, &refused, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(error["details"]["field"], "Idempotency-Key", "{bad:?}");
+    }
+    assert_eq!(count_sources(&app, &world).await, 3);
+    app.drain().await;
+    // One embedding per distinct text: the retries sent nothing more.
+    let sent = fake.stats().sent_texts();
+    assert_eq!(
+        sent.iter().filter(|t| t.contains("ferry leaves at nine")).count(),
+        1,
+        "{sent:?}"
+    );
+}
+
+/// Two worlds of one profile fed the same 200 texts at the same moment (`embedding.reuse =
+/// "global"`): claims of the two jobs run side by side, and a text one claim is sending is
+/// waited for by the other instead of sent again — 200 provider texts in all, not 400, and
+/// both worlds answer.
+#[tokio::test]
+async fn identical_texts_in_flight_are_embedded_once() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        s.embedding.reuse = quarry::config::ReuseScope::Global;
+    }))
+    .await;
+    // Slow enough that two claims overlap.
+    fake.set_latency(std::time::Duration::from_millis(150));
+    let text: String = (0..200)
+        .map(|i| format!("Harbour {i} moors {i} boats beside a crane of red iron."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (a, b) = (google_world(&app).await, google_world(&app).await);
+    let job_a = app.add_text(&a, "harbours.md", &text).await["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let job_b = app.add_text(&b, "harbours.md", &text).await["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut steps = 0;
+    loop {
+        let (one, two) = (app.spawn_work_step("w1"), app.spawn_work_step("w2"));
+        let (one, two) = (one.await.unwrap(), two.await.unwrap());
+        steps += 1;
+        if one.claimed + two.claimed == 0 || steps > 40 {
+            break;
+        }
+    }
+    app.drain().await;
+    let mut reused = 0;
+    for job in [&job_a, &job_b] {
+        let (_, job) = app.get(&format!("/v1/jobs/{job}")).await;
+        assert_eq!(job["status"], "completed", "{job}");
+        assert_eq!(job["counts"]["embedded"], job["counts"]["total"], "{job}");
+        reused += job["counts"]["reused"].as_u64().unwrap();
+    }
+    // No query has been embedded yet: every text sent is a chunk's.
+    let sent = fake.stats().sent_texts().len() as u64;
+    let (_, job) = app.get(&format!("/v1/jobs/{job_a}")).await;
+    let chunks = job["counts"]["total"].as_u64().unwrap();
+    assert!(chunks >= 150, "{chunks} chunks");
+    assert_eq!(
+        sent, chunks,
+        "each text sent once, in {steps} double steps ({reused} reused)"
+    );
+    assert_eq!(
+        reused, chunks,
+        "the other world's copy of every text was shared, not sent"
+    );
+    for world in [&a, &b] {
+        let hits = retrieve(&app, world, "Harbour 117 moors 117 boats").await;
+        assert_eq!(hits.len(), 5, "{hits:?}");
+        assert!(hits.iter().all(|h| h.contains("boats beside a crane")), "{hits:?}");
+    }
 }

@@ -30,6 +30,7 @@ mod readme;
 mod reingest;
 mod remote_providers;
 mod repair;
+mod replace_at_scale;
 mod retrieval;
 mod scheduler;
 mod sources;

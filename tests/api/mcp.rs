@@ -35,7 +35,7 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
     let (status, accepted) = app
         .post(
             &format!("/v1/worlds/{world}/sources"),
-            json!({"filename": "isles.md", "title": "The Isles",
+            json!({"filename": "isles.md", "title": "The Isles", "key": "guides/isles.md",
                    "text": "The keeper climbs the tower every evening. Seals have their young in autumn."}),
         )
         .await;
@@ -100,6 +100,15 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
         (Some(10), Some(true))
     );
 
+    // By key, as uploaded.
+    let by_key = call(
+        "get_source_text",
+        json!({"world_id": world, "key": "guides/isles.md", "offset": 11, "max_chars": 6}),
+    )
+    .await;
+    assert_ne!(by_key.is_error, Some(true), "{by_key:?}");
+    assert_eq!(text(&by_key), "climbs");
+
     // Bad arguments are tool errors with the API's codes.
     for (name, arguments, code) in [
         ("retrieve", json!({"world_id": "nope", "query": "x"}), "invalid_request"),
@@ -130,6 +139,22 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
             json!({"world_id": world, "source_id": uuid::Uuid::new_v4()}),
             "source_not_found",
         ),
+        (
+            "get_source_text",
+            json!({"world_id": world, "key": "guides/missing.md"}),
+            "source_not_found",
+        ),
+        (
+            "get_source_text",
+            json!({"world_id": world, "key": ""}),
+            "invalid_request",
+        ),
+        (
+            "get_source_text",
+            json!({"world_id": world, "key": "guides/isles.md", "source_id": source}),
+            "invalid_request",
+        ),
+        ("get_source_text", json!({"world_id": world}), "invalid_request"),
     ] {
         let result = call(name, arguments.clone()).await;
         assert_eq!(result.is_error, Some(true), "{name} {arguments}: {result:?}");

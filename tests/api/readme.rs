@@ -57,6 +57,14 @@ const EXERCISED: &[(&str, &str)] = &[
         "cli::a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing",
     ),
     (
+        "quarry sync",
+        "cli::sync_mirrors_a_folder_adding_replacing_and_deleting_only_when_told",
+    ),
+    (
+        "QUARRY_TOKEN=dev-token quarry sync",
+        "cli::sync_mirrors_a_folder_adding_replacing_and_deleting_only_when_told",
+    ),
+    (
         "quarry worlds",
         "cli::a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing",
     ),

@@ -134,6 +134,7 @@ async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::
 
 mod cluster;
 mod connect;
+mod idempotency;
 mod job_events;
 mod kept_vectors;
 mod plans;

@@ -629,3 +629,52 @@ async fn allowed_networks_opt_internal_receivers_in_and_failures_are_coarse() {
         "the network's answer leaked: {error}"
     );
 }
+
+/// A replace's `job.completed` says it is one (`kind: replace`), names its source and what it
+/// did: the version it switched to and the chunks added (of which reused) and removed.
+#[tokio::test]
+async fn a_completed_replace_is_delivered_with_what_it_changed() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), with_webhooks)).await;
+    let hook = subscribe(&app, json!({"url": receiver.url(), "events": ["job.completed"]})).await;
+    receiver.trust(hook["secret"].as_str().unwrap());
+    let world = google_world(&app).await;
+    let first = "Queen Maren rules the isles. Her fleet guards the straits. The tide turns at dusk.";
+    let (status, created) = app
+        .post(
+            &format!("/v1/worlds/{world}/sources"),
+            json!({"key": "maren.txt", "filename": "maren.txt", "text": first}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{created}");
+    app.drain().await;
+    receiver.wait_for("the first job", |got| got.len() == 1).await;
+    let source = created["source"]["id"].as_str().unwrap();
+    let (status, replaced) = app
+        .put(
+            &format!("/v1/worlds/{world}/sources/{source}"),
+            json!({"filename": "maren.txt", "text": first.replace("dusk", "dawn")}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{replaced}");
+    app.drain().await;
+    let got = receiver.wait_for("the replace", |got| got.len() == 2).await;
+    let body: Value = serde_json::from_str(&got[1].body).unwrap();
+    assert!(got[1].verified);
+    let data = &body["data"];
+    assert_eq!(
+        (&data["kind"], &data["status"]),
+        (&json!("replace"), &json!("completed")),
+        "{body}"
+    );
+    assert_eq!(data["source_id"], source, "{body}");
+    let did = &data["replaced"];
+    assert_eq!(did["version"], 2, "{body}");
+    assert!(did["added"].as_u64().unwrap() >= 1, "{body}");
+    assert!(
+        did["reused"].as_u64().unwrap() >= 1,
+        "unchanged sentences reuse vectors: {body}"
+    );
+    assert!(did["removed"].as_u64().unwrap() >= 1, "{body}");
+}
