@@ -43,6 +43,8 @@ pub enum StartupError {
     Config(#[from] ConfigError),
     #[error("cannot open the store")]
     Store(#[from] store::Error),
+    #[error(transparent)]
+    MasterKey(#[from] crate::service::master_key::MasterKeyError),
     #[error("cannot open the vector store")]
     Vector(#[from] vector::Error),
     #[error("cannot set up an embedding provider")]
@@ -110,6 +112,9 @@ impl App {
             ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
         })));
         let cipher = settings.master_key()?.map(SecretCipher::new);
+        if let Some(cipher) = &cipher {
+            crate::service::master_key::verify(store.as_ref(), cipher).await?;
+        }
         let shared_budgets = settings.cluster.shares_budgets(store.kind());
         let scheduler = build_scheduler(&settings, store.clone(), cipher.clone(), shared_budgets).await?;
         let meters = crate::meters::Metrics::new();

@@ -914,7 +914,8 @@ impl Settings {
         }
     }
 
-    fn master_key_bytes(&self, key: &SecretString) -> Result<[u8; 32], ConfigError> {
+    /// A master key as configured: base64 of 32 bytes (surrounding whitespace ignored).
+    pub fn master_key_bytes(&self, key: &SecretString) -> Result<[u8; 32], ConfigError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(key.expose_secret().trim())
             .map_err(|_| ConfigError("security.master_key is not valid base64".into()))?;

@@ -38,6 +38,11 @@ enum Command {
     Serve,
     /// Apply the store migrations and exit.
     Migrate,
+    /// Manage the master key that seals provider keys and webhook secrets.
+    Keys {
+        #[command(subcommand)]
+        action: KeysCommand,
+    },
     /// Print the OpenAPI document and exit.
     Openapi,
     /// Compare the vector collections with `[vectors.collection]`, or apply it.
@@ -70,6 +75,19 @@ enum Command {
     /// Make a world mirror a folder (client): add new files, replace changed ones, and with
     /// --delete delete the sources whose files are gone; --dry-run prints the plan only.
     Sync(quarry::cli::SyncOptions),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Re-seal every secret (provider keys, webhook signing secrets) under a new master key, in
+    /// one transaction, and check the result; afterwards the old key is refused at startup.
+    /// Reads the current key from the configuration. Stop the service first, then restart it
+    /// (every replica) with the new key.
+    RotateMaster {
+        /// A file holding the new key (base64 of 32 bytes, e.g. `openssl rand -base64 32`).
+        #[arg(long)]
+        new_key_file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -128,6 +146,9 @@ fn main() -> ExitCode {
                 tracing::info!("migrations applied");
                 Ok(())
             }
+            Some(Command::Keys {
+                action: KeysCommand::RotateMaster { new_key_file },
+            }) => rotate_master(&settings, &new_key_file).await,
             Some(Command::Serve) | None => {
                 let app = App::build(settings).await?;
                 app.run_until(shutdown_signal()).await?;
@@ -155,6 +176,30 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `quarry keys rotate-master --new-key-file F`.
+async fn rotate_master(settings: &Settings, new_key_file: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use quarry::crypto::SecretCipher;
+    let old = settings
+        .master_key()?
+        .ok_or("no master key is configured (security.master_key or security.master_key_file): nothing is sealed")?;
+    let new = std::fs::read_to_string(new_key_file)
+        .map_err(|err| format!("--new-key-file: cannot read {}: {}", new_key_file.display(), err.kind()))?;
+    let new = settings
+        .master_key_bytes(&secrecy::SecretString::from(new))
+        .map_err(|err| format!("{err} (read from --new-key-file {})", new_key_file.display()))?;
+    let store = quarry::store::connect(settings.store.url.expose_secret()).await?;
+    let rotated =
+        quarry::service::master_key::rotate(store.as_ref(), &SecretCipher::new(old), &SecretCipher::new(new)).await;
+    store.close().await;
+    let rotated = rotated?;
+    println!(
+        "re-sealed {} provider key(s) and {} webhook secret(s) under the new master key; the old key is refused \
+         from now on: set security.master_key_file (or master_key) to the new key and restart every replica",
+        rotated.provider_keys, rotated.webhooks
+    );
+    Ok(())
 }
 
 /// `quarry vectors check` and `quarry vectors apply-settings`: one line per setting that

@@ -5,6 +5,7 @@ pub mod error;
 pub mod jobs;
 pub mod keys;
 pub mod layout;
+pub mod master_key;
 pub mod repair;
 pub mod retrieval;
 pub mod sources;

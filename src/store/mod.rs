@@ -59,6 +59,7 @@ pub mod postgres;
 mod retrieval;
 mod rows;
 mod runs;
+mod secrets;
 mod sources;
 pub mod sqlite;
 mod vectors;
@@ -403,6 +404,41 @@ pub trait WebhookStore: Send + Sync {
     async fn list_deliveries(&self, webhook: WebhookId, window: Window) -> Result<Vec<Delivery>>;
     /// Forgets settled (delivered or failed) deliveries older than `older_than_s`; returns how many.
     async fn forget_deliveries(&self, older_than_s: f64) -> Result<u64>;
+}
+
+/// Which table a sealed secret is stored in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretKind {
+    ProviderKey,
+    Webhook,
+}
+
+/// A secret as stored: its row and its sealed bytes (the row id is the associated data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealedRow {
+    pub kind: SecretKind,
+    pub id: uuid::Uuid,
+    pub sealed: crate::crypto::Sealed,
+}
+
+/// The secrets sealed with the master key, for its rotation, and the value that checks it.
+#[async_trait]
+pub trait SecretStore: Send + Sync {
+    /// The check value, if one was stored.
+    async fn master_key_check(&self) -> Result<Option<crate::crypto::Sealed>>;
+    /// Stores the check value unless one is there; whether it was stored.
+    async fn set_master_key_check(&self, check: &crate::crypto::Sealed) -> Result<bool>;
+    /// Every sealed secret: provider keys (those with a secret), then webhook signing secrets.
+    async fn sealed_secrets(&self) -> Result<Vec<SealedRow>>;
+    /// In one transaction, writes `resealed` over `expected` (the same rows, in order) and the
+    /// new check value. `false`, and nothing changed, when any row differs from what was read
+    /// or a secret was added since.
+    async fn reseal(
+        &self,
+        expected: &[SealedRow],
+        resealed: &[SealedRow],
+        check: &crate::crypto::Sealed,
+    ) -> Result<bool>;
 }
 
 /// What holds an `Idempotency-Key`.
@@ -763,6 +799,7 @@ pub trait Store:
     + OpsStore
     + WebhookStore
     + IdempotencyStore
+    + SecretStore
     + Send
     + Sync
     + 'static

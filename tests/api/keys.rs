@@ -284,26 +284,131 @@ async fn without_a_usable_key_sources_are_refused_and_a_waiting_job_is_told_why(
     assert_eq!(fake.stats().items_embedded, 0);
 }
 
+/// Another master key (32 other bytes).
+const NEW_MASTER_KEY: &str = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
+
+/// `quarry keys rotate-master` (the real binary) re-seals every secret — a provider key and a
+/// webhook's signing secret — under a new key in one transaction: quarry on the new key serves
+/// them, and quarry on the old key (or any other) is refused at startup, naming the setting,
+/// instead of starting with every secret unusable. A rotation to the key in use, or by a
+/// process whose key is not the store's, changes nothing.
 #[tokio::test]
-async fn keys_that_no_longer_decrypt_after_a_master_key_change_are_listed_as_unusable() {
-    let app = spawn_app_with(with_master_key).await;
+async fn a_rotated_master_key_serves_every_secret_and_the_old_one_is_refused() {
+    let mut app = spawn_app_with(with_master_key).await;
     let (status, key) = app
         .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{key}");
-    assert_eq!(
-        (key["usable"].clone(), key["problem"].clone()),
-        (json!(true), Value::Null)
-    );
-    // Another master key (32 other bytes): the sealed secret cannot be opened any more.
-    let app = app
-        .restart_with(|s| {
-            s.security.master_key = Some(SecretString::from("ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="));
-        })
+    let (status, hook) = app
+        .post("/v1/webhooks", json!({"url": "https://receiver.example/hooks"}))
         .await;
+    assert_eq!(status, StatusCode::CREATED, "{hook}");
+    app.stop().await;
+    let (dir, store_url) = (app.dir.clone(), app.store_url().to_owned());
+    drop(app);
+    let key_file = dir.path().join("new-master.key");
+    let rotate = |key: &str, file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .args(["keys", "rotate-master", "--new-key-file", file.to_str().unwrap()])
+            .env("QUARRY__STORE__URL", &store_url)
+            .env("QUARRY__SECURITY__MASTER_KEY", key)
+            .env("QUARRY__VECTORS__PATH", dir.path().join("vectors"))
+            .output()
+            .expect("the quarry binary runs")
+    };
+    // To the key in use: refused, nothing changed.
+    std::fs::write(&key_file, format!("{MASTER_KEY}\n")).unwrap();
+    let same = rotate(MASTER_KEY, &key_file);
+    assert_eq!(same.status.code(), Some(1), "{same:?}");
+    assert!(
+        String::from_utf8_lossy(&same.stderr).contains("the one in use"),
+        "{same:?}"
+    );
+    // By a process that does not hold the store's key: refused.
+    std::fs::write(&key_file, NEW_MASTER_KEY).unwrap();
+    let stranger = rotate("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=", &key_file);
+    assert_eq!(stranger.status.code(), Some(1), "{stranger:?}");
+    assert!(
+        String::from_utf8_lossy(&stranger.stderr).contains("master key does not open"),
+        "{stranger:?}"
+    );
+
+    let rotated = rotate(MASTER_KEY, &key_file);
+    assert!(rotated.status.success(), "{rotated:?}");
+    let said = String::from_utf8_lossy(&rotated.stdout);
+    assert!(said.contains("1 provider key(s) and 1 webhook secret(s)"), "{said}");
+
+    // The old key no longer starts quarry on this store.
+    let mut settings = crate::helpers::test_settings(dir.path(), &store_url);
+    with_master_key(&mut settings);
+    let refused = quarry::app::App::build(settings)
+        .await
+        .err()
+        .expect("the old key is refused");
+    assert!(
+        matches!(refused, quarry::app::StartupError::MasterKey(_)),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains("security.master_key"), "{refused}");
+
+    // The new one does, and every secret opens.
+    let app = crate::helpers::spawn_app_in(dir, store_url, |s| {
+        s.security.master_key = Some(SecretString::from(NEW_MASTER_KEY));
+    })
+    .await;
     let (_, list) = app.get("/v1/provider-keys").await;
     let listed = &list["keys"][0];
-    assert_eq!(listed["enabled"], true, "{list}");
-    assert_eq!(listed["usable"], false, "{list}");
-    assert!(listed["problem"].as_str().unwrap().contains("master_key"), "{list}");
+    assert_eq!((&listed["id"], &listed["usable"]), (&key["id"], &json!(true)), "{list}");
+    assert!(listed["problem"].is_null(), "{list}");
+    let hooks = app.state.store.sealed_secrets().await.unwrap();
+    let cipher = quarry::crypto::SecretCipher::new(
+        <[u8; 32]>::try_from(
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, NEW_MASTER_KEY).unwrap(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(hooks.len(), 2);
+    for row in &hooks {
+        assert!(cipher.open_bytes(row.id.as_bytes(), &row.sealed).is_ok(), "{row:?}");
+    }
+}
+
+/// A store sealed before the check value existed (migration 0020): the first start with the
+/// key its secrets open stores the check; a start with another key is refused.
+#[tokio::test]
+async fn a_store_without_a_check_value_takes_only_the_key_its_secrets_open() {
+    let mut app = spawn_app_with(with_master_key).await;
+    let (status, key) = app
+        .post("/v1/provider-keys", json!({"provider": "google", "secret": SECRET}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{key}");
+    app.stop().await;
+    let (dir, store_url) = (app.dir.clone(), app.store_url().to_owned());
+    drop(app);
+    let forget_check = async || {
+        use sqlx::Connection as _;
+        let options: sqlx::sqlite::SqliteConnectOptions = store_url.parse().unwrap();
+        let mut db = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        sqlx::query("DELETE FROM master_key_check")
+            .execute(&mut db)
+            .await
+            .unwrap();
+        db.close().await.unwrap();
+    };
+    forget_check().await;
+    let mut settings = crate::helpers::test_settings(dir.path(), &store_url);
+    settings.security.master_key = Some(SecretString::from(NEW_MASTER_KEY));
+    let refused = quarry::app::App::build(settings)
+        .await
+        .err()
+        .expect("another key is refused");
+    assert!(refused.to_string().contains("does not open"), "{refused}");
+
+    let app = crate::helpers::spawn_app_in(dir, store_url.clone(), with_master_key).await;
+    let (_, list) = app.get("/v1/provider-keys").await;
+    assert_eq!(list["keys"][0]["usable"], true, "{list}");
+    assert!(
+        app.state.store.master_key_check().await.unwrap().is_some(),
+        "the check is stored"
+    );
 }

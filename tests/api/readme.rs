@@ -65,6 +65,10 @@ const EXERCISED: &[(&str, &str)] = &[
         "cli::sync_mirrors_a_folder_adding_replacing_and_deleting_only_when_told",
     ),
     (
+        "quarry keys rotate-master",
+        "keys::a_rotated_master_key_serves_every_secret_and_the_old_one_is_refused",
+    ),
+    (
         "quarry worlds",
         "cli::a_folder_goes_in_a_world_comes_out_and_a_rerun_uploads_nothing",
     ),

@@ -140,6 +140,7 @@ mod kept_vectors;
 mod plans;
 mod reingest;
 mod retry;
+mod secrets;
 mod source_details;
 mod sources;
 mod work_queue;
