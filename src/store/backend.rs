@@ -50,6 +50,8 @@ pub trait Backend:
     const KIND: &'static str;
     /// The statement that opens the store's transactions.
     const BEGIN: &'static str;
+    /// The statement that opens a read-only transaction whose statements all see one snapshot.
+    const BEGIN_SNAPSHOT: &'static str;
     /// The end of the claim statement's subquery (see `work.rs`).
     const CLAIM_LOCK: &'static str;
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
@@ -67,6 +69,8 @@ impl Backend for Sqlite {
     /// connection wrote in between (SQLite cannot upgrade a stale read snapshot). Waiting is
     /// what busy_timeout does.
     const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    /// A deferred transaction: its first read takes a snapshot (WAL) that the rest share.
+    const BEGIN_SNAPSHOT: &'static str = "BEGIN";
     /// Nothing to add: the single statement runs under the database's write lock, which keeps
     /// concurrent claimers apart.
     const CLAIM_LOCK: &'static str = "";
@@ -78,6 +82,8 @@ impl Backend for Sqlite {
 impl Backend for Postgres {
     const KIND: &'static str = "postgres";
     const BEGIN: &'static str = "BEGIN";
+    /// Read committed would give each statement a snapshot of its own.
+    const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     /// Locks the chosen rows, skipping those another claimer holds, so that concurrent
     /// claimers take disjoint entries.
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
@@ -139,6 +145,11 @@ impl<DB: Backend> SqlStore<DB> {
     /// Opens a transaction with the backend's [`Backend::BEGIN`].
     pub(super) async fn begin(&self) -> Result<Transaction<'static, DB>> {
         Ok(self.pool.begin_with(DB::BEGIN).await?)
+    }
+
+    /// A read-only transaction whose statements see one snapshot of the store.
+    pub(super) async fn begin_snapshot(&self) -> Result<Transaction<'static, DB>> {
+        Ok(self.pool.begin_with(DB::BEGIN_SNAPSHOT).await?)
     }
 }
 

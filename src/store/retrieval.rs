@@ -103,7 +103,13 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         // condition too, SQLite (without statistics) walks every entry of the world instead; the
         // rows of other worlds and runs are dropped here.
         let mut found = Vec::with_capacity(points.len());
-        // Bounded parameter lists: SQLite caps the number of parameters per statement.
+        // Bounded parameter lists: SQLite caps the number of parameters per statement. Several
+        // statements read one snapshot, so that an answer never holds hits from both sides of
+        // a commit (a source's version switching in).
+        let mut snapshot = match points.len() > 500 {
+            true => Some(self.begin_snapshot().await?),
+            false => None,
+        };
         for batch in points.chunks(500) {
             // Only generated `$n` placeholders are added to the constant text.
             let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(1, batch.len())));
@@ -111,12 +117,19 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             for point in batch {
                 query = query.bind(*point);
             }
-            for row in query.fetch_all(&self.pool).await? {
+            let rows = match snapshot.as_mut() {
+                Some(tx) => query.fetch_all(&mut **tx).await?,
+                None => query.fetch_all(&self.pool).await?,
+            };
+            for row in rows {
                 let view: ChunkView = row.try_into()?;
                 if view.chunk.world_id == world && view.chunk.run_id == run {
                     found.push(view);
                 }
             }
+        }
+        if let Some(tx) = snapshot {
+            tx.commit().await?;
         }
         Ok(found)
     }

@@ -126,11 +126,13 @@ async fn edit_one_paragraph(app: TestApp, fake: FakeGoogle) {
         "the old version's points are gone"
     );
     eprintln!(
-        "replace_at_scale: {} provider texts for the edit; {} retrievals during it, {} of the old version, {} of the new",
+        "replace_at_scale: {} provider texts for the edit; {} retrievals during it, {} of the old version, {} of the \
+         new, the fewest hits {}",
         sent.len(),
         seen.len(),
         seen.iter().filter(|s| s.old).count(),
-        seen.iter().filter(|s| s.new).count()
+        seen.iter().filter(|s| s.new).count(),
+        seen.iter().map(|s| s.results).min().unwrap_or(0)
     );
     let (status, _) = app.delete(&format!("/v1/worlds/{world}")).await;
     assert_eq!(status, StatusCode::NO_CONTENT);

@@ -461,8 +461,10 @@ impl RetrievalLimits {
 struct Found {
     hits: Vec<ScoredPoint>,
     used: SearchUsed,
-    /// The query's vector, kept when the retrieval is to be explained.
-    vector: Option<Vec<f32>>,
+    /// The query's vector (for `explain`, and for a deeper search).
+    vector: Vec<f32>,
+    /// What was searched.
+    plan: search::SearchPlan,
     embed_ms: f64,
     search_ms: f64,
 }
@@ -713,7 +715,7 @@ impl RetrievalService {
             None => limit,
         };
 
-        let found = match ahead {
+        let mut found = match ahead {
             Some(found) => found?,
             None => {
                 self.embed_and_search(&world, query, search_limit, mode, settings, sources.as_deref())
@@ -722,10 +724,29 @@ impl RetrievalService {
         };
         answer.timing.embed_ms = found.embed_ms;
         answer.timing.search_ms = found.search_ms;
-        let (hits, used, vector) = (found.hits, found.used, found.vector);
-
         let phase = Instant::now();
-        self.verify(&world, hits, &mut answer).await?;
+        let searched = found.hits.len();
+        self.verify(&world, std::mem::take(&mut found.hits), &mut answer)
+            .await?;
+        // Hits verification dropped (a version switching in, a source deleted, this instant)
+        // would leave the answer short, or without the source at all: one deeper search takes
+        // their place. Its hits are
+        // verified all over again, in one read, so that the answer is one snapshot of the
+        // store (never a hit of a version and one of the next).
+        if answer.results.len() < searched && answer.results.len() < limit as usize {
+            let deeper = self.search_deeper(&world, query, &found).await?;
+            answer.results.clear();
+            let warned = answer.warnings.len();
+            self.verify(&world, deeper, &mut answer).await?;
+            // A drop said again by the second reading is said once.
+            let again: Vec<&'static str> = answer.warnings[warned..].iter().map(|w| w.code).collect();
+            let mut index = 0;
+            answer.warnings.retain(|w| {
+                index += 1;
+                index > warned || !again.contains(&w.code)
+            });
+        }
+        let (used, vector) = (found.used, Some(found.vector));
         answer.results.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)

@@ -42,15 +42,32 @@ impl RetrievalService {
             sources: sources.map(<[SourceId]>::to_vec),
             hnsw_ef: settings.hnsw_ef,
         };
-        let kept = settings.explain.then(|| vector.clone());
-        let hits = self.search(world, query, vector, plan).await?;
+        let hits = self.search(world, query, vector.clone(), plan.clone()).await?;
         Ok(Found {
             hits,
             used,
-            vector: kept,
+            vector,
+            plan,
             embed_ms,
             search_ms: ms(phase.elapsed()),
         })
+    }
+
+    /// `found`'s search, twice as deep: hits to stand in for those verification dropped (a
+    /// source switching to a new version, or deleted, between the search and the read: its
+    /// points staged or gone). Within one switch a source has at most two versions' points,
+    /// so twice as deep finds every served one again.
+    pub(super) async fn search_deeper(
+        &self,
+        world: &World,
+        query: &str,
+        found: &Found,
+    ) -> ServiceResult<Vec<ScoredPoint>> {
+        let plan = SearchPlan {
+            limit: found.plan.limit.saturating_mul(2),
+            ..found.plan.clone()
+        };
+        self.search(world, query, found.vector.clone(), plan).await
     }
 
     /// Embeds the query with the world's profile in query mode, on the scheduler's priority
@@ -214,7 +231,8 @@ impl RetrievalService {
 }
 
 /// What one search runs: the search, how many hits, the lowest score, the sources kept.
-struct SearchPlan {
+#[derive(Clone, Debug)]
+pub(super) struct SearchPlan {
     used: SearchUsed,
     limit: usize,
     min_score: f32,
