@@ -5,7 +5,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::fake_providers::FakeGoogle;
-use crate::helpers::{TOKEN, TestApp, assert_error, google_world, on_fake_google, read, spawn_app_with};
+use crate::helpers::{TOKEN, TestApp, assert_error, google_world, read};
 
 /// Sixty sentences, one chunk each in [`google_world`]; sentence `changed` (if any) says
 /// something else.
@@ -74,13 +74,26 @@ async fn retrieve(app: &TestApp, world: &str, query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs `case` on SQLite and on a fresh PostgreSQL database (skipped, loudly, without one).
-macro_rules! on_both_stores {
+/// Runs `case` on SQLite, on a fresh PostgreSQL database and on a Qdrant server (the last two
+/// skipped, loudly, without `QUARRY_TEST_POSTGRES_URL` or `QUARRY_TEST_QDRANT_URL`), each with
+/// the fake Google provider and `tweak`'s settings.
+macro_rules! on_every_backend {
     ($case:ident) => {
+        on_every_backend!($case, |_: &mut quarry::config::Settings| {});
+    };
+    ($case:ident, $tweak:expr) => {
         mod $case {
+            use crate::fake_providers::FakeGoogle;
+            use crate::helpers::{on_fake_google, spawn_app_on, spawn_app_with};
+
+            fn tweak(s: &mut quarry::config::Settings) {
+                ($tweak)(s)
+            }
+
             #[tokio::test]
             async fn sqlite() {
-                let (fake, app) = super::app().await;
+                let fake = FakeGoogle::start(&["key-a"]).await;
+                let app = spawn_app_with(on_fake_google(fake.base_url(), tweak)).await;
                 super::$case(fake, app).await;
             }
 
@@ -90,23 +103,36 @@ macro_rules! on_both_stores {
                 let Some(db) = crate::helpers::PgDatabase::create(name).await else {
                     return;
                 };
-                let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
-                let tweak = crate::helpers::on_fake_google(fake.base_url(), |_| {});
-                let app = crate::helpers::spawn_app_on(db.url.clone(), tweak).await;
+                let fake = FakeGoogle::start(&["key-a"]).await;
+                let app = spawn_app_on(db.url.clone(), on_fake_google(fake.base_url(), tweak)).await;
                 super::$case(fake, app).await;
                 db.drop_db().await;
+            }
+
+            #[tokio::test]
+            async fn qdrant_server() {
+                let Ok(url) = std::env::var("QUARRY_TEST_QDRANT_URL") else {
+                    eprintln!(concat!(
+                        "\n*** SKIPPED (Qdrant server): living_sources::",
+                        stringify!($case),
+                        "::qdrant_server — set QUARRY_TEST_QDRANT_URL to run it. ***\n"
+                    ));
+                    return;
+                };
+                let fake = FakeGoogle::start(&["key-a"]).await;
+                let app = spawn_app_with(on_fake_google(fake.base_url(), move |s| {
+                    tweak(s);
+                    s.vectors.kind = quarry::config::VectorKind::Qdrant;
+                    s.vectors.url = Some(url);
+                }))
+                .await;
+                super::$case(fake, app).await;
             }
         }
     };
 }
 
-async fn app() -> (FakeGoogle, TestApp) {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
-    (fake, app)
-}
-
-on_both_stores!(a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded);
+on_every_backend!(a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded);
 async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded(fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "guides/isles.md");
@@ -253,7 +279,7 @@ async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embed
     assert_eq!(app.world_points(&world_body).await, 0);
 }
 
-on_both_stores!(a_newer_replace_supersedes_a_pending_one_which_is_never_served);
+on_every_backend!(a_newer_replace_supersedes_a_pending_one_which_is_never_served);
 async fn a_newer_replace_supersedes_a_pending_one_which_is_never_served(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let (status, created) = app
@@ -296,7 +322,7 @@ async fn a_newer_replace_supersedes_a_pending_one_which_is_never_served(_fake: F
     assert_eq!(listed["sources"].as_array().unwrap().len(), 1, "{listed}");
 }
 
-on_both_stores!(a_cancelled_replace_leaves_the_current_version_serving);
+on_every_backend!(a_cancelled_replace_leaves_the_current_version_serving);
 async fn a_cancelled_replace_leaves_the_current_version_serving(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "a/b/c.md");
@@ -337,7 +363,7 @@ async fn a_cancelled_replace_leaves_the_current_version_serving(_fake: FakeGoogl
     );
 }
 
-on_both_stores!(bad_keys_and_preconditions_are_refused_and_change_nothing);
+on_every_backend!(bad_keys_and_preconditions_are_refused_and_change_nothing);
 async fn bad_keys_and_preconditions_are_refused_and_change_nothing(_fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     for bad in ["", "tab\there"] {
@@ -478,7 +504,7 @@ async fn post_keyed(app: &TestApp, path: &str, key: &str, body: Value) -> (Statu
 // source, same job, marked as a replay) and writes nothing; the same key with another request
 // is `422 idempotency_key_reused`; a request that failed leaves its key free for the corrected
 // retry; keys belong to their world; a bad key is a `400` naming the header.
-on_both_stores!(idempotent_retries_create_one_source);
+on_every_backend!(idempotent_retries_create_one_source);
 async fn idempotent_retries_create_one_source(fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let body = json!({"filename": "ferry.md", "text": "The ferry leaves at nine."});
@@ -556,17 +582,15 @@ async fn idempotent_retries_create_one_source(fake: FakeGoogle, app: TestApp) {
     );
 }
 
-/// Two worlds of one profile fed the same 200 texts at the same moment (`embedding.reuse =
-/// "global"`): claims of the two jobs run side by side, and a text one claim is sending is
-/// waited for by the other instead of sent again — 200 provider texts in all, not 400, and
-/// both worlds answer.
-#[tokio::test]
-async fn identical_texts_in_flight_are_embedded_once() {
-    let fake = FakeGoogle::start(&["key-a"]).await;
-    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
-        s.embedding.reuse = quarry::config::ReuseScope::Global;
-    }))
-    .await;
+// Two worlds of one profile fed the same 200 texts at the same moment (`embedding.reuse =
+// "global"`): claims of the two jobs run side by side, and a text one claim is sending is
+// waited for by the other instead of sent again — 200 provider texts in all, not 400, and
+// both worlds answer.
+on_every_backend!(
+    identical_texts_in_flight_are_embedded_once,
+    |s: &mut quarry::config::Settings| s.embedding.reuse = quarry::config::ReuseScope::Global
+);
+async fn identical_texts_in_flight_are_embedded_once(fake: FakeGoogle, app: TestApp) {
     // Slow enough that two claims overlap.
     fake.set_latency(std::time::Duration::from_millis(150));
     let text: String = (0..200)
