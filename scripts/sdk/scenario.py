@@ -22,6 +22,7 @@ from quarry_client.models import (
     EmbeddingProvider,
     EmbeddingRequest,
     ErrorBody,
+    JobDto,
     JobStatusDto,
     RetrieveRequest,
     RetrieveResponse,
@@ -74,6 +75,8 @@ def main(base_url: str, token: str, path: str) -> None:
     check(uploaded.source.filename == Path(path).name, f"the upload's filename: {uploaded.source.filename}")
 
     for accepted in (added, uploaded):
+        # A new source always has its job (`job` is null only when a write changed nothing).
+        check(isinstance(accepted.job, JobDto), f"a new source without a job: {accepted!r}")
         deadline = time.monotonic() + 120
         while True:
             job = get_job.sync(accepted.job.id, client=client)

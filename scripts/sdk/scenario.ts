@@ -55,8 +55,11 @@ async function main(baseUrl: string, token: string, path: string): Promise<void>
 
     for (const accepted of [added.data, uploaded.data]) {
         const deadline = Date.now() + 120_000;
+        // A new source always has its job (`job` is null only when a write changed nothing).
+        const started = accepted.job;
+        check(started, `a new source without a job: ${accepted.outcome}`);
         for (;;) {
-            const job = await client.GET("/v1/jobs/{job_id}", { params: { path: { job_id: accepted.job.id } } });
+            const job = await client.GET("/v1/jobs/{job_id}", { params: { path: { job_id: started.id } } });
             check(job.data, `get job: ${job.response.status}`);
             const current: Job = job.data;
             if (current.status === "completed") break;
