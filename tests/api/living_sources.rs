@@ -642,3 +642,68 @@ async fn identical_texts_in_flight_are_embedded_once(fake: FakeGoogle, app: Test
         assert!(hits.iter().all(|h| h.contains("boats beside a crane")), "{hits:?}");
     }
 }
+
+// A replace whose new text the provider refuses for good fails, saying why; the current version
+// keeps serving, the new one stays staged, and retrying the job embeds it and switches.
+on_every_backend!(a_failed_replace_says_why_keeps_serving_and_switches_once_retried);
+async fn a_failed_replace_says_why_keeps_serving_and_switches_once_retried(fake: FakeGoogle, app: TestApp) {
+    let world = google_world(&app).await;
+    let path = by_key(&world, "isles.md");
+    let (status, _, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        &[],
+        Some(json!({"filename": "isles.md", "text": isles(None)})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    app.drain().await;
+
+    let edited = "Isle number 40 traded its goats for a flock of white geese.";
+    let (status, replaced, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        &[],
+        Some(json!({"filename": "isles.md", "text": isles(Some((40, edited)))})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{replaced}");
+    let job = replaced["job"]["id"].as_str().unwrap().to_owned();
+    // The one new chunk goes alone; the provider refuses it as invalid, which is for good.
+    fake.fail_next(crate::fake_providers::Failure::Status(400));
+    app.drain().await;
+    let (_, failed) = app.get(&format!("/v1/jobs/{job}")).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["counts"]["failed"], 1, "{failed}");
+    assert!(
+        !failed["errors"].as_array().unwrap().is_empty(),
+        "the job says why: {failed}"
+    );
+    let (_, source, etag) = send(&app, reqwest::Method::GET, &path, &[], None).await;
+    assert_eq!(
+        (&source["version"], etag.as_deref()),
+        (&json!(1), Some("\"1\"")),
+        "{source}"
+    );
+    assert_eq!(
+        source["pending_version"]["job_id"],
+        job.as_str(),
+        "still staged: {source}"
+    );
+    let hits = retrieve(&app, &world, "white geese flock").await;
+    assert!(
+        hits.iter().all(|h| !h.contains("geese")),
+        "the failed version is not served: {hits:?}"
+    );
+
+    let (status, retried) = app.post(&format!("/v1/jobs/{job}/retry"), json!({})).await;
+    assert!(status.is_success(), "{retried}");
+    app.drain().await;
+    let (_, source, _) = send(&app, reqwest::Method::GET, &path, &[], None).await;
+    assert_eq!(source["version"], 2, "{source}");
+    assert!(source["pending_version"].is_null(), "{source}");
+    let hits = retrieve(&app, &world, "white geese flock").await;
+    assert!(hits.iter().any(|h| h.contains("geese")), "{hits:?}");
+}
