@@ -19,6 +19,12 @@ fn isles(changed: Option<(usize, &str)>) -> String {
         .join(" ")
 }
 
+/// `PUT path` with [`isles`]`(changed)` as `isles.md`.
+async fn put_isles(app: &TestApp, path: &str, changed: Option<(usize, &str)>) -> (StatusCode, Value, Option<String>) {
+    let body = json!({"filename": "isles.md", "text": isles(changed)});
+    send(app, reqwest::Method::PUT, path, &[], Some(body)).await
+}
+
 /// A request with extra headers, as the helpers send them otherwise.
 async fn send(
     app: &TestApp,
@@ -136,14 +142,7 @@ on_every_backend!(a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it
 async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embedded(fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "guides/isles.md");
-    let (status, created, etag) = send(
-        &app,
-        reqwest::Method::PUT,
-        &path,
-        &[],
-        Some(json!({"filename": "isles.md", "text": isles(None)})),
-    )
-    .await;
+    let (status, created, etag) = put_isles(&app, &path, None).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{created}");
     assert_eq!(created["outcome"], "created");
     assert_eq!(created["source"]["key"], "guides/isles.md");
@@ -157,14 +156,7 @@ async fn a_one_sentence_edit_embeds_only_its_chunk_and_switches_when_it_is_embed
 
     // One sentence changed: a new version, staged.
     let edited = "Isle number 17 lost its lighthouse to a storm of violet hail.";
-    let (status, replaced, etag) = send(
-        &app,
-        reqwest::Method::PUT,
-        &path,
-        &[],
-        Some(json!({"filename": "isles.md", "text": isles(Some((17, edited)))})),
-    )
-    .await;
+    let (status, replaced, etag) = put_isles(&app, &path, Some((17, edited))).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{replaced}");
     assert_eq!(replaced["outcome"], "replaced");
     assert_eq!(replaced["job"]["kind"], "replace");
@@ -649,26 +641,12 @@ on_every_backend!(a_failed_replace_says_why_keeps_serving_and_switches_once_retr
 async fn a_failed_replace_says_why_keeps_serving_and_switches_once_retried(fake: FakeGoogle, app: TestApp) {
     let world = google_world(&app).await;
     let path = by_key(&world, "isles.md");
-    let (status, _, _) = send(
-        &app,
-        reqwest::Method::PUT,
-        &path,
-        &[],
-        Some(json!({"filename": "isles.md", "text": isles(None)})),
-    )
-    .await;
+    let (status, _, _) = put_isles(&app, &path, None).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     app.drain().await;
 
     let edited = "Isle number 40 traded its goats for a flock of white geese.";
-    let (status, replaced, _) = send(
-        &app,
-        reqwest::Method::PUT,
-        &path,
-        &[],
-        Some(json!({"filename": "isles.md", "text": isles(Some((40, edited)))})),
-    )
-    .await;
+    let (status, replaced, _) = put_isles(&app, &path, Some((40, edited))).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{replaced}");
     let job = replaced["job"]["id"].as_str().unwrap().to_owned();
     // The one new chunk goes alone; the provider refuses it as invalid, which is for good.
