@@ -268,11 +268,7 @@ impl SourceService {
     }
 
     pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<Written> {
-        let world = self
-            .store
-            .get_world(world_id)
-            .await?
-            .ok_or(ServiceError::NotFound(Missing::World))?;
+        let world = self.require_world(world_id).await?;
         let filename = clean_filename(&req.filename)?;
         // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
         // every backend alike, in the text as sent (what the OpenAPI document's `pattern` says;
@@ -402,11 +398,7 @@ impl SourceService {
                             .await?
                             .ok_or_else(|| ServiceError::internal("a taken key has no source"))?;
                         req.precondition.check(Some(&source))?;
-                        let world = self
-                            .store
-                            .get_world(world_id)
-                            .await?
-                            .ok_or(ServiceError::NotFound(Missing::World))?;
+                        let world = self.require_world(world_id).await?;
                         self.replace(world, source, *upload, &req.precondition, &abandoned, &req.slot)
                             .await
                     }
@@ -459,12 +451,7 @@ impl SourceService {
                     attempt += 1;
                     text = new.text;
                     details = new.details;
-                    world = self
-                        .store
-                        .get_world(world_id)
-                        .await
-                        .map_err(ServiceError::from)?
-                        .ok_or(ServiceError::NotFound(Missing::World))?;
+                    world = self.require_world(world_id).await?;
                 }
                 Err(crate::store::Error::Duplicate(_)) if key.is_some() => {
                     return Err(Retry::KeyTaken(Box::new(Prepared {
@@ -556,11 +543,7 @@ impl SourceService {
                 Err(crate::store::Error::RunChanged) if attempt < 3 => {
                     attempt += 1;
                     text = stage.new.text;
-                    world = self
-                        .store
-                        .get_world(world_id)
-                        .await?
-                        .ok_or(ServiceError::NotFound(Missing::World))?;
+                    world = self.require_world(world_id).await?;
                 }
                 Err(err) => return Err(err.into()),
                 Ok(Staging::Missing) => return Err(ServiceError::NotFound(Missing::Source)),
@@ -668,9 +651,7 @@ impl SourceService {
     }
 
     pub async fn get(&self, world_id: WorldId, id: SourceId) -> ServiceResult<SourceView> {
-        if self.store.get_world(world_id).await?.is_none() {
-            return Err(ServiceError::NotFound(Missing::World));
-        }
+        self.require_world(world_id).await?;
         let source = self
             .store
             .get_source(world_id, id)
@@ -797,18 +778,17 @@ impl SourceService {
         Ok(())
     }
 
-    async fn require_world(&self, world_id: WorldId) -> ServiceResult<()> {
-        match self.store.get_world(world_id).await? {
-            Some(_) => Ok(()),
-            None => Err(ServiceError::NotFound(Missing::World)),
-        }
+    /// The world, read now (`world_not_found` when it is gone).
+    async fn require_world(&self, world_id: WorldId) -> ServiceResult<World> {
+        self.store
+            .get_world(world_id)
+            .await?
+            .ok_or(ServiceError::NotFound(Missing::World))
     }
 
     /// Sources of the world by book number, in `window`.
     pub async fn list(&self, world_id: WorldId, window: crate::domain::Window) -> ServiceResult<Vec<SourceView>> {
-        if self.store.get_world(world_id).await?.is_none() {
-            return Err(ServiceError::NotFound(Missing::World));
-        }
+        self.require_world(world_id).await?;
         let mut views = Vec::new();
         for source in self.store.list_sources(world_id, window).await? {
             let counts = self.store.source_counts(world_id, source.id).await?;
