@@ -41,10 +41,6 @@ const EXERCISED: &[(&str, &str)] = &[
         "QUARRY__AUTH__TOKENS=secret",
         "cluster::replicas_on_one_store_see_each_other_and_a_stopped_one_leaves (PostgreSQL); the Qdrant server is the server conformance suite (QUARRY_TEST_QDRANT_URL)",
     ),
-    (
-        "curl -s -H \"Authorization: Bearer $TOKEN\" localhost:8080/v1/cluster",
-        "cluster::a_single_replica_lists_itself_and_keeps_its_budgets_in_process",
-    ),
     ("pip install openapi-python-client", ".ci/run (scripts/sdk-check)"),
     ("openapi-python-client generate", ".ci/run (scripts/sdk-check)"),
     ("npx openapi-typescript", ".ci/run (scripts/sdk-check)"),
@@ -103,10 +99,6 @@ const EXERCISED: &[(&str, &str)] = &[
     (
         "docker compose up --build",
         ".ci/run (docker-compose config: the file is read and checked; no Docker engine to run it)",
-    ),
-    (
-        "docker compose --profile replicas up --build",
-        ".ci/run (docker-compose --profile replicas config)",
     ),
     (
         "docker run -v quarry-data:/var/lib/quarry/data",
