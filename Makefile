@@ -46,17 +46,21 @@ openapi:
 bench:
 	$(CARGO) run --release --example bench -- $(BENCH_ARGS)
 
-## Measure retrieval quality (examples/bench_quality.rs) on the Python FAQ and the Debian FAQ,
-## read from the Debian packages python3-doc and debian-faq, with the local model: hit@k, MRR and
-## answer coverage of the context, dense against hybrid. Options go in BENCH_ARGS, e.g.
+## Measure retrieval quality (examples/bench_quality.rs) on three FAQs read from Debian packages
+## (python3-doc, debian-faq: HTML; vim-doc: plain text) with the local model: hit@k, MRR, and how
+## much of each answer reaches the context at 512/1,024/2,048 tokens, beside LangChain's
+## ParentDocumentRetriever on the same model (scripts/bench-langchain-setup installs it, pinned,
+## into target/bench-langchain). Options go in BENCH_ARGS, e.g.
 ## `make bench-quality BENCH_ARGS="--only python --limit 50"`.
 PYTHON_FAQ := /usr/share/doc/python3-doc/html/faq
 DEBIAN_FAQ := /usr/share/doc/debian/FAQ
+VIM_FAQ := /usr/share/doc/vim/FAQ.gz
 
 bench-quality:
 	./scripts/fetch-model
-	@test -d $(PYTHON_FAQ) && test -d $(DEBIAN_FAQ) || { \
-	    echo "bench-quality: the FAQ corpora are missing ($(PYTHON_FAQ), $(DEBIAN_FAQ))." >&2; \
-	    echo "bench-quality: install them with: apt-get install python3-doc debian-faq" >&2; \
+	@test -d $(PYTHON_FAQ) && test -d $(DEBIAN_FAQ) && test -f $(VIM_FAQ) || { \
+	    echo "bench-quality: the FAQ corpora are missing ($(PYTHON_FAQ), $(DEBIAN_FAQ), $(VIM_FAQ))." >&2; \
+	    echo "bench-quality: install them with: apt-get install python3-doc debian-faq vim-doc" >&2; \
 	    exit 1; }
-	$(CARGO) run --release --example bench_quality -- $(BENCH_ARGS)
+	test -x target/bench-langchain/bin/python || ./scripts/bench-langchain-setup
+	$(CARGO) run --release --example bench_quality -- --peer target/bench-langchain/bin/python $(BENCH_ARGS)

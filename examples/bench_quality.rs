@@ -26,11 +26,10 @@
 //! and each configuration is compared with the first (`dense`) question by question: how many
 //! answers it ranks higher and how many lower.
 
-#[allow(dead_code)]
-#[path = "../tests/api/fake_rerank.rs"]
-mod fake_rerank;
 #[path = "quality/faq.rs"]
 mod faq;
+#[path = "quality/text_faq.rs"]
+mod text_faq;
 // The harness also serves bench.rs; this example uses the server, client and table parts.
 #[allow(dead_code)]
 #[path = "bench/harness.rs"]
@@ -48,15 +47,21 @@ use harness::{Quarry, Result, Table};
 
 const HELP: &str = "\
 usage: bench_quality [options]
-  --only LIST        corpora to run: python,debian (default: both)
+  --only LIST        corpora to run: python,debian,vim (default: all three)
   --limit N          ask at most N questions per corpus, spread evenly over it (default: all)
   --model-dir DIR    the local model (default: models/all-minilm-l6-v2 of the repository)
   --python-faq DIR   the Python FAQ's HTML (default: /usr/share/doc/python3-doc/html/faq)
   --debian-faq DIR   the Debian FAQ's HTML (default: /usr/share/doc/debian/FAQ)
+  --vim-faq FILE     the Vim FAQ (default: /usr/share/doc/vim/FAQ.gz)
   --dump DIR         write each corpus's page texts and its pairs (pairs.tsv) under DIR/<corpus>/,
                      and stop there, without starting quarry
   --ranks DIR        write DIR/<corpus>-ranks.tsv: per question, the rank of the first result that
                      overlaps its answer under each configuration (- when none of the 10 does)
+  --headless         upload the pages without their headings, so that a question is found only
+                     through its answer (default: whole pages, as a user would upload them)
+  --peer PYTHON      also run LangChain's ParentDocumentRetriever on the same pages, questions and
+                     model (scripts/bench-langchain.py with this Python; scripts/bench-langchain-setup
+                     makes it: target/bench-langchain/bin/python)
 ";
 
 /// Results asked for: the depth of MRR@10.
@@ -75,23 +80,25 @@ struct Configuration {
 fn configurations() -> Vec<Configuration> {
     let row = |name, settings| Configuration { name, settings };
     vec![
-        row("dense", json!({})),
-        row("hybrid auto", json!({"mode": "hybrid"})),
-        row("hybrid rrf 1:1", json!({"mode": "hybrid", "fusion": {"method": "rrf"}})),
+        row("dense", json!({"mode": "dense", "expand": "none"})),
+        // What a request without settings gets (its own top_k too).
+        row("defaults", json!({})),
+        row("hybrid auto", json!({"mode": "hybrid", "expand": "none"})),
         row(
-            "hybrid rrf 2:1",
-            json!({"mode": "hybrid", "fusion": {"method": "rrf", "dense_weight": 2, "sparse_weight": 1}}),
+            "hybrid rrf 1:1",
+            json!({"mode": "hybrid", "fusion": {"method": "rrf"}, "expand": "none"}),
         ),
-        row("hybrid dbsf", json!({"mode": "hybrid", "fusion": {"method": "dbsf"}})),
-        row("dense + neighbors", json!({"expand": "neighbors"})),
-        row("dense + parent", json!({"expand": "parent"})),
         row(
-            "hybrid dbsf + parent",
-            json!({"mode": "hybrid", "fusion": {"method": "dbsf"}, "expand": "parent"}),
+            "hybrid dbsf",
+            json!({"mode": "hybrid", "fusion": {"method": "dbsf"}, "expand": "none"}),
         ),
-        // A plumbing check: the reranker is a fake scoring by the share of the query's words a
-        // chunk holds, not a model; a drop here says nothing about real rerankers.
-        row("dense + rerank 50 (fake)", json!({"rerank": {"candidates": 50}})),
+        row("dense + neighbors", json!({"mode": "dense", "expand": "neighbors"})),
+        row("dense + parent", json!({"mode": "dense", "expand": "parent"})),
+        row(
+            "dense + parent, top_k 3",
+            json!({"mode": "dense", "expand": "parent", "top_k": 3}),
+        ),
+        row("hybrid auto + parent", json!({"mode": "hybrid", "expand": "parent"})),
     ]
 }
 
@@ -102,31 +109,48 @@ struct Options {
     model_dir: PathBuf,
     python_faq: Option<PathBuf>,
     debian_faq: Option<PathBuf>,
+    vim_faq: Option<PathBuf>,
     dump: Option<PathBuf>,
     ranks: Option<PathBuf>,
+    /// Pages without their headings (the tables before 2026-11-28): a question is found only
+    /// through its answer.
+    headless: bool,
+    /// The Python of `scripts/bench-langchain-setup`'s environment: run the LangChain peer.
+    peer: Option<PathBuf>,
 }
 
 fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
     let mut o = Options {
-        corpora: vec!["python".into(), "debian".into()],
+        corpora: vec!["python".into(), "debian".into(), "vim".into()],
         limit: None,
         model_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"),
         python_faq: None,
         debian_faq: None,
+        vim_faq: None,
         dump: None,
         ranks: None,
+        headless: false,
+        peer: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(HELP.into());
         }
+        if flag == "--headless" {
+            o.headless = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value\n\n{HELP}"))?;
         match flag.as_str() {
             "--only" => {
                 o.corpora = value.split(',').map(|c| c.trim().to_owned()).collect();
-                if let Some(bad) = o.corpora.iter().find(|c| !["python", "debian"].contains(&c.as_str())) {
-                    return Err(format!("--only: unknown corpus `{bad}` (python or debian)"));
+                if let Some(bad) = o
+                    .corpora
+                    .iter()
+                    .find(|c| !["python", "debian", "vim"].contains(&c.as_str()))
+                {
+                    return Err(format!("--only: unknown corpus `{bad}` (python, debian or vim)"));
                 }
             }
             "--limit" => match value.parse::<usize>() {
@@ -136,8 +160,10 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
             "--model-dir" => o.model_dir = value.into(),
             "--python-faq" => o.python_faq = Some(value.into()),
             "--debian-faq" => o.debian_faq = Some(value.into()),
+            "--vim-faq" => o.vim_faq = Some(value.into()),
             "--dump" => o.dump = Some(value.into()),
             "--ranks" => o.ranks = Some(value.into()),
+            "--peer" => o.peer = Some(value.into()),
             _ => return Err(format!("unknown option {flag}\n\n{HELP}")),
         }
     }
@@ -182,16 +208,35 @@ async fn run(o: Options) -> Result<()> {
     // Every corpus is read before quarry starts, so a missing package fails at once.
     let mut corpora = Vec::new();
     for name in &o.corpora {
-        let spec = match name.as_str() {
-            "python" => Spec::python(o.python_faq.clone()),
-            _ => Spec::debian(o.debian_faq.clone()),
+        let corpus = match name.as_str() {
+            "vim" => {
+                let spec = text_faq::TextSpec::vim(o.vim_faq.clone());
+                // Plain text has no headings to take out: always whole.
+                let pages = text_faq::load(&spec)?;
+                Corpus {
+                    name: spec.name,
+                    package: spec.package,
+                    pages,
+                }
+            }
+            _ => {
+                let spec = match name.as_str() {
+                    "python" => Spec::python(o.python_faq.clone()),
+                    _ => Spec::debian(o.debian_faq.clone()),
+                };
+                let pages = faq::load(&spec, o.headless)?;
+                Corpus {
+                    name: spec.name,
+                    package: spec.package,
+                    pages,
+                }
+            }
         };
-        let pages = faq::load(&spec)?;
-        corpora.push((spec, pages));
+        corpora.push(corpus);
     }
     if let Some(dir) = &o.dump {
-        for (spec, pages) in &corpora {
-            dump(&dir.join(spec.name), pages)?;
+        for corpus in &corpora {
+            dump(&dir.join(corpus.name), &corpus.pages)?;
         }
         println!("wrote the page texts and pairs under {}", dir.display());
         return Ok(());
@@ -217,17 +262,15 @@ async fn run(o: Options) -> Result<()> {
 
     let model_dir = o.model_dir.clone();
     // No OpenAI-compatible server is used: every world is on the local model.
-    let reranker = fake_rerank::FakeRerank::start().await;
     let quarry = Quarry::start("http://127.0.0.1:9/v1", &[], |s| {
         s.providers.local.model_dir = model_dir;
-        s.providers.rerank.base_url = reranker.base_url();
     })
     .await?;
     let mut took = Vec::new();
-    for (spec, pages) in &corpora {
+    for corpus in &corpora {
         let t = Instant::now();
-        evaluate(&quarry, spec, pages, &o).await?;
-        took.push(format!("{} {:.0} s", spec.name, t.elapsed().as_secs_f64()));
+        evaluate(&quarry, corpus, &o).await?;
+        took.push(format!("{} {:.0} s", corpus.name, t.elapsed().as_secs_f64()));
     }
     quarry.stop().await?;
     println!();
@@ -264,12 +307,76 @@ fn dump(dir: &std::path::Path, pages: &[Page]) -> Result<()> {
     Ok(())
 }
 
+/// Runs `scripts/bench-langchain.py` with `python` on the pages and the questions asked (dumped
+/// under `target/bench-quality/<corpus>`), and returns its share of questions fully answered
+/// in the context at each of [`BUDGETS`].
+fn run_peer(
+    python: &std::path::Path,
+    corpus: &Corpus,
+    questions: &[Question],
+    model_dir: &std::path::Path,
+) -> Result<[f64; BUDGETS.len()]> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target/bench-quality").join(corpus.name);
+    let asked: Vec<Page> = corpus
+        .pages
+        .iter()
+        .enumerate()
+        .map(|(index, page)| {
+            let mut page = page.clone();
+            page.pairs.retain(|pair| {
+                questions
+                    .iter()
+                    .any(|q| q.page == index && q.start == pair.start as u64 && q.text == pair.question)
+            });
+            page
+        })
+        .collect();
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    dump(&dir, &asked)?;
+    progress(format!("{}: running the LangChain peer", corpus.name));
+    let budgets = BUDGETS.map(|b| b.to_string()).join(",");
+    let output = std::process::Command::new(python)
+        .arg(root.join("scripts/bench-langchain.py"))
+        .arg(&dir)
+        .arg(model_dir)
+        .args(["--budgets", &budgets])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !output.status.success() {
+        return Err(format!("the LangChain peer failed ({})", output.status).into());
+    }
+    let line: Value = serde_json::from_slice(&output.stdout)?;
+    if line["questions"].as_u64() != Some(questions.len() as u64) {
+        return Err(format!(
+            "the peer asked {} questions, not {}",
+            line["questions"],
+            questions.len()
+        )
+        .into());
+    }
+    let mut fully = [0.0; BUDGETS.len()];
+    for (f, budget) in fully.iter_mut().zip(BUDGETS) {
+        *f = line["budgets"][budget.to_string()]["fully"]
+            .as_f64()
+            .ok_or("the peer's answer has no `fully`")?;
+    }
+    Ok(fully)
+}
+
 /// A question as asked: the source and char span its answer has in that source's stored text.
 struct Question {
     text: String,
     source_id: String,
     start: u64,
     end: u64,
+    /// The answer's text (the span of its page).
+    answer: String,
+    /// The page's index.
+    page: usize,
     literal: bool,
 }
 
@@ -281,10 +388,12 @@ struct Tally {
     hit5: usize,
     reciprocal_ranks: f64,
     coverage: [f64; BUDGETS.len()],
+    /// Questions whose answer is fully in the context text ([`FULLY`]), per budget.
+    fully: [usize; BUDGETS.len()],
 }
 
 impl Tally {
-    fn add(&mut self, rank: Option<usize>, coverage: &[f64; BUDGETS.len()]) {
+    fn add(&mut self, rank: Option<usize>, coverage: &[f64; BUDGETS.len()], shares: &[f64; BUDGETS.len()]) {
         self.questions += 1;
         if let Some(rank) = rank {
             self.hit1 += usize::from(rank == 1);
@@ -293,6 +402,9 @@ impl Tally {
         }
         for (sum, c) in self.coverage.iter_mut().zip(coverage) {
             *sum += c;
+        }
+        for (count, share) in self.fully.iter_mut().zip(shares) {
+            *count += usize::from(*share >= FULLY);
         }
     }
 
@@ -345,7 +457,45 @@ impl Figures {
     }
 }
 
-async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> Result<()> {
+/// How quarry's section detection (`quarry::chunking::section_starts`, by each page's format)
+/// meets the questions: how many open a section (a section starts between the previous answer's
+/// end and the answer's start, where the question is), and how many sections start elsewhere.
+fn section_detection(pages: &[Page]) -> String {
+    let (mut found, mut questions, mut elsewhere) = (0, 0, 0);
+    for page in pages {
+        let format = quarry::domain::SourceFormat::of(page.content_type).unwrap_or(quarry::domain::SourceFormat::Plain);
+        let starts = quarry::chunking::section_starts(&page.text, format);
+        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        let mut previous_end = 0u64;
+        for pair in &page.pairs {
+            gaps.push((previous_end, pair.start as u64));
+            previous_end = pair.end as u64;
+        }
+        questions += gaps.len();
+        found += gaps
+            .iter()
+            .filter(|(a, b)| starts.iter().any(|s| s >= a && s < b))
+            .count();
+        elsewhere += starts
+            .iter()
+            .filter(|s| !gaps.iter().any(|(a, b)| *s >= a && *s < b))
+            .count();
+    }
+    format!(
+        "sections found: {found} of {questions} questions open one; {elsewhere} sections start elsewhere \
+         (headings that are not questions, and false starts)"
+    )
+}
+
+/// A corpus, read: its name, the Debian package it comes from, its pages.
+struct Corpus {
+    name: &'static str,
+    package: &'static str,
+    pages: Vec<Page>,
+}
+
+async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
+    let (name, package, pages) = (corpus.name, corpus.package, &corpus.pages[..]);
     let pairs: usize = pages.iter().map(|p| p.pairs.len()).sum();
     let short: usize = pages.iter().map(|p| p.short).sum();
     let chars: usize = pages.iter().map(|p| p.text.chars().count()).sum();
@@ -357,7 +507,7 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         .count();
     progress(format!(
         "{}: {} pages, {pairs} pairs ({short} answers under {} chars skipped), {chars} chars",
-        spec.name,
+        name,
         pages.len(),
         faq::MIN_ANSWER_CHARS
     ));
@@ -367,7 +517,7 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         .post(
             "/v1/worlds",
             &json!({
-                "name": format!("{} FAQ", spec.name),
+                "name": format!("{} FAQ", name),
                 "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
                 "hybrid": true,
             }),
@@ -381,7 +531,7 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         let answer = quarry
             .post(
                 &format!("/v1/worlds/{world_id}/sources"),
-                &json!({"filename": page.filename, "text": page.text, "content_type": "text/markdown"}),
+                &json!({"filename": page.filename, "text": page.text, "content_type": page.content_type}),
                 202,
             )
             .await?;
@@ -402,12 +552,15 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
     let mut questions: Vec<Question> = pages
         .iter()
         .zip(&source_ids)
-        .flat_map(|(page, source_id)| {
-            page.pairs.iter().map(|pair| Question {
+        .enumerate()
+        .flat_map(|(index, (page, source_id))| {
+            page.pairs.iter().map(move |pair| Question {
+                page: index,
                 text: pair.question.clone(),
                 source_id: source_id.clone(),
                 start: pair.start as u64,
                 end: pair.end as u64,
+                answer: page.text.chars().skip(pair.start).take(pair.end - pair.start).collect(),
                 literal: quarry::service::retrieval::has_literal_terms(&pair.question),
             })
         })
@@ -423,6 +576,11 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
             .collect();
     }
     let literal = questions.iter().filter(|q| q.literal).count();
+    let sections = section_detection(pages);
+    let peer = match &o.peer {
+        Some(python) => Some(run_peer(python, corpus, &questions, &o.model_dir)?),
+        None => None,
+    };
 
     let configurations = configurations();
     let mut figures: Vec<Figures> = configurations.iter().map(|_| Figures::default()).collect();
@@ -441,8 +599,13 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         for (configuration, figures) in configurations.iter().zip(figures.iter_mut()) {
             let mut rank = None;
             let mut coverage = [0.0; BUDGETS.len()];
+            let mut shares = [0.0; BUDGETS.len()];
             for (bi, budget) in BUDGETS.iter().enumerate() {
-                let mut body = json!({"query": question.text, "top_k": TOP_K, "max_context_tokens": budget});
+                let mut body = json!({"query": question.text, "max_context_tokens": budget});
+                // `defaults` asks as a request without settings does (top_k 8).
+                if configuration.name != "defaults" {
+                    body["top_k"] = json!(TOP_K);
+                }
                 if let (Some(body), Some(settings)) = (body.as_object_mut(), configuration.settings.as_object()) {
                     body.extend(settings.iter().map(|(k, v)| (k.clone(), v.clone())));
                 }
@@ -462,22 +625,23 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
                     *figures.searches.entry(search_used(&answer)).or_default() += 1;
                 }
                 coverage[bi] = covered(&answer, question);
+                shares[bi] = answer_share(&question.answer, answer["context"]["text"].as_str().unwrap_or(""));
             }
             line.push(rank.map_or("-".into(), |r| r.to_string()));
             figures.ranks.push(rank);
-            figures.all.add(rank, &coverage);
+            figures.all.add(rank, &coverage, &shares);
             let side = if question.literal {
                 &mut figures.literal
             } else {
                 &mut figures.plain
             };
-            side.add(rank, &coverage);
+            side.add(rank, &coverage, &shares);
         }
         ranks.push(line.join("\t"));
         if (qi + 1) % 25 == 0 {
             progress(format!(
                 "{}: {} of {} questions asked, {:.0} s",
-                spec.name,
+                name,
                 qi + 1,
                 questions.len(),
                 eval_started.elapsed().as_secs_f64()
@@ -487,15 +651,15 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
     let eval_seconds = eval_started.elapsed().as_secs_f64();
     if let Some(dir) = &o.ranks {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join(format!("{}-ranks.tsv", spec.name)), ranks.join("\n") + "\n")?;
+        std::fs::write(dir.join(format!("{}-ranks.tsv", name)), ranks.join("\n") + "\n")?;
     }
 
     println!();
     println!(
         "## {} FAQ ({}): {} pages, {chars} chars, {chunks} chunks; {pairs} question–answer pairs \
          ({short} with answers under {} chars left out), {} asked ({literal} with literal terms, {} without)",
-        spec.name,
-        spec.package,
+        name,
+        package,
         pages.len(),
         faq::MIN_ANSWER_CHARS,
         questions.len(),
@@ -507,12 +671,17 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         chunks as f64 / ingest_seconds,
         eval_seconds * 1000.0 / requests.max(1) as f64
     );
+    println!("{sections}");
     println!();
     // The first configuration is the one the others are compared with, question by question.
     let base = &figures[0];
     let versus = format!("vs {}", configurations[0].name);
     let mut headers = vec!["configuration", "hit@1", "hit@5", "MRR@10"];
-    let budget_headers: Vec<String> = BUDGETS.iter().map(|b| format!("cov@{b}")).collect();
+    let budget_headers: Vec<String> = BUDGETS
+        .iter()
+        .map(|b| format!("cov@{b}"))
+        .chain(BUDGETS.iter().map(|b| format!("full@{b}")))
+        .collect();
     headers.extend(budget_headers.iter().map(String::as_str));
     headers.push(&versus);
     let mut table = Table::new(&headers);
@@ -520,7 +689,15 @@ async fn evaluate(quarry: &Quarry, spec: &Spec, pages: &[Page], o: &Options) -> 
         let mut row = vec![configuration.name.to_owned()];
         row.extend(f.all.ranking());
         row.extend(f.all.coverage.iter().map(|&c| f.all.share(c)));
+        row.extend(f.all.fully.iter().map(|&n| f.all.share(n as f64)));
         row.push(f.versus(base, &questions, |_| true));
+        table.row(row);
+    }
+    if let Some(peer) = &peer {
+        let mut row = vec!["LangChain ParentDocumentRetriever (peer)".to_owned()];
+        row.extend(std::iter::repeat_n("–".to_owned(), 3 + BUDGETS.len()));
+        row.extend(peer.iter().map(|f| format!("{f:.3}")));
+        row.push("–".into());
         table.row(row);
     }
     table.print();
@@ -645,6 +822,30 @@ fn covered(answer: &Value, question: &Question) -> f64 {
         }
     }
     inside as f64 / (question.end - question.start) as f64
+}
+
+/// An answer held this share of its word 4-grams in the context counts as fully there.
+const FULLY: f64 = 0.8;
+
+/// The share of `answer`'s distinct word 4-grams found in `context` (of its n-grams of all its
+/// words, when it has fewer than four): words are maximal runs of alphanumeric chars,
+/// lower-cased. `scripts/bench-langchain.py` scores its peer the same way.
+fn answer_share(answer: &str, context: &str) -> f64 {
+    fn words(text: &str) -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    }
+    let answer = words(answer);
+    if answer.is_empty() {
+        return 1.0;
+    }
+    let n = answer.len().min(4);
+    let wanted: std::collections::HashSet<&[String]> = answer.windows(n).collect();
+    let context = words(context);
+    let present: std::collections::HashSet<&[String]> = context.windows(n).collect();
+    wanted.iter().filter(|g| present.contains(*g)).count() as f64 / wanted.len() as f64
 }
 
 /// `dense`, `hybrid rrf 1:1`, `hybrid dbsf`… as the answer says it searched.

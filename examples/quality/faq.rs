@@ -1,8 +1,9 @@
 //! The evaluation sets: FAQ pages that Debian packages install, read into question → answer pairs.
 //!
 //! Each page becomes one source. Its text is the page's readable text as quarry itself makes it
-//! from HTML (`quarry::chunking::html::to_text`), with every heading taken out, so a question can
-//! only be found through its answer. Navigation and the tables of contents, which repeat every
+//! from HTML (`quarry::chunking::html::to_text`): whole, headings included (as a user would upload
+//! it), or with every heading taken out, so that a question can only be found through its answer
+//! (`headless`). Navigation and the tables of contents, which repeat every
 //! question, are cut out of the HTML first. A question is a heading with a `?` in it; its answer
 //! runs from that heading to the next heading that is itself a question or is not nested deeper
 //! (so unquestioned sub-sections such as "8.1.1. dpkg" belong to the answer above them), and is
@@ -64,8 +65,10 @@ impl Spec {
 pub struct Page {
     /// The source's file name: the page's name with `.txt` for its extension.
     pub filename: String,
-    /// The text to store (headings removed).
+    /// The text to store.
     pub text: String,
+    /// Its media type.
+    pub content_type: &'static str,
     pub pairs: Vec<Pair>,
     /// Questions whose answer was under [`MIN_ANSWER_CHARS`].
     pub short: usize,
@@ -81,7 +84,7 @@ pub struct Pair {
 }
 
 /// Reads every page of a corpus, in file name order.
-pub fn load(spec: &Spec) -> Result<Vec<Page>, String> {
+pub fn load(spec: &Spec, headless: bool) -> Result<Vec<Page>, String> {
     let missing = || {
         format!(
             "the {} corpus is not installed ({} has no pages); install it with `apt-get install {}`",
@@ -106,7 +109,7 @@ pub fn load(spec: &Spec) -> Result<Vec<Page>, String> {
         .iter()
         .map(|path| {
             let html = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok(page(&filename(path, spec.suffix), &html))
+            Ok(page(&filename(path, spec.suffix), &html, headless))
         })
         .collect()
 }
@@ -116,28 +119,34 @@ fn filename(path: &Path, suffix: &str) -> String {
     format!("{}.txt", name.strip_suffix(suffix).unwrap_or(name))
 }
 
-/// A page's stored text and pairs from its HTML.
-pub fn page(filename: &str, html: &str) -> Page {
+/// A page's stored text and pairs from its HTML; `headless`, without its headings.
+pub fn page(filename: &str, html: &str, headless: bool) -> Page {
     let text = quarry::chunking::html::to_text(&content_html(html));
     let blocks: Vec<Block> = text.split("\n\n").map(Block::read).collect();
 
-    // The stored text: every block but the headings, apart by a blank line; where each starts.
+    // The stored text: every block (but the headings, when headless) apart by a blank line;
+    // where each body block starts.
     let mut stored = String::with_capacity(text.len());
     let mut chars = 0usize;
     let mut spans = Vec::with_capacity(blocks.len());
-    for block in &blocks {
-        if let Block::Body(body) = block {
-            if chars > 0 {
-                stored.push_str("\n\n");
-                chars += 2;
+    for (raw, block) in text.split("\n\n").zip(&blocks) {
+        let body = match block {
+            Block::Body(body) => *body,
+            Block::Heading { .. } if headless => {
+                spans.push(None);
+                continue;
             }
-            let start = chars;
-            stored.push_str(body);
-            chars += body.chars().count();
-            spans.push(Some((start, chars)));
-        } else {
-            spans.push(None);
+            Block::Heading { .. } => raw,
+        };
+        let body = body.replace(HEADING_MARK, "");
+        if chars > 0 {
+            stored.push_str("\n\n");
+            chars += 2;
         }
+        let start = chars;
+        stored.push_str(&body);
+        chars += body.chars().count();
+        spans.push(matches!(block, Block::Body(_)).then_some((start, chars)));
     }
 
     let mut pairs = Vec::new();
@@ -174,6 +183,7 @@ pub fn page(filename: &str, html: &str) -> Page {
     Page {
         filename: filename.to_owned(),
         text: stored,
+        content_type: "text/markdown",
         pairs,
         short,
     }
@@ -325,7 +335,13 @@ mod tests {
             <h3>1.1.1. Details</h3><p>Rayleigh scattering grows with the fourth power of frequency.</p>\
             <h3>1.1.2. And sunsets?</h3><p>Too short.</p>\
             <h2>1.2. Next</h2><p>Other.</p></body></html>";
-        let page = page("a.txt", html);
+        let whole = page("a.txt", html, false);
+        assert!(
+            whole.text.contains("## 1.1. Why is the sky blue?\n\nBecause air"),
+            "{}",
+            whole.text
+        );
+        let page = page("a.txt", html, true);
         assert!(!page.text.contains("Why is it so?"), "{}", page.text);
         assert!(!page.text.contains("sky blue"));
         assert_eq!(page.pairs.len(), 1);
@@ -335,5 +351,20 @@ mod tests {
         let answer: String = page.text.chars().skip(pair.start).take(pair.end - pair.start).collect();
         assert!(answer.starts_with("Because air"), "{answer}");
         assert!(answer.ends_with("frequency."), "{answer}");
+        let pair = &whole.pairs[0];
+        let answer: String = whole
+            .text
+            .chars()
+            .skip(pair.start)
+            .take(pair.end - pair.start)
+            .collect();
+        assert!(
+            answer.starts_with("Because air") && answer.ends_with("frequency."),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("### 1.1.1. Details"),
+            "the unquestioned sub-heading is in the answer"
+        );
     }
 }

@@ -413,16 +413,18 @@ pub struct RetrieveRequest {
     pub neighbors: Option<u32>,
     /// How hits are widened in the context: `neighbors` (the hits' neighbours, `neighbors` of
     /// them on each side, 1 when `neighbors` is not given), `parent` (small-to-large: each
-    /// hit's parent — the run of consecutive chunks, cut at headings and paragraphs up to the
-    /// world's `chunking.parent_max_tokens`, that it belongs to — once per parent, listed in
-    /// `parents`; a parent larger than the room left is cut around its matched chunks) or
-    /// `none` (the default unless `neighbors` > 0; `none` and `parent` with `neighbors` > 0
-    /// contradict each other).
+    /// hit's parent — its section of the source, cut at paragraphs when over the world's
+    /// `chunking.parent_max_tokens` — once per parent, listed in `parents`) or `none` (the
+    /// default unless `neighbors` > 0; `none` and `parent` with `neighbors` > 0 contradict each
+    /// other). A window is read forward from its hit: the chunks after it in its section, then
+    /// back toward the section's start; from the section's start when the section does not fit
+    /// but its start through the hit does; chunks beyond the section only once every hit has
+    /// had its own.
     #[schema(example = "parent")]
     pub expand: Option<RetrieveExpand>,
     /// The context's token budget (1 to 1048576; default `retrieval.max_context_tokens`,
-    /// 32768). The best hits are expanded first: in rank order, each hit and then its
-    /// neighbours (nearest first), before the next hit; what does not fit is left out with the
+    /// 32768). The best hits are expanded first: in rank order, each hit and then its window
+    /// (read forward, see `expand`), before the next hit; what does not fit is left out with the
     /// warning `context_truncated`. A best hit larger than the whole budget is cut at a sentence
     /// boundary (warning `context_cut`). `results` are never cut.
     #[schema(example = 8000, minimum = 1, maximum = 1048576)]

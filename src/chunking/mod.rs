@@ -18,7 +18,10 @@
 //! - **Packing.** Whole sentences are packed greedily. Counts of the parts only guide the search:
 //!   BPE is not additive, so every emitted chunk is counted exactly and shortened (by binary
 //!   search over sentence ends) until it fits. A heading always opens a new chunk, unless the
-//!   chunk so far holds only headings — a section title travels with its first sentences.
+//!   chunk so far holds only headings — a section title travels with its first sentences. So
+//!   does the start of every section the source's format marks ([`section_starts`]: setext and
+//!   reStructuredText titles, plain text's question lines and numbered headings…), so no chunk
+//!   holds the end of one section and the start of the next ([`split_source`]).
 //! - **Overlong sentences** are cut into windows of at most `max_tokens` tokens: the cut is placed
 //!   after the last whole character that the first `max_tokens` tokens cover (BPE tokens may end
 //!   inside a multi-byte character; we never do), moved back to the start of its grapheme cluster
@@ -51,12 +54,14 @@
 pub mod html;
 mod parents;
 pub mod pdf;
+mod sections;
 mod segment;
 mod split;
 mod tokens;
 
 pub use parents::{ChunkSpan, parents, parents_of};
-pub use split::{split, split_until, split_with};
+pub use sections::section_starts;
+pub use split::{split, split_source, split_until, split_with};
 pub use tokens::{Cl100k, TokenCounter};
 
 use crate::domain::SourceFormat;

@@ -1,22 +1,26 @@
 //! Parents for small-to-large retrieval: each source's chunks partitioned into runs of
-//! consecutive chunks ("parents") of at most `parent_max_tokens`, cut where the text has a
-//! seam. Chunks stay the embedded search unit; a retrieval that asks for parents widens each
-//! hit to its parent.
+//! consecutive chunks ("parents"), one per section of the text ([`super::sections`]), a section
+//! over `parent_max_tokens` cut into several at its paragraph breaks. Chunks stay the embedded
+//! search unit; a retrieval that asks for parents widens each hit within its parent, and every
+//! context window stays inside its hit's parent while lower hits still need the room.
 //!
 //! # Decisions
 //! - **Runs of chunks, not a second split of the text.** A parent is `first_chunk..=last_chunk`,
 //!   so every chunk has exactly one parent and citations keep the chunks' exact offsets; the
 //!   parent spans its first chunk's start to its last chunk's end, and parents never overlap.
-//! - **Where to cut.** Greedily, chunk by chunk: a chunk that opens a heading starts a new
-//!   parent once the current one is half full (a section travels whole when it fits); when the
-//!   next chunk does not fit, the parent is cut at its last heading, else its last paragraph
-//!   break, that leaves it at least half full, else right there. A chunk opens a heading when
-//!   it starts with `#` after a line break (HTML headings are stored as `#` headings); a
-//!   paragraph break is a blank line between two chunks.
+//! - **Sections first.** A chunk that holds a section's heading (or follows the gap it lies in)
+//!   opens a new parent, however small the one before: a section is one subject, and an answer
+//!   read forward from its hit should end where the subject does. Chunks are cut without regard
+//!   to sections (so rankings do not change with them), so a chunk that starts in one section
+//!   and holds the next one's heading belongs to the next: its heading is what a query about
+//!   that section matches, and reading forward from it reads the section.
+//! - **A long section** is cut greedily: when the next chunk does not fit, at its last paragraph
+//!   break (a blank line between two chunks) that leaves the parent at least half full, else
+//!   right there.
 //! - **Tokens** are the chunks' own counts summed (each chunk was counted exactly when it was
 //!   cut), so the parents of a source add up to its chunks.
 
-use crate::domain::{NewChunk, NewParent};
+use crate::domain::{NewChunk, NewParent, SourceFormat};
 
 /// A chunk as the partition sees it: its number, span (chars of the stored text) and tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,26 +42,34 @@ impl From<&NewChunk> for ChunkSpan {
     }
 }
 
-/// The parents of chunks just cut from `text`.
+/// The parents of chunks just cut from `text`, a source of `format`.
 #[must_use]
-pub fn parents_of(text: &str, chunks: &[NewChunk], max_tokens: u32) -> Vec<NewParent> {
+pub fn parents_of(text: &str, format: SourceFormat, chunks: &[NewChunk], max_tokens: u32) -> Vec<NewParent> {
     let spans: Vec<ChunkSpan> = chunks.iter().map(ChunkSpan::from).collect();
-    parents(text, &spans, max_tokens)
+    parents(text, format, &spans, max_tokens)
 }
 
 /// What a chunk's start is, as a place to cut.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Seam {
     Inside,
     Paragraph,
     Heading,
 }
 
-/// The parents of one source's `chunks` (in reading order, spans in chars of `text`), each of
-/// at most `max_tokens` tokens unless one chunk alone is larger. Empty for no chunks.
+/// The parents of one source's `chunks` (in reading order, spans in chars of `text`, a source of
+/// `format`): one per section, each of at most `max_tokens` tokens unless one chunk alone is
+/// larger. Empty for no chunks.
 #[must_use]
-pub fn parents(text: &str, chunks: &[ChunkSpan], max_tokens: u32) -> Vec<NewParent> {
-    let seams = seams(text, chunks);
+pub fn parents(text: &str, format: SourceFormat, chunks: &[ChunkSpan], max_tokens: u32) -> Vec<NewParent> {
+    let mut seams = seams(text, chunks);
+    for start in super::section_starts(text, format) {
+        // The chunk that holds the heading, or the first after the gap it lies in.
+        let owner = chunks.partition_point(|c| c.char_end <= start);
+        if let Some(seam) = seams.get_mut(owner) {
+            *seam = Seam::Heading;
+        }
+    }
     let max = u64::from(max_tokens.max(1));
     // Tokens of chunks `a..b` are `sums[b] - sums[a]`.
     let mut sums = Vec::with_capacity(chunks.len() + 1);
@@ -79,16 +91,19 @@ pub fn parents(text: &str, chunks: &[ChunkSpan], max_tokens: u32) -> Vec<NewPare
     };
     let mut start = 0;
     for i in 1..chunks.len() {
-        if seams[i] == Seam::Heading && tokens(start, i) * 2 >= max {
+        if seams[i] == Seam::Heading {
             emit(start, i);
             start = i;
             continue;
         }
-        // Chunk `i` does not fit: cut before it, at the best seam that leaves the parent half full.
+        // Chunk `i` does not fit: cut before it, at the last paragraph break that leaves the
+        // parent half full, else right there.
         while start < i && tokens(start, i + 1) > max {
             let half_full = |j: usize| tokens(start, j) * 2 >= max;
-            let best = |kind: Seam| (start + 1..=i).rev().find(|&j| seams[j] >= kind && half_full(j));
-            let cut = best(Seam::Heading).or_else(|| best(Seam::Paragraph)).unwrap_or(i);
+            let cut = (start + 1..=i)
+                .rev()
+                .find(|&j| seams[j] == Seam::Paragraph && half_full(j))
+                .unwrap_or(i);
             emit(start, cut);
             start = cut;
         }
@@ -99,7 +114,8 @@ pub fn parents(text: &str, chunks: &[ChunkSpan], max_tokens: u32) -> Vec<NewPare
     parents
 }
 
-/// The seam at each chunk's start (the first chunk's is `Heading`: nothing comes before it).
+/// The paragraph breaks at each chunk's start (the first chunk's is `Heading`: nothing comes
+/// before it); headings are marked by the caller, from the sections.
 fn seams(text: &str, chunks: &[ChunkSpan]) -> Vec<Seam> {
     // One walk over the text, converting the chunks' char offsets (increasing) to bytes.
     let mut chars = text.char_indices().enumerate();
@@ -126,10 +142,7 @@ fn seams(text: &str, chunks: &[ChunkSpan]) -> Vec<Seam> {
             byte_at(chunk.char_start).max(gap_start)
         };
         let gap = &text[gap_start..start];
-        let line_break = gap.contains('\n');
-        let seam = if line_break && text[start..].starts_with('#') {
-            Seam::Heading
-        } else if gap.matches('\n').count() >= 2 {
+        let seam = if gap.matches('\n').count() >= 2 {
             Seam::Paragraph
         } else {
             Seam::Inside
@@ -147,7 +160,7 @@ fn seams(text: &str, chunks: &[ChunkSpan]) -> Vec<Seam> {
 #[cfg(test)]
 mod tests {
     use super::{ChunkSpan, parents};
-    use crate::domain::NewParent;
+    use crate::domain::{NewParent, SourceFormat};
 
     /// Chunks over `parts` joined by `separators` (one fewer), `tokens` each.
     fn layout(parts: &[&str], separators: &[&str], tokens: u32) -> (String, Vec<ChunkSpan>) {
@@ -176,7 +189,7 @@ mod tests {
     #[test]
     fn a_source_that_fits_is_one_parent_spanning_every_chunk() {
         let (text, chunks) = layout(&["# Title", "One.", "Two é."], &["\n\n", " "], 10);
-        let found = parents(&text, &chunks, 100);
+        let found = parents(&text, SourceFormat::Markdown, &chunks, 100);
         assert_eq!(
             found,
             [NewParent {
@@ -188,21 +201,46 @@ mod tests {
                 token_count: 30,
             }]
         );
-        assert!(parents("", &[], 100).is_empty());
+        assert!(parents("", SourceFormat::Plain, &[], 100).is_empty());
     }
 
     #[test]
-    fn sections_start_parents_once_the_current_one_is_half_full() {
+    fn every_section_starts_a_parent_however_small_the_one_before() {
         let (text, chunks) = layout(
             &["# A", "a1.", "a2.", "## B", "b1.", "# C", "c1."],
             &["\n\n", " ", "\n\n", "\n\n", "\n\n", "\n\n"],
             10,
         );
-        // 40 tokens max: A's three chunks (30) are over half, so B starts a parent; B with
-        // its sentence (20) is half full, so C starts one too.
-        assert_eq!(ranges(&parents(&text, &chunks, 40)), [(0, 2), (3, 4), (5, 6)]);
-        // 100 tokens max: nothing is half full before C (50 ≥ 50), so A and B travel together.
-        assert_eq!(ranges(&parents(&text, &chunks, 100)), [(0, 4), (5, 6)]);
+        for max in [40, 100] {
+            assert_eq!(
+                ranges(&parents(&text, SourceFormat::Markdown, &chunks, max)),
+                [(0, 2), (3, 4), (5, 6)]
+            );
+        }
+    }
+
+    #[test]
+    fn a_chunk_holding_the_next_sections_heading_opens_that_section() {
+        // Plain-text FAQ chunked across its questions: chunk 1 ends the first answer and holds
+        // the second question.
+        let text = "Q1) Why?\n\nBecause of a.\n\nAnd b.\n\nQ2) How?\n\nLike so.";
+        let span = |number, from: &str, to: &str| {
+            let start = text.find(from).unwrap() as u64;
+            let end = (text.find(to).unwrap() + to.len()) as u64;
+            ChunkSpan {
+                number,
+                char_start: start,
+                char_end: end,
+                tokens: 5,
+            }
+        };
+        let chunks = [span(0, "Q1)", "a."), span(1, "And b.", "How?"), span(2, "Like", "so.")];
+        assert_eq!(
+            ranges(&parents(text, SourceFormat::Plain, &chunks, 100)),
+            [(0, 0), (1, 2)]
+        );
+        // As Markdown, a question line is no heading: one parent.
+        assert_eq!(ranges(&parents(text, SourceFormat::Markdown, &chunks, 100)), [(0, 2)]);
     }
 
     #[test]
@@ -213,13 +251,19 @@ mod tests {
             10,
         );
         // 40 max: the fifth chunk does not fit; the break before p2 leaves 20 (half): cut there.
-        let found = parents(&text, &chunks, 40);
+        let found = parents(&text, SourceFormat::Markdown, &chunks, 40);
         assert_eq!(ranges(&found), [(0, 1), (2, 5)]);
         // 30 max: after p1 (20) the break at p2 is taken; p2 alone (30) is full, then p3.
-        assert_eq!(ranges(&parents(&text, &chunks, 30)), [(0, 1), (2, 4), (5, 5)]);
+        assert_eq!(
+            ranges(&parents(&text, SourceFormat::Markdown, &chunks, 30)),
+            [(0, 1), (2, 4), (5, 5)]
+        );
         // No seam at all: cut where the next chunk does not fit.
         let (text, chunks) = layout(&["a.", "b.", "c.", "d.", "e."], &[" ", " ", " ", " "], 10);
-        assert_eq!(ranges(&parents(&text, &chunks, 25)), [(0, 1), (2, 3), (4, 4)]);
+        assert_eq!(
+            ranges(&parents(&text, SourceFormat::Markdown, &chunks, 25)),
+            [(0, 1), (2, 3), (4, 4)]
+        );
     }
 
     #[test]
@@ -235,7 +279,7 @@ mod tests {
             .collect();
         let (text, chunks) = layout(&parts, &separators, 7);
         for max in [7, 20, 64, 300, 5000] {
-            let found = parents(&text, &chunks, max);
+            let found = parents(&text, SourceFormat::Markdown, &chunks, max);
             assert_eq!(found[0].first_chunk, 0);
             assert_eq!(found.last().unwrap().last_chunk, 199);
             for pair in found.windows(2) {

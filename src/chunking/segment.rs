@@ -10,7 +10,7 @@ use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 pub(super) struct Segment {
     pub start: usize,
     pub end: usize,
-    /// A markdown heading line: it opens a new chunk.
+    /// A markdown heading line, or the start of a section: it opens a new chunk.
     pub heading: bool,
 }
 
@@ -26,6 +26,20 @@ enum Line {
     /// `-`, `*`, `+`, `1.` or `1)` then a space: starts a block that may continue on later lines.
     ListItem,
     Text,
+}
+
+/// [`segments`], where the first segment at or after each of `opens` (byte offsets where a
+/// section begins, increasing) is a heading too: it opens a new chunk.
+pub(super) fn segments_opening(text: &str, opens: &[usize]) -> Vec<Segment> {
+    let mut out = segments(text);
+    let mut from = 0;
+    for &open in opens {
+        from += out[from..].partition_point(|s| s.start < open);
+        if let Some(segment) = out.get_mut(from) {
+            segment.heading = true;
+        }
+    }
+    out
 }
 
 /// Segments of `text`, in order, each trimmed and non-empty. Together they hold every
@@ -87,7 +101,7 @@ fn classify(line: &str) -> Line {
     }
 }
 
-fn is_heading(body: &str) -> bool {
+pub(super) fn is_heading(body: &str) -> bool {
     let hashes = body.bytes().take_while(|&b| b == b'#').count();
     (1..=6).contains(&hashes) && body[hashes..].chars().next().is_none_or(|c| c == ' ' || c == '\t')
 }

@@ -7,7 +7,7 @@ use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
 use super::segment::{self, Segment};
 use super::tokens::{Cl100k, TokenCounter};
-use crate::domain::{ChunkingProfile, NewChunk};
+use crate::domain::{ChunkingProfile, NewChunk, SourceFormat};
 
 /// Smallest effective `max_tokens`: one char is at most 4 bytes, so at most 4 byte-level tokens,
 /// and any text can be windowed. Worlds are validated to at least
@@ -70,19 +70,34 @@ pub fn split(text: &str, profile: ChunkingProfile) -> Vec<NewChunk> {
 }
 
 /// [`split`] with the tokens of `counter`: every chunk has at most `max_tokens` of them, and
-/// its `token_count` is their exact number.
+/// its `token_count` is their exact number. Only Markdown ATX headings open chunks; a source's
+/// own sections are [`split_source`]'s.
 #[must_use]
 pub fn split_with(text: &str, profile: ChunkingProfile, counter: &dyn TokenCounter) -> Vec<NewChunk> {
-    split_until(text, profile, counter, &|| false).unwrap_or_default()
+    split_source(text, SourceFormat::Html, profile, counter)
+}
+
+/// [`split_with`] for a source of `format`: every section its format marks
+/// ([`super::section_starts`]) opens a new chunk, so that no chunk holds the end of one section
+/// and the start of the next.
+#[must_use]
+pub fn split_source(
+    text: &str,
+    format: SourceFormat,
+    profile: ChunkingProfile,
+    counter: &dyn TokenCounter,
+) -> Vec<NewChunk> {
+    split_until(text, format, profile, counter, &|| false).unwrap_or_default()
 }
 
 /// Sentences (and chunks) handled between two looks at `stop`.
 const STOP_EVERY: usize = 256;
 
-/// [`split_with`], giving up (`None`) once `stop()` returns true: it is asked every few hundred
+/// [`split_source`], giving up (`None`) once `stop()` returns true: it is asked every few hundred
 /// sentences and chunks, so an abandoned upload stops costing CPU within milliseconds.
 pub fn split_until(
     text: &str,
+    format: SourceFormat,
     profile: ChunkingProfile,
     counter: &dyn TokenCounter,
     stop: &dyn Fn() -> bool,
@@ -96,7 +111,8 @@ pub fn split_until(
         counter,
         max_token_bytes: counter.max_token_bytes().max(1),
     };
-    let units = units(&tok, text, max, stop)?;
+    let opens = super::sections::section_start_bytes(text, format);
+    let units = units(&tok, text, &opens, max, stop)?;
     if stop() {
         return None;
     }
@@ -143,10 +159,10 @@ impl CharCursor {
 }
 
 /// Segments of `text` as packing units, overlong ones windowed, with their lead estimates.
-fn units(tok: &Tok<'_>, text: &str, max: usize, stop: &dyn Fn() -> bool) -> Option<Vec<Unit>> {
+fn units(tok: &Tok<'_>, text: &str, opens: &[usize], max: usize, stop: &dyn Fn() -> bool) -> Option<Vec<Unit>> {
     let byte_cap = tok.byte_cap(max);
     let mut units = Vec::new();
-    for (n, segment) in segment::segments(text).into_iter().enumerate() {
+    for (n, segment) in segment::segments_opening(text, opens).into_iter().enumerate() {
         if n % STOP_EVERY == STOP_EVERY - 1 && stop() {
             return None;
         }
@@ -471,6 +487,29 @@ mod tests {
             overlap_tokens,
             parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
         }
+    }
+
+    #[test]
+    fn every_section_of_the_format_opens_a_chunk() {
+        let faq = "Intro.\n\n1.1. What is it?\n\nA shell. It runs commands.\n\n1.2. Who wrote it?\n\nBrian.";
+        let starts = |format| -> Vec<String> {
+            split_source(faq, format, profile(200, 0), &Cl100k)
+                .into_iter()
+                .map(|c| c.chunk_text)
+                .collect()
+        };
+        // Plain text: each question opens a chunk, with its answer.
+        assert_eq!(
+            starts(SourceFormat::Plain),
+            [
+                "Intro.",
+                "1.1. What is it?\n\nA shell. It runs commands.",
+                "1.2. Who wrote it?\n\nBrian."
+            ]
+        );
+        // The same text as Markdown has no headings: one chunk, as `split` cuts it.
+        assert_eq!(starts(SourceFormat::Markdown), [faq]);
+        assert_eq!(split(faq, profile(200, 0)).len(), 1);
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub use job::{
 };
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
-    Chunk, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent, PendingVersion,
-    Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
+    Chunk, ChunkOutline, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent,
+    PendingVersion, Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
 };
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
 pub use webhook::{Attempt, Delivery, DeliveryStatus, Webhook, WebhookEvent};

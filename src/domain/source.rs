@@ -162,6 +162,23 @@ pub struct NewParent {
     pub token_count: u64,
 }
 
+/// A chunk without its texts: where it stands and what it costs. A context is planned on these
+/// and only the chunks it keeps are read whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkOutline {
+    pub id: ChunkId,
+    pub source_id: SourceId,
+    pub book_number: u32,
+    pub chunk_number: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub token_count: u32,
+    /// Hex sha256 of the chunk's text.
+    pub sha256: String,
+    pub page: Option<u32>,
+    pub version: u32,
+}
+
 /// A stored parent, with the source it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Parent {

@@ -4,7 +4,7 @@
 //! every live run, and by retrieval for the sources of its hits when it finds them without.
 
 use crate::chunking::{ChunkSpan, parents};
-use crate::domain::{RunId, SourceId, WorldId};
+use crate::domain::{RunId, SourceFormat, SourceId, WorldId};
 use crate::store::{Result, Store};
 
 /// Builds and stores the parents of `source` in `run` from its stored chunks; `false` when
@@ -19,6 +19,9 @@ pub async fn build_from_store(
     let Some(text) = store.source_text(world, source).await? else {
         return Ok(false);
     };
+    let format = (store.get_source(world, source).await?)
+        .and_then(|s| SourceFormat::of(&s.content_type))
+        .unwrap_or(SourceFormat::Plain);
     let chunks = store.chunk_windows(world, run, &[(source, 0, u32::MAX)]).await?;
     if chunks.is_empty() {
         return Ok(false);
@@ -33,7 +36,7 @@ pub async fn build_from_store(
         })
         .collect();
     // Linear in the text, but a long text is still milliseconds of CPU: off the runtime.
-    let built = tokio::task::spawn_blocking(move || parents(&text, &spans, parent_max_tokens))
+    let built = tokio::task::spawn_blocking(move || parents(&text, format, &spans, parent_max_tokens))
         .await
         .map_err(|e| crate::store::Error::Internal(format!("building parents failed: {e}")))?;
     store.add_parents(world, run, source, &built).await

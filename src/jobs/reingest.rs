@@ -160,10 +160,12 @@ impl JobEngine {
         let Some(text) = store.source_text(world, source).await? else {
             return Ok(0);
         };
-        // A PDF's chunks are told their page again (its text keeps the page breaks).
-        let paged = (store.get_source(world, source).await?)
-            .is_some_and(|s| SourceFormat::of(&s.content_type) == Some(SourceFormat::Pdf));
-        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone(), paged).await?;
+        // A PDF's chunks are told their page again (its text keeps the page breaks); parents
+        // follow the sections of the source's format.
+        let format = (store.get_source(world, source).await?)
+            .and_then(|s| SourceFormat::of(&s.content_type))
+            .unwrap_or(SourceFormat::Plain);
+        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone(), format).await?;
         let chunks = SourceChunks {
             source,
             book_number,
@@ -200,14 +202,14 @@ async fn split_off_runtime(
     text: String,
     chunking: ChunkingProfile,
     counter: Arc<dyn TokenCounter>,
-    paged: bool,
+    format: SourceFormat,
 ) -> crate::store::Result<(Vec<NewChunk>, Vec<NewParent>)> {
     tokio::task::spawn_blocking(move || {
-        let mut chunks = crate::chunking::split_with(&text, chunking, counter.as_ref());
-        if paged {
+        let mut chunks = crate::chunking::split_source(&text, format, chunking, counter.as_ref());
+        if format == SourceFormat::Pdf {
             crate::chunking::pdf::number_pages(&text, &mut chunks);
         }
-        let parents = crate::chunking::parents_of(&text, &chunks, chunking.parent_max_tokens);
+        let parents = crate::chunking::parents_of(&text, format, &chunks, chunking.parent_max_tokens);
         (chunks, parents)
     })
     .await

@@ -157,7 +157,8 @@ struct Prepared {
     content_type: String,
     text: String,
     details: SourceDetails,
-    paged: bool,
+    /// What the text was uploaded as: its sections, and a PDF's pages.
+    format: SourceFormat,
 }
 
 /// Why [`SourceService::create`] did not create.
@@ -294,7 +295,7 @@ impl SourceService {
                 "a PDF is uploaded as a file: POST /v1/worlds/{world_id}/sources/upload (multipart/form-data)",
             ));
         }
-        let paged = SourceFormat::of(&content_type) == Some(SourceFormat::Pdf);
+        let format = SourceFormat::of(&content_type).unwrap_or(SourceFormat::Plain);
         // Converting a large HTML page or PDF takes seconds of CPU: off the async workers, and
         // stopped when this request is dropped (the client went away or the request timed out).
         let abandoned = CancellationToken::new();
@@ -376,7 +377,7 @@ impl SourceService {
             content_type,
             text,
             details,
-            paged,
+            format,
         };
         match existing {
             Some(source) => {
@@ -423,7 +424,7 @@ impl SourceService {
             content_type,
             mut text,
             mut details,
-            paged,
+            format,
         } = upload;
         let world_id = world.id;
         // Cut for the run the world serves. Should a re-ingest switch the world to another
@@ -434,7 +435,7 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, paged, abandoned, slot).await?;
+            (text, chunks, parents) = self.split(&world, text, format, abandoned, slot).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -459,7 +460,7 @@ impl SourceService {
                         content_type,
                         text: new.text,
                         details: new.details,
-                        paged,
+                        format,
                     })));
                 }
                 other => {
@@ -518,12 +519,12 @@ impl SourceService {
             content_type,
             mut text,
             details,
-            paged,
+            format,
         } = upload;
         let mut attempt = 1;
         let (staged, job, parents, superseded) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, paged, abandoned, slot).await?;
+            (text, chunks, parents) = self.split(&world, text, format, abandoned, slot).await?;
             let stage = StageVersion {
                 source: source.id,
                 expect: precondition.version(),
@@ -601,13 +602,13 @@ impl SourceService {
     }
 
     /// Splits `text` with `world`'s chunking profile and its provider's token counter, after
-    /// checking that the provider has a usable key; a `paged` text's (a PDF's) chunks are told
-    /// their page. Returns the text with its chunks and their parents.
+    /// checking that the provider has a usable key; a PDF's chunks are told their page, and the
+    /// parents follow the sections `format` marks. Returns the text with its chunks and their parents.
     async fn split(
         &self,
         world: &World,
         text: String,
-        paged: bool,
+        format: SourceFormat,
         abandoned: &CancellationToken,
         slot: &UploadSlot,
     ) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
@@ -626,15 +627,16 @@ impl SourceService {
         let stop = abandoned.clone();
         let slot = slot.clone();
         let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
-            let Some(mut chunks) = chunking::split_until(&text, profile, counter.as_ref(), &|| stop.is_cancelled())
+            let Some(mut chunks) =
+                chunking::split_until(&text, format, profile, counter.as_ref(), &|| stop.is_cancelled())
             else {
                 slot.abandoned();
                 return None;
             };
-            if paged {
+            if format == SourceFormat::Pdf {
                 chunking::pdf::number_pages(&text, &mut chunks);
             }
-            let parents = chunking::parents_of(&text, &chunks, profile.parent_max_tokens);
+            let parents = chunking::parents_of(&text, format, &chunks, profile.parent_max_tokens);
             Some((text, chunks, parents))
         })
         .await

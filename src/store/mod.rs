@@ -88,10 +88,10 @@ use chrono::{DateTime, Utc};
 use crate::domain::{Attempt, Delivery, Webhook, WebhookId};
 use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
-    ChunkId, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId, JobKind,
-    JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent, ProviderKind,
-    RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize, StoredKey,
-    WorkItem, World, WorldId, WorldStats,
+    ChunkId, ChunkOutline, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId,
+    JobKind, JobStatus, KeptPoint, KeyId, ManifestEntry, NewChunk, NewKey, NewParent, NewSource, NewWorld, Parent,
+    ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
+    StoredKey, WorkItem, World, WorldId, WorldStats,
 };
 use crate::domain::{Waiting, Window};
 
@@ -568,6 +568,13 @@ pub trait RetrievalStore: Send + Sync {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkView>>;
+    /// [`RetrievalStore::chunk_windows`] without the chunks' texts: what a context is planned on.
+    async fn chunk_outlines(
+        &self,
+        world: WorldId,
+        run: RunId,
+        windows: &[(SourceId, u32, u32)],
+    ) -> Result<Vec<ChunkOutline>>;
     /// Every source with chunks in `run` of `world`: how many, and their tokens (each chunk's
     /// `token_count`), whatever their embedding state. One aggregate over the run's chunks.
     async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>>;

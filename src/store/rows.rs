@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{Error, Result};
 use crate::domain::{
-    Chunk, ChunkId, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown, Job,
-    JobCounts, JobError, JobEvent, JobId, JobKind, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata,
+    Chunk, ChunkId, ChunkOutline, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown,
+    Job, JobCounts, JobError, JobEvent, JobId, JobKind, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata,
     PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
@@ -122,6 +122,40 @@ impl TryFrom<ChunkRow> for Chunk {
             token_count: narrow("chunks", r.token_count)?,
             chunk_text: r.chunk_text,
             overlap_text: r.overlap_text,
+            sha256: r.text_sha256,
+            page: r.page.map(|p| narrow("chunks", p)).transpose()?,
+            version: narrow("chunks", r.version)?,
+        })
+    }
+}
+
+/// A [`ChunkOutline`]'s columns.
+#[derive(sqlx::FromRow)]
+pub(super) struct ChunkOutlineRow {
+    id: Uuid,
+    source_id: Uuid,
+    book_number: i64,
+    chunk_number: i64,
+    char_start: i64,
+    char_end: i64,
+    token_count: i64,
+    text_sha256: String,
+    page: Option<i64>,
+    version: i64,
+}
+
+impl TryFrom<ChunkOutlineRow> for ChunkOutline {
+    type Error = Error;
+
+    fn try_from(r: ChunkOutlineRow) -> Result<ChunkOutline> {
+        Ok(ChunkOutline {
+            id: ChunkId(r.id),
+            source_id: SourceId(r.source_id),
+            book_number: narrow("chunks", r.book_number)?,
+            chunk_number: narrow("chunks", r.chunk_number)?,
+            char_start: narrow("chunks", r.char_start)?,
+            char_end: narrow("chunks", r.char_end)?,
+            token_count: narrow("chunks", r.token_count)?,
             sha256: r.text_sha256,
             page: r.page.map(|p| narrow("chunks", p)).transpose()?,
             version: narrow("chunks", r.version)?,

@@ -191,3 +191,53 @@ async fn a_page_nested_too_deep_for_the_tree_is_converted_whole() {
     );
     assert!(accepted["source"]["title"].is_null());
 }
+
+/// The Vim FAQ (vim-doc: plain text, 375 numbered questions under `SECTION n - …` titles):
+/// the plain-text section rules find its questions, and open few sections anywhere else (the
+/// closing `For more information, read` over its indented list is no title).
+#[test]
+fn a_plain_text_faq_is_cut_into_sections_at_its_questions() {
+    use std::io::Read as _;
+    let path = Path::new("/usr/share/doc/vim/FAQ.gz");
+    if !installed(
+        "a_plain_text_faq_is_cut_into_sections_at_its_questions",
+        path,
+        "vim-doc",
+    ) {
+        return;
+    }
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let starts = quarry::chunking::section_starts(&text, quarry::domain::SourceFormat::Plain);
+    // Where each line starts, in chars; which of them hold a question (`12.3. …` in the first
+    // column, after the index).
+    let mut lines = Vec::new();
+    let mut at = 0u64;
+    for line in text.split_inclusive('\n') {
+        lines.push((at, line.trim_end()));
+        at += line.chars().count() as u64;
+    }
+    let is_question = |line: &str| {
+        let number: String = line.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        number.matches('.').count() == 2 && number.ends_with('.') && line[number.len()..].starts_with(' ')
+    };
+    let questions: Vec<u64> = lines
+        .iter()
+        .filter(|(_, l)| is_question(l))
+        .map(|(at, _)| *at)
+        .collect();
+    assert!(questions.len() >= 370, "{}", questions.len());
+    let found = questions.iter().filter(|at| starts.contains(at)).count();
+    // A few questions are statements (`22.5. … stop here.`), which no rule takes for a heading.
+    assert!(
+        found * 100 >= questions.len() * 98,
+        "{found} of {} questions open a section",
+        questions.len()
+    );
+    // Elsewhere: the 37 section titles of the index (over their indented questions), and a
+    // few more (52 in all): under one for every seven questions.
+    let elsewhere = starts.len() - found;
+    assert!(elsewhere * 7 < questions.len(), "few other starts: {elsewhere}");
+}

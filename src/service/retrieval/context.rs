@@ -1,32 +1,66 @@
-//! Context assembly: passages (hits with their neighbours) fitted to the token budget.
+//! Context assembly: passages (hits with the chunks around them) fitted to the token budget.
+//!
+//! A context is planned on chunk outlines (place, tokens, hash: no text) and only the chunks the
+//! plan keeps are then read whole, so a wide window costs the rows the budget can use.
 
 use super::*;
+use crate::domain::{Chunk, ChunkOutline};
 
 impl RetrievalService {
-    /// The context's passages for `answer.results`, widened as `expand` says; with parents,
-    /// also `answer.parents` (and a warning for hits whose parents could not be found).
-    pub(super) async fn expand(
+    /// The context for `answer.results` within `budget` tokens, widened as `expand` says; with
+    /// parents, also `answer.parents` (and a warning for hits whose parents could not be found).
+    pub(super) async fn context(
         &self,
         world: &World,
         expand: Expand,
+        budget: u32,
+        counter: &dyn TokenCounter,
         answer: &mut Retrieval,
-    ) -> ServiceResult<Vec<Vec<Piece>>> {
+    ) -> ServiceResult<Fitted> {
+        let mut passages = self.expand(world, expand, answer).await?;
+        let plan = plan_context(&passages, budget, counter);
+        self.read_kept(world, &mut passages, &plan).await?;
+        Ok(render(passages, plan))
+    }
+
+    /// The context's passages for `answer.results`, widened as `expand` says, as outlines (a
+    /// hit's text is known from the search; a neighbour's is read once the plan keeps it).
+    async fn expand(&self, world: &World, expand: Expand, answer: &mut Retrieval) -> ServiceResult<Vec<Vec<Piece>>> {
         let results = &answer.results;
-        let windows: Vec<(SourceId, u32, u32)> = match expand {
-            Expand::None => return self.passages(world, results, None, false).await,
-            Expand::Neighbors(n) => results
-                .iter()
-                .map(|h| {
-                    let c = &h.chunk.chunk;
-                    (
-                        c.source_id,
-                        c.chunk_number.saturating_sub(n),
-                        c.chunk_number.saturating_add(n),
-                    )
-                })
-                .collect(),
+        let (windows, parents) = match expand {
+            Expand::None => {
+                return Ok(results
+                    .iter()
+                    .enumerate()
+                    .map(|(rank, h)| vec![Piece::hit(&h.chunk, rank, None)])
+                    .collect());
+            }
+            Expand::Neighbors(n) => {
+                let windows: Vec<(SourceId, u32, u32)> = results
+                    .iter()
+                    .map(|h| {
+                        let c = &h.chunk.chunk;
+                        (
+                            c.source_id,
+                            c.chunk_number.saturating_sub(n),
+                            c.chunk_number.saturating_add(n),
+                        )
+                    })
+                    .collect();
+                // The sections the windows cross, so that each hit reads its own first.
+                let chunks: Vec<(SourceId, u32)> = windows
+                    .iter()
+                    .flat_map(|&(source, from, to)| (from..=to).map(move |n| (source, n)))
+                    .collect();
+                let parents = self.parents_of(world, &chunks).await?;
+                (windows, parents)
+            }
             Expand::Parent => {
-                let parents = self.parents_of(world, results).await?;
+                let chunks: Vec<(SourceId, u32)> = results
+                    .iter()
+                    .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
+                    .collect();
+                let parents = self.parents_of(world, &chunks).await?;
                 let mut windows = Vec::with_capacity(results.len());
                 let mut matched: Vec<MatchedParent> = Vec::new();
                 let mut orphans = 0;
@@ -63,23 +97,20 @@ impl RetrievalService {
                     });
                 }
                 answer.parents = matched;
-                windows
+                (windows, parents)
             }
         };
         // Parents never overlap, and two parents side by side stay two passages.
         let merge_touching = expand != Expand::Parent;
-        self.passages(world, &answer.results, Some(windows), merge_touching)
+        self.passages(world, &answer.results, windows, &parents, merge_touching)
             .await
     }
 
-    /// The parents of `results`' chunks in the world's served run; sources found without any
-    /// (chunked before parents existed) get theirs built first, from the stored chunks.
-    async fn parents_of(&self, world: &World, results: &[Hit]) -> ServiceResult<Vec<Parent>> {
-        let chunks: Vec<(SourceId, u32)> = results
-            .iter()
-            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
-            .collect();
-        let mut parents = self.store.parents_of_chunks(world.active_run, &chunks).await?;
+    /// The parents in the world's served run that hold `chunks` (source, chunk number); sources
+    /// found without any (chunked before parents existed, or before sections) get theirs built
+    /// first, from the stored text and chunks.
+    async fn parents_of(&self, world: &World, chunks: &[(SourceId, u32)]) -> ServiceResult<Vec<Parent>> {
+        let mut parents = self.store.parents_of_chunks(world.active_run, chunks).await?;
         let mut missing: Vec<SourceId> = chunks
             .iter()
             .filter(|(s, n)| !parents.iter().any(|p| p.holds(*s, *n)))
@@ -87,48 +118,36 @@ impl RetrievalService {
             .collect();
         missing.sort_unstable_by_key(|s| s.0);
         missing.dedup();
-        if missing.is_empty() {
-            return Ok(parents);
-        }
+        let mut built = false;
         for source in missing {
             let max = world.chunking.parent_max_tokens;
-            crate::jobs::parents::build_from_store(self.store.as_ref(), world.id, world.active_run, source, max)
-                .await?;
+            built |=
+                crate::jobs::parents::build_from_store(self.store.as_ref(), world.id, world.active_run, source, max)
+                    .await?;
         }
-        parents = self.store.parents_of_chunks(world.active_run, &chunks).await?;
+        if built {
+            parents = self.store.parents_of_chunks(world.active_run, chunks).await?;
+        }
         Ok(parents)
     }
 
-    /// The context's passages in rank order: each hit alone (no `windows`), or the chunks of
-    /// its window (one per hit, `(source, from, to)`), windows that overlap (or touch, with
-    /// `merge_touching`) merged into one passage (placed at its best hit) in reading order, no
-    /// chunk twice.
+    /// The context's passages in rank order: the chunks of each hit's window (`(source, from,
+    /// to)`), windows that overlap (or touch, with `merge_touching`) merged into one passage
+    /// (placed at its best hit) in reading order, no chunk twice; each chunk told its section
+    /// (the number of the parent in `parents` that holds it).
     async fn passages(
         &self,
         world: &World,
         results: &[Hit],
-        windows: Option<Vec<(SourceId, u32, u32)>>,
+        hit_windows: Vec<(SourceId, u32, u32)>,
+        parents: &[Parent],
         merge_touching: bool,
     ) -> ServiceResult<Vec<Vec<Piece>>> {
-        let piece = |view: &ChunkView, rank: Option<usize>| Piece {
-            text: view.chunk.chunk_text.clone(),
-            tokens: view.chunk.token_count,
-            rank,
-            number: view.chunk.chunk_number,
-            cite: Cite::of(view),
-        };
-        let Some(hit_windows) = windows else {
-            return Ok(results
-                .iter()
-                .enumerate()
-                .map(|(rank, h)| vec![piece(&h.chunk, Some(rank))])
-                .collect());
-        };
         let slack = u32::from(merge_touching);
-        let ranks: HashMap<ChunkId, usize> = results
+        let hits: HashMap<ChunkId, (usize, &Hit)> = results
             .iter()
             .enumerate()
-            .map(|(rank, h)| (h.chunk.chunk.id, rank))
+            .map(|(rank, h)| (h.chunk.chunk.id, (rank, h)))
             .collect();
         let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
         for mut window in hit_windows {
@@ -158,29 +177,68 @@ impl RetrievalService {
                 None => windows.push(window),
             }
         }
-        // One read for every window; the windows are disjoint, and the chunks come back ordered
-        // by source and chunk number, so each window is a contiguous run of them.
-        let chunks = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
+        // One read for every window; the windows are disjoint, and the outlines come back
+        // ordered by source and chunk number, so each window is a contiguous run of them.
+        let outlines = self.store.chunk_outlines(world.id, world.active_run, &windows).await?;
         // A source replaced between the search and this read has the new version's chunks
         // now: they are left out rather than joined to a hit of the old one.
         let versions: HashMap<SourceId, u32> = results
             .iter()
             .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.version))
             .collect();
+        let section = |source: SourceId, number: u32| {
+            parents
+                .iter()
+                .find(|p| p.holds(source, number))
+                .map(|p| (p.parent.parent_number, p.parent.first_chunk))
+        };
         let mut seen = HashSet::new();
         let mut passages = Vec::with_capacity(windows.len());
         for (source, from, to) in windows {
-            let start = chunks.partition_point(|v| (v.chunk.source_id.0, v.chunk.chunk_number) < (source.0, from));
-            let passage: Vec<Piece> = chunks[start..]
+            let start = outlines.partition_point(|o| (o.source_id.0, o.chunk_number) < (source.0, from));
+            let passage: Vec<Piece> = outlines[start..]
                 .iter()
-                .take_while(|v| v.chunk.source_id == source && v.chunk.chunk_number <= to)
-                .filter(|v| versions.get(&source).is_none_or(|version| *version == v.chunk.version))
-                .filter(|view| seen.insert(view.chunk.id))
-                .map(|view| piece(view, ranks.get(&view.chunk.id).copied()))
+                .take_while(|o| o.source_id == source && o.chunk_number <= to)
+                .filter(|o| versions.get(&source).is_none_or(|version| *version == o.version))
+                .filter(|o| seen.insert(o.id))
+                .map(|o| {
+                    let section = section(source, o.chunk_number);
+                    match hits.get(&o.id) {
+                        Some(&(rank, hit)) => Piece::hit(&hit.chunk, rank, section),
+                        None => Piece::neighbour(o, section),
+                    }
+                })
                 .collect();
             passages.push(passage);
         }
         Ok(passages)
+    }
+
+    /// Reads the texts of the neighbours `plan` keeps (hits have theirs), as runs of
+    /// consecutive chunks; one that changed or went meanwhile is dropped from the plan.
+    async fn read_kept(&self, world: &World, passages: &mut [Vec<Piece>], plan: &Plan) -> ServiceResult<()> {
+        let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
+        for (passage, keep) in passages.iter().zip(&plan.keep) {
+            for (piece, _) in passage.iter().zip(keep).filter(|(p, k)| **k && p.text.is_none()) {
+                match windows.last_mut() {
+                    Some(last) if last.0 == piece.cite.source && last.2 + 1 == piece.number => last.2 = piece.number,
+                    _ => windows.push((piece.cite.source, piece.number, piece.number)),
+                }
+            }
+        }
+        if windows.is_empty() {
+            return Ok(());
+        }
+        let read = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
+        let mut texts: HashMap<ChunkId, Chunk> = read.into_iter().map(|v| (v.chunk.id, v.chunk)).collect();
+        for piece in passages.iter_mut().flatten().filter(|p| p.text.is_none()) {
+            if let Some(chunk) = texts.remove(&piece.cite.chunk)
+                && chunk.sha256 == piece.sha256
+            {
+                piece.text = Some(chunk.chunk_text);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -296,13 +354,59 @@ fn fit_reading_order(chunks: Vec<ChunkView>, budget: u32) -> Fitted {
 /// One chunk of a context passage.
 #[derive(Debug)]
 pub(super) struct Piece {
-    text: String,
+    /// The chunk's text: a hit's comes with it; a neighbour's is read once the plan keeps it.
+    text: Option<String>,
+    /// Hex sha256 of the text: the same text twice is placed once.
+    sha256: String,
     tokens: u32,
     /// The hit's rank; `None` for a neighbour.
     rank: Option<usize>,
     number: u32,
+    /// The section the chunk lies in, when known: its parent's number and first chunk.
+    section: Option<(u32, u32)>,
     /// Where the chunk stands, for its citation.
     cite: Cite,
+}
+
+impl Piece {
+    fn hit(view: &ChunkView, rank: usize, section: Option<(u32, u32)>) -> Self {
+        let c = &view.chunk;
+        Self {
+            text: Some(c.chunk_text.clone()),
+            sha256: c.sha256.clone(),
+            tokens: c.token_count,
+            rank: Some(rank),
+            number: c.chunk_number,
+            section,
+            cite: Cite {
+                chunk: c.id,
+                source: c.source_id,
+                book_number: c.book_number,
+                char_start: c.char_start,
+                char_end: c.char_end,
+                page: c.page,
+            },
+        }
+    }
+
+    fn neighbour(o: &ChunkOutline, section: Option<(u32, u32)>) -> Self {
+        Self {
+            text: None,
+            sha256: o.sha256.clone(),
+            tokens: o.token_count,
+            rank: None,
+            number: o.chunk_number,
+            section,
+            cite: Cite {
+                chunk: o.id,
+                source: o.source_id,
+                book_number: o.book_number,
+                char_start: o.char_start,
+                char_end: o.char_end,
+                page: o.page,
+            },
+        }
+    }
 }
 
 /// What a context chunk's citation names.
@@ -314,20 +418,6 @@ pub(super) struct Cite {
     char_start: u64,
     char_end: u64,
     page: Option<u32>,
-}
-
-impl Cite {
-    fn of(view: &ChunkView) -> Self {
-        let c = &view.chunk;
-        Self {
-            chunk: c.id,
-            source: c.source_id,
-            book_number: c.book_number,
-            char_start: c.char_start,
-            char_end: c.char_end,
-            page: c.page,
-        }
-    }
 }
 
 /// The context as fitted: its chunks (in passage order, reading order within a passage), the
@@ -343,18 +433,34 @@ pub(super) struct Fitted {
     pub cut: bool,
 }
 
-/// The context within `budget` tokens. The best hits are expanded first: in rank order, each
-/// hit is kept if it fits, and then its passage's neighbours, nearest to a kept hit first, until
-/// one does not fit; then the next hit. So the best hit's neighbours come before lower hits
-/// (a lower hit that repeats what is there adds less than the text around the best one). When
-/// not even the best hit fits, its text is cut at the last sentence (or, failing that, word)
+/// Which chunks of the passages go into the context.
+#[derive(Debug)]
+pub(super) struct Plan {
+    /// Per passage, per chunk: kept.
+    keep: Vec<Vec<bool>>,
+    left_out: usize,
+    /// The best hit, cut to fit: (passage, chunk, its beginning that fits).
+    cut: Option<(usize, usize, String)>,
+}
+
+/// Plans the context within `budget` tokens; counts are each chunk's `token_count`.
+///
+/// Hits are taken in rank order, each if it fits, and each kept hit's window is read before the
+/// next hit: **forward first** within the hit's section (the chunks after the hit, nearest
+/// first), then back toward the section's start, until a chunk does not fit. Answers run forward
+/// from the sentence a question matches, so a tight budget goes to the hit's continuation
+/// rather than to the end of whatever came before. When the section does not fit but its start
+/// through the hit does, the window starts at the section's start (its heading and lead-in) and
+/// reads forward from there. Chunks of a window outside the hit's section (`expand: neighbors`
+/// crossing a heading) come last, after every hit has had its section, forward first again.
+///
+/// When not even the best hit fits, its text is cut at the last sentence (or, failing that, word)
 /// boundary that fits, counted with `counter`, instead of leaving the context empty. A chunk
 /// whose text is already in the context (the same text in two sources, say) is not repeated and
-/// does not count as left out, nor do the neighbours of a hit that was only a repeat. Counts are
-/// each chunk's `token_count`.
-pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn TokenCounter) -> Fitted {
+/// does not count as left out, nor do the neighbours of a hit that was only a repeat.
+pub(super) fn plan_context(passages: &[Vec<Piece>], budget: u32, counter: &dyn TokenCounter) -> Plan {
     let mut keep: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
-    let mut placed: HashSet<String> = HashSet::new();
+    let mut placed: HashSet<&str> = HashSet::new();
     // Repeats, and neighbours of hits that were only repeats: not left out for want of room.
     let mut repeated: Vec<Vec<bool>> = passages.iter().map(|p| vec![false; p.len()]).collect();
     let mut room = u64::from(budget);
@@ -370,9 +476,10 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
         })
         .collect();
     hits.sort_unstable();
+    let mut expanded: Vec<(usize, usize)> = Vec::new();
     for (n, &(_, p, i)) in hits.iter().enumerate() {
         let piece = &passages[p][i];
-        if placed.contains(&piece.text) {
+        if placed.contains(piece.sha256.as_str()) {
             repeated[p][i] = true;
             continue;
         }
@@ -380,49 +487,52 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
         if tokens <= room {
             room -= tokens;
             keep[p][i] = true;
-            placed.insert(piece.text.clone());
+            placed.insert(&piece.sha256);
         } else if n == 0 && room > 0 {
             // The best hit alone is over the budget: its beginning, up to a sentence boundary.
-            if let Some(prefix) = prefix_within(&piece.text, room as usize, counter) {
+            let text = piece.text.as_deref().unwrap_or_default();
+            if let Some(prefix) = prefix_within(text, room as usize, counter) {
                 room = 0;
                 keep[p][i] = true;
-                placed.insert(piece.text.clone());
+                placed.insert(&piece.sha256);
                 cut = Some((p, i, prefix));
             }
             continue;
         } else {
             continue;
         }
-        // Expand this hit's passage: its neighbours, nearest to a kept hit first.
-        let kept: Vec<u32> = passages[p]
-            .iter()
-            .zip(&keep[p])
-            .filter(|(piece, k)| **k && piece.rank.is_some())
-            .map(|(piece, _)| piece.number)
+        let order = section_order(&passages[p], i, &keep[p], &repeated[p], room);
+        let fill = Fill {
+            keep: &mut keep[p],
+            repeated: &mut repeated[p],
+            placed: &mut placed,
+            room: &mut room,
+        };
+        take(&passages[p], order, &mut { fill });
+        expanded.push((p, i));
+    }
+    // Then, hit by hit, what their windows hold beyond their sections.
+    for (p, i) in expanded {
+        let section = passages[p][i].section;
+        let outside = |j: &usize| passages[p][*j].section != section;
+        let order: Vec<usize> = (i + 1..passages[p].len())
+            .filter(outside)
+            .chain((0..i).rev().filter(outside))
             .collect();
-        let mut neighbours: Vec<(u32, usize)> = passages[p]
-            .iter()
-            .enumerate()
-            .filter(|(j, piece)| piece.rank.is_none() && !keep[p][*j] && !repeated[p][*j])
-            .map(|(j, piece)| {
-                let distance = kept.iter().map(|k| k.abs_diff(piece.number)).min().unwrap_or(u32::MAX);
-                (distance, j)
-            })
-            .collect();
-        neighbours.sort_unstable();
-        for (_, j) in neighbours {
-            let piece = &passages[p][j];
-            if placed.contains(&piece.text) {
+        let fill = Fill {
+            keep: &mut keep[p],
+            repeated: &mut repeated[p],
+            placed: &mut placed,
+            room: &mut room,
+        };
+        take(&passages[p], order, &mut { fill });
+    }
+    // A chunk whose text is in the context is not missed, wherever the walk stopped.
+    for (p, passage) in passages.iter().enumerate() {
+        for (j, piece) in passage.iter().enumerate() {
+            if !keep[p][j] && placed.contains(piece.sha256.as_str()) {
                 repeated[p][j] = true;
-                continue;
             }
-            let tokens = u64::from(piece.tokens);
-            if tokens > room {
-                break;
-            }
-            room -= tokens;
-            keep[p][j] = true;
-            placed.insert(piece.text.clone());
         }
     }
     // A passage whose hits were all repeats: its neighbours are not missed.
@@ -442,6 +552,67 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
         .flat_map(|(keep, repeated)| keep.iter().zip(repeated))
         .filter(|(kept, repeat)| !**kept && !**repeat)
         .count();
+    Plan { keep, left_out, cut }
+}
+
+/// The order in which hit `i`'s section is read around it (neighbours only, not yet placed):
+/// forward then backward, nearest first; or from the section's start through the hit and then
+/// forward, when the whole section does not fit in `room` but its start (in the passage: a
+/// window of neighbours may begin inside the section) through the hit does.
+fn section_order(passage: &[Piece], i: usize, keep: &[bool], repeated: &[bool], room: u64) -> Vec<usize> {
+    let section = passage[i].section;
+    let same = |j: &usize| passage[*j].section == section;
+    let lo = (0..i).rev().take_while(same).last().unwrap_or(i);
+    let hi = (i + 1..passage.len()).take_while(same).last().unwrap_or(i);
+    let open = |j: &usize| passage[*j].rank.is_none() && !keep[*j] && !repeated[*j];
+    let following: Vec<usize> = (i + 1..=hi).filter(open).collect();
+    let preceding: Vec<usize> = (lo..i).filter(open).collect();
+    let tokens = |js: &[usize]| js.iter().map(|&j| u64::from(passage[j].tokens)).sum::<u64>();
+    let (before, after) = (tokens(&preceding), tokens(&following));
+    let starts_section = passage[lo]
+        .section
+        .is_some_and(|(_, first)| first == passage[lo].number);
+    if before + after > room && before <= room && starts_section {
+        preceding.into_iter().chain(following).collect()
+    } else {
+        following.into_iter().chain(preceding.into_iter().rev()).collect()
+    }
+}
+
+/// Places the neighbours of `passage` in `order` until one does not fit; texts already placed
+/// are skipped (and marked as repeats).
+fn take<'a>(passage: &'a [Piece], order: Vec<usize>, fill: &mut Fill<'a, '_>) {
+    for j in order {
+        let piece = &passage[j];
+        if piece.rank.is_some() || fill.keep[j] || fill.repeated[j] {
+            continue;
+        }
+        if fill.placed.contains(piece.sha256.as_str()) {
+            fill.repeated[j] = true;
+            continue;
+        }
+        let tokens = u64::from(piece.tokens);
+        if tokens > *fill.room {
+            break;
+        }
+        *fill.room -= tokens;
+        fill.keep[j] = true;
+        fill.placed.insert(&piece.sha256);
+    }
+}
+
+/// What [`take`] changes: one passage's kept and repeated chunks, the texts placed and the room.
+struct Fill<'a, 'b> {
+    keep: &'b mut [bool],
+    repeated: &'b mut [bool],
+    placed: &'b mut HashSet<&'a str>,
+    room: &'b mut u64,
+}
+
+/// The context `plan` keeps of `passages`, whose kept chunks have their texts (a kept chunk
+/// without one, gone since it was planned, is left out).
+pub(super) fn render(passages: Vec<Vec<Piece>>, plan: Plan) -> Fitted {
+    let Plan { keep, left_out, cut } = plan;
     let mut fitted = Fitted {
         left_out,
         cut: cut.is_some(),
@@ -462,12 +633,16 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
                 continue;
             }
             let mut cite = piece.cite;
-            let text = match &cut {
-                Some((cp, ci, prefix)) if *cp == p && *ci == i => {
+            let text = match (&cut, piece.text) {
+                (Some((cp, ci, prefix)), _) if *cp == p && *ci == i => {
                     cite.char_end = cite.char_start + prefix.chars().count() as u64;
                     prefix.clone()
                 }
-                _ => piece.text,
+                (_, Some(text)) => text,
+                (_, None) => {
+                    fitted.left_out += 1;
+                    continue;
+                }
             };
             fitted.citations.push(Citation {
                 n: texts.len() as u32 + 1,
@@ -489,6 +664,13 @@ pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn 
     }
     fitted.text = texts.join("\n\n");
     fitted
+}
+
+/// [`plan_context`] and [`render`] of passages whose texts are all known.
+#[cfg(test)]
+pub(super) fn fit_context(passages: Vec<Vec<Piece>>, budget: u32, counter: &dyn TokenCounter) -> Fitted {
+    let plan = plan_context(&passages, budget, counter);
+    render(passages, plan)
 }
 
 /// The longest beginning of `text` within `room` tokens that ends at a sentence boundary, or
@@ -526,24 +708,30 @@ mod tests {
     use super::{Cite, Fitted, Piece, fit_context};
     use crate::chunking::Cl100k;
 
-    fn hit(text: &str, number: u32, tokens: u32, rank: usize) -> Piece {
+    fn piece(text: &str, number: u32, tokens: u32, rank: Option<usize>, section: Option<(u32, u32)>) -> Piece {
         Piece {
-            text: text.into(),
+            text: Some(text.into()),
+            sha256: text.into(),
             tokens,
-            rank: Some(rank),
+            rank,
             number,
+            section,
             cite: Cite::default(),
         }
     }
 
+    fn hit(text: &str, number: u32, tokens: u32, rank: usize) -> Piece {
+        piece(text, number, tokens, Some(rank), None)
+    }
+
     fn near(text: &str, number: u32, tokens: u32) -> Piece {
-        Piece {
-            text: text.into(),
-            tokens,
-            rank: None,
-            number,
-            cite: Cite::default(),
-        }
+        piece(text, number, tokens, None, None)
+    }
+
+    /// A piece in section `section`, which starts at chunk `first`.
+    fn at(mut piece: Piece, section: u32, first: u32) -> Piece {
+        piece.section = Some((section, first));
+        piece
     }
 
     fn fit(passages: Vec<Vec<Piece>>, budget: u32) -> (Vec<String>, usize) {
@@ -583,7 +771,7 @@ mod tests {
         );
         assert_eq!(left_out, 1);
         let (context, left_out) = fit(two_passages(), 15);
-        assert_eq!(context, ["a3", "a4"], "nearest (then earliest) neighbour first");
+        assert_eq!(context, ["a4", "a5"], "the hit's continuation first");
         assert_eq!(left_out, 2);
         let (context, _) = fit(two_passages(), 30);
         assert_eq!(context, ["a3", "a4", "a5", "b9"], "then the next hit");
@@ -621,11 +809,11 @@ mod tests {
             near("n4", 4, 1),
             near("n5", 5, 1),
         ];
-        // Nearest first: n2 and n4 (distance 1), then n1 and n5. n2 does not fit, and the
-        // passage stops there rather than skipping to farther chunks.
+        // Forward first: n4 and n5, then back: n2 does not fit, and the passage stops there
+        // rather than skipping to farther chunks.
         let (context, left_out) = fit(vec![passage], 5);
-        assert_eq!(context, ["h3"]);
-        assert_eq!(left_out, 4);
+        assert_eq!(context, ["h3", "n4", "n5"]);
+        assert_eq!(left_out, 2);
     }
 
     #[test]
@@ -647,5 +835,49 @@ mod tests {
         let (context, left_out) = fit(passages, 4);
         assert_eq!(context, ["h1", "shared", "h6"]);
         assert_eq!(left_out, 1);
+    }
+
+    #[test]
+    fn a_window_reads_forward_within_its_section_before_going_back() {
+        // Section 1 is b1..b4 with the hit at b2; a0 ends section 0, c5 opens section 2.
+        let passage = || {
+            vec![
+                at(near("a0", 0, 4), 0, 0),
+                at(near("b1", 1, 4), 1, 1),
+                at(hit("b2", 2, 4, 0), 1, 1),
+                at(near("b3", 3, 4), 1, 1),
+                at(near("b4", 4, 4), 1, 1),
+                at(near("c5", 5, 4), 2, 5),
+            ]
+        };
+        // The whole section fits: all of it, and nothing from the sections around it before
+        // a lower hit has had its room.
+        let passages = vec![passage(), vec![hit("z9", 9, 4, 1)]];
+        assert_eq!(fit(passages, 20).0, ["b1", "b2", "b3", "b4", "z9"]);
+        // Then the rest of the window, forward first: c5 before a0.
+        let passages = vec![passage(), vec![hit("z9", 9, 4, 1)]];
+        assert_eq!(fit(passages, 24).0, ["b1", "b2", "b3", "b4", "c5", "z9"]);
+        // The section does not fit but its start through the hit does: from its start, forward.
+        assert_eq!(fit(vec![passage()], 12).0, ["b1", "b2", "b3"]);
+        // Its start through the hit fills the room exactly: still from its start.
+        assert_eq!(fit(vec![passage()], 8).0, ["b1", "b2"]);
+        // A window that begins inside the section (neighbours, not the parent) knows no start:
+        // forward first.
+        let window = vec![
+            at(near("b1", 1, 4), 1, 0),
+            at(hit("b2", 2, 4, 0), 1, 0),
+            at(near("b3", 3, 4), 1, 0),
+        ];
+        assert_eq!(fit(vec![window], 8).0, ["b2", "b3"]);
+    }
+
+    #[test]
+    fn a_hit_deep_in_a_long_section_reads_on_from_itself() {
+        let mut passage: Vec<Piece> = (0..8).map(|n| at(near(&format!("s{n}"), n, 10), 0, 0)).collect();
+        passage[6] = at(hit("hit", 6, 10, 0), 0, 0);
+        // Section start through the hit is 70 tokens: over the room, so forward first.
+        let (context, left_out) = fit(vec![passage], 30);
+        assert_eq!(context, ["s5", "hit", "s7"]);
+        assert_eq!(left_out, 5);
     }
 }

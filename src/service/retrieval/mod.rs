@@ -48,7 +48,6 @@
 mod context;
 mod explain;
 
-use context::fit_context;
 mod rerank;
 mod search;
 mod verify;
@@ -774,7 +773,6 @@ impl RetrievalService {
             };
             answer.explain = Some(self.explain(ran, &answer).await?);
         }
-        let passages = self.expand(&world, settings.expand, &mut answer).await?;
         let counter = self
             .providers
             .chunk_counter(world.embedding.provider)
@@ -782,7 +780,9 @@ impl RetrievalService {
             .map_err(|err| ServiceError::Provider {
                 message: format!("the world's tokenizer is not available: {err}"),
             })?;
-        let fitted = fit_context(passages, budget, counter.as_ref());
+        let fitted = self
+            .context(&world, settings.expand, budget, counter.as_ref(), &mut answer)
+            .await?;
         if fitted.cut {
             answer.warnings.push(Warning {
                 code: "context_cut",

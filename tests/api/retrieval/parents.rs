@@ -1,6 +1,6 @@
-//! Small-to-large: `expand: parent` widens each hit to its parent (the run of chunks cut at
-//! headings and paragraphs that it belongs to), once per parent, cut around the matched chunks
-//! when the budget is short; `chunking.parent_max_tokens` on the world.
+//! Small-to-large: `expand: parent` widens each hit to its parent (its section, cut at
+//! paragraphs when over `chunking.parent_max_tokens`), once per parent, read forward from the
+//! hit when the budget is short.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -132,27 +132,128 @@ async fn hits_in_one_parent_bring_it_once() {
     assert!(!text.contains("[2]"), "one passage: {text}");
 }
 
-#[tokio::test]
-async fn a_parent_larger_than_the_budget_is_cut_around_its_matched_chunk() {
-    let s = setup().await;
-    // One parent holds the whole text.
-    let (world, chunks) = sections_world(&s, 1000).await;
-    let listed = chunks["chunks"].as_array().unwrap();
-    let answer = retrieve(
-        &s,
-        &world,
-        json!({"query": "miners dig copper in the western hills", "top_k": 1, "expand": "parent",
-               "max_context_tokens": 30}),
-    )
-    .await;
-    let parents = answer["parents"].as_array().unwrap();
-    assert_eq!(parents[0]["first_chunk"], 0);
-    assert_eq!(parents[0]["last_chunk"], listed.len() - 1);
-    let text = answer["context"]["text"].as_str().unwrap();
-    assert!(text.contains("Miners dig copper"), "{text}");
-    assert!(text.contains("dragons"), "the nearest chunk comes along: {text}");
-    assert!(!text.contains("Queen Maren"), "not the parent's start: {text}");
+/// A plain-text FAQ: no Markdown, its sections found by their question lines.
+const FAQ: &str = "Q1) Where does Queen Maren rule?\n\n\
+    Queen Maren rules the northern isles from a tower of salt. Her fleet guards the cold straits every winter. \
+    The salt tower has nine floors and a bell.\n\n\
+    Q2) What do the river cities trade?\n\n\
+    The river cities of the south trade amber and wool. Their councils elect a speaker every spring. \
+    The speaker keeps the city seal of the south. The seal is carved from one piece of amber.\n\n\
+    Q3) Where do the dragons sleep?\n\n\
+    The dragons of the east sleep under the glacier. Miners dig copper in the western hills.";
+
+/// A world with one sentence per chunk and parents of at most `parent_max_tokens` holding
+/// [`FAQ`] as plain text; returns it and the texts of its chunks, in order.
+async fn faq_world(app: &crate::helpers::TestApp, parent_max_tokens: u32) -> (Value, Vec<String>) {
+    let (status, world) = app
+        .post(
+            "/v1/worlds",
+            json!({"name": "FAQ",
+                   "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
+                   "chunking": {"max_tokens": 16, "overlap_tokens": 0, "parent_max_tokens": parent_max_tokens}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let accepted = add_to(app, &world, "faq.txt", FAQ).await;
+    app.drain().await;
+    let (_, chunks) = app
+        .get(&format!(
+            "/v1/worlds/{}/sources/{}/chunks",
+            id(&world),
+            id(&accepted["source"])
+        ))
+        .await;
+    let texts = chunks["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chunk_text"].as_str().unwrap().to_owned())
+        .collect();
+    (world, texts)
+}
+
+/// The number of the chunk that starts with `start`.
+fn numbered(texts: &[String], start: &str) -> usize {
+    texts
+        .iter()
+        .position(|t| t.starts_with(start))
+        .unwrap_or_else(|| panic!("no chunk starts with {start}: {texts:?}"))
+}
+
+/// Sections of plain text become parents, and a window reads forward from a hit deep in its
+/// section: with room for one more chunk, the sentence after the hit, not the one before.
+async fn a_window_reads_forward_within_the_hits_section(app: crate::helpers::TestApp) {
+    let (world, texts) = faq_world(&app, 1000).await;
+    let q2 = numbered(&texts, "Q2)");
+    let last = numbered(&texts, "The seal is carved");
+    let hit = numbered(&texts, "The speaker keeps");
+    let (status, answer) = app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&world)),
+            json!({"query": "speaker keeps the city seal of the south", "top_k": 1, "expand": "parent",
+                   "max_context_tokens": 25}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["results"][0]["chunk_number"], hit, "{answer}");
+    // The parent is the question's section, however large the limit.
+    let parent = &answer["parents"][0];
+    assert_eq!(
+        (parent["first_chunk"].as_u64(), parent["last_chunk"].as_u64()),
+        (Some(q2 as u64), Some(last as u64)),
+        "{answer}"
+    );
+    let context: Vec<&str> = answer["context"]["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(context, [texts[hit].as_str(), texts[last].as_str()], "{answer}");
     assert_eq!(warning_codes(&answer), ["context_truncated"]);
+
+    // A hit near its section's start: the section from its question on, read forward.
+    let first = numbered(&texts, "The river cities");
+    let (_, answer) = app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&world)),
+            json!({"query": "river cities of the south trade amber and wool", "top_k": 1, "expand": "parent",
+                   "max_context_tokens": 35}),
+        )
+        .await;
+    assert_eq!(answer["results"][0]["chunk_number"], first, "{answer}");
+    let text = answer["context"]["text"].as_str().unwrap();
+    assert!(text.starts_with("[1] Q2) What do the river cities trade?"), "{text}");
+    assert!(!text.contains("nine floors"), "never the previous section: {text}");
+    // Enough room for the whole section: all of it, and nothing of the sections around it.
+    let (_, answer) = app
+        .post(
+            &format!("/v1/worlds/{}/retrieve", id(&world)),
+            json!({"query": "river cities of the south trade amber and wool", "top_k": 1, "expand": "parent",
+                   "max_context_tokens": 2000}),
+        )
+        .await;
+    let context = answer["context"]["chunks"].as_array().unwrap();
+    assert_eq!(context.len(), last - q2 + 1, "{answer}");
+    assert!(warning_codes(&answer).is_empty(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_window_reads_forward_within_the_hits_section_on_sqlite() {
+    let s = setup().await;
+    a_window_reads_forward_within_the_hits_section(s.app).await;
+}
+
+#[tokio::test]
+async fn a_window_reads_forward_within_the_hits_section_on_postgres() {
+    let Some(db) = crate::helpers::PgDatabase::create("parents::forward").await else {
+        return;
+    };
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app =
+        crate::helpers::spawn_app_on(db.url.clone(), crate::helpers::on_fake_google(fake.base_url(), |_| {})).await;
+    a_window_reads_forward_within_the_hits_section(app).await;
+    db.drop_db().await;
 }
 
 #[tokio::test]
