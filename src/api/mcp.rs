@@ -64,7 +64,8 @@ pub struct RetrieveArgs {
     pub mode: Option<String>,
     /// Neighbouring chunks to add on each side of a hit (0–3).
     pub neighbors: Option<u32>,
-    /// `neighbors` or `parent`.
+    /// `parent` (the default: each hit's section, read forward from the hit), `neighbors` or
+    /// `none`.
     pub expand: Option<String>,
     /// The context's token budget.
     pub max_context_tokens: Option<u32>,

@@ -59,7 +59,7 @@ async fn re_adding_identical_text_reuses_vectors_without_any_provider_call() {
     let (status, answer) = app
         .post(
             &format!("/v1/worlds/{}/retrieve", id(&world)),
-            json!({"query": "Queen Maren rules the northern isles", "top_k": 2}),
+            json!({"query": "Queen Maren rules the northern isles", "top_k": 2, "expand": "none"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");

@@ -33,7 +33,7 @@ async fn context_holds_chunk_text_only() {
         .app
         .post(
             &format!("/v1/worlds/{}/retrieve", id(&world)),
-            json!({"query": "the river cities trade amber and wool", "top_k": 2}),
+            json!({"query": "the river cities trade amber and wool", "top_k": 2, "expand": "none"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");

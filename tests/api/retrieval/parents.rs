@@ -101,11 +101,11 @@ async fn a_hit_brings_its_whole_section_once_with_offsets_for_citing() {
         assert_eq!(citation["chunk_id"], chunk["id"]);
     }
     assert_eq!(answer["warnings"], json!([]));
-    // Without expansion, the hit alone and no parents.
+    // Without expansion, the hit alone and no parents; the default is the parent.
     let plain = retrieve(
         &s,
         &world,
-        json!({"query": "who elects a speaker every spring", "top_k": 1}),
+        json!({"query": "who elects a speaker every spring", "top_k": 1, "expand": "none"}),
     )
     .await;
     assert_eq!(plain["context"]["chunks"], json!([hit["chunk_text"]]));
