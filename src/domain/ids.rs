@@ -71,6 +71,10 @@ id_type!(
     /// A webhook subscription.
     WebhookId
 );
+id_type!(
+    /// An API token managed through the API.
+    TokenId
+);
 
 /// Namespace for point ids: UUIDv5 over the chunk slot.
 const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x6a0f_3c1e_9b5d_4f7a_8e21_5c4b_7d90_a1e3);

@@ -7,12 +7,13 @@ pub mod job;
 pub mod key;
 pub mod source;
 pub mod source_details;
+pub mod token;
 pub mod webhook;
 pub mod work;
 pub mod world;
 
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, WebhookId, WorldId, point_id, staged_run};
+pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
     RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,
@@ -22,6 +23,7 @@ pub use source::{
     Chunk, ChunkOutline, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent,
     PendingVersion, Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
 };
+pub use token::{ApiToken, Scope, TokenCredentials};
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
 pub use webhook::{Attempt, Delivery, DeliveryStatus, Webhook, WebhookEvent};
 pub use work::{EmbeddedVector, KeptPoint, ManifestEntry, RunInfo, WorkItem};

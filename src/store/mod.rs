@@ -40,6 +40,7 @@
 //! - `cluster.rs`: [`ClusterStore`], the replica registry and the budgets replicas share.
 //! - `ops.rs`: [`OpsStore`], what `/metrics` reads when scraped.
 //! - `webhooks.rs`: [`WebhookStore`], webhook subscriptions and their deliveries (outbox and log).
+//! - `tokens.rs`: [`TokenStore`], API tokens (digests of their secrets, scopes, world grants).
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
@@ -62,6 +63,7 @@ mod runs;
 mod secrets;
 mod sources;
 pub mod sqlite;
+mod tokens;
 mod vectors;
 mod webhooks;
 mod work;
@@ -93,7 +95,7 @@ use crate::domain::{
     ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
     StoredKey, WorkItem, World, WorldId, WorldStats,
 };
-use crate::domain::{Waiting, Window};
+use crate::domain::{ApiToken, TokenCredentials, TokenId, Waiting, Window};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
@@ -789,6 +791,25 @@ pub trait ParentStore: Send + Sync {
     async fn sources_without_parents(&self) -> Result<Vec<(WorldId, RunId, SourceId, u32)>>;
 }
 
+/// API tokens managed through the API: only digests of their secrets are stored.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    async fn insert_token(&self, token: &ApiToken, secret_sha256: &[u8; 32]) -> Result<()>;
+    /// A token with what verifying its secret needs; `None` when there is none (revoked).
+    async fn token_credentials(&self, id: TokenId) -> Result<Option<TokenCredentials>>;
+    /// Tokens by creation, the rows of `window`.
+    async fn list_tokens(&self, window: Window) -> Result<Vec<ApiToken>>;
+    /// Revokes (deletes) a token; false when there was none.
+    async fn delete_token(&self, id: TokenId) -> Result<bool>;
+    /// A new secret; the current one stays accepted until `previous_until`. False when there
+    /// is no such token.
+    async fn rotate_token(&self, id: TokenId, secret_sha256: &[u8; 32], previous_until: DateTime<Utc>) -> Result<bool>;
+    /// Records a use at `at`, unless one was recorded within the minute before.
+    async fn touch_token(&self, id: TokenId, at: DateTime<Utc>) -> Result<()>;
+    /// Adds `world` to a token limited to some worlds (a token for every world is unchanged).
+    async fn grant_world(&self, id: TokenId, world: WorldId) -> Result<()>;
+}
+
 /// Everything the services need from the relational store.
 #[async_trait]
 pub trait Store:
@@ -807,6 +828,7 @@ pub trait Store:
     + WebhookStore
     + IdempotencyStore
     + SecretStore
+    + TokenStore
     + Send
     + Sync
     + 'static

@@ -142,6 +142,7 @@ mod reingest;
 mod retry;
 mod secrets;
 mod source_details;
+mod tokens;
 mod sources;
 mod work_queue;
 mod world_counts;

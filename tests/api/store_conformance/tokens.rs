@@ -1,0 +1,75 @@
+//! API tokens: stored by digest only, listed without it, rotated with a grace period, used at
+//! most once a minute on the record, revoked for good, and world grants that grow.
+
+use std::sync::Arc;
+
+use chrono::{Duration, DurationRound, Utc};
+use quarry::domain::{ApiToken, Scope, TokenId, Window, WorldId};
+use quarry::store::Store;
+
+fn token(name: &str, worlds: Option<Vec<WorldId>>) -> ApiToken {
+    ApiToken {
+        id: TokenId::new(),
+        name: name.into(),
+        scopes: vec![Scope::Read, Scope::Metrics],
+        worlds,
+        // Whole seconds: both stores give back what they were given.
+        created_at: Utc::now().duration_trunc(Duration::seconds(1)).unwrap(),
+        expires_at: None,
+        last_used_at: None,
+    }
+}
+
+conformance!(tokens_are_kept_by_digest_rotated_touched_and_revoked);
+async fn tokens_are_kept_by_digest_rotated_touched_and_revoked(store: Arc<dyn Store>) {
+    let world = WorldId::new();
+    let limited = token("agent", Some(vec![world]));
+    let mut everywhere = token("ops", None);
+    everywhere.created_at = limited.created_at + Duration::seconds(1);
+    store.insert_token(&limited, &[1; 32]).await.unwrap();
+    store.insert_token(&everywhere, &[2; 32]).await.unwrap();
+
+    let found = store.token_credentials(limited.id).await.unwrap().unwrap();
+    assert_eq!(found.token, limited);
+    assert_eq!(found.secret_sha256, [1; 32]);
+    assert_eq!(found.previous, None);
+    assert_eq!(store.list_tokens(Window::ALL).await.unwrap(), [limited.clone(), everywhere.clone()]);
+    assert_eq!(
+        store.list_tokens(Window { offset: 1, limit: 5 }).await.unwrap(),
+        [everywhere.clone()]
+    );
+
+    // A rotation: the new digest, the old one until the grace ends.
+    let until = Utc::now().duration_trunc(Duration::seconds(1)).unwrap() + Duration::hours(1);
+    assert!(store.rotate_token(limited.id, &[3; 32], until).await.unwrap());
+    let rotated = store.token_credentials(limited.id).await.unwrap().unwrap();
+    assert_eq!(rotated.secret_sha256, [3; 32]);
+    assert_eq!(rotated.previous, Some(([1; 32], until)));
+    assert!(!store.rotate_token(TokenId::new(), &[4; 32], until).await.unwrap());
+
+    // Uses: recorded, then not again within the minute.
+    let at = Utc::now().duration_trunc(Duration::seconds(1)).unwrap();
+    store.touch_token(limited.id, at).await.unwrap();
+    store.touch_token(limited.id, at + Duration::seconds(30)).await.unwrap();
+    let used = store.token_credentials(limited.id).await.unwrap().unwrap().token.last_used_at;
+    assert_eq!(used, Some(at));
+    store.touch_token(limited.id, at + Duration::seconds(90)).await.unwrap();
+    let used = store.token_credentials(limited.id).await.unwrap().unwrap().token.last_used_at;
+    assert_eq!(used, Some(at + Duration::seconds(90)));
+
+    // A world joins a limited token's grant once; a token for every world stays so.
+    let other = WorldId::new();
+    store.grant_world(limited.id, other).await.unwrap();
+    store.grant_world(limited.id, other).await.unwrap();
+    store.grant_world(everywhere.id, other).await.unwrap();
+    let grant = store.token_credentials(limited.id).await.unwrap().unwrap().token.worlds;
+    assert_eq!(grant, Some(vec![world, other]));
+    let grant = store.token_credentials(everywhere.id).await.unwrap().unwrap().token.worlds;
+    assert_eq!(grant, None);
+
+    // Revoked: gone.
+    assert!(store.delete_token(limited.id).await.unwrap());
+    assert!(!store.delete_token(limited.id).await.unwrap());
+    assert_eq!(store.token_credentials(limited.id).await.unwrap(), None);
+    assert_eq!(store.list_tokens(Window::ALL).await.unwrap(), [everywhere]);
+}
