@@ -51,11 +51,17 @@ fn main() {
         ),
         (
             "links",
-            page(&repeated("<p><a href=\"/a\">a link</a> and <a href=\"/b\">another</a></p>", 3)),
+            page(&repeated(
+                "<p><a href=\"/a\">a link</a> and <a href=\"/b\">another</a></p>",
+                3,
+            )),
         ),
         (
             "tables",
-            page(&repeated(&format!("<table><tr><td>{words}</td><td>2</td></tr></table>"), 5)),
+            page(&repeated(
+                &format!("<table><tr><td>{words}</td><td>2</td></tr></table>"),
+                5,
+            )),
         ),
     ];
     println!("# main-content extraction at its bounds");

@@ -1,7 +1,8 @@
-//! Retrieval quality on real questions: the Python FAQ (Debian package `python3-doc`) and the
-//! Debian FAQ (package `debian-faq`), read from the files those packages install. Every FAQ
-//! question is a query and its answer the target; the pages are uploaded with their headings
-//! removed (see `quality/faq.rs`), so a question is found only through its answer.
+//! Retrieval quality on real questions: the Python FAQ (Debian package `python3-doc`), the Debian
+//! FAQ (`debian-faq`) — both HTML — and the Vim FAQ (`vim-doc`, plain text), read from the files
+//! those packages install. Every FAQ question is a query and its answer the target; the pages
+//! are uploaded whole, as a user would (`--headless` takes the HTML pages' headings out, so that
+//! a question is found only through its answer: the tables before 2026-11-28).
 //!
 //! quarry runs in-process as in `bench.rs` (SQLite and qdrant-edge in a temporary directory), on
 //! the built-in `local` model (all-MiniLM-L6-v2; `scripts/fetch-model` installs it), with one
@@ -9,22 +10,26 @@
 //! configuration in [`configurations`] at each context budget of [`BUDGETS`], over HTTP.
 //!
 //! ```text
-//! make bench-quality                                        # both corpora, every question
+//! make bench-quality                                        # three corpora, every question, the peer
 //! cargo +nightly run --release --example bench_quality -- --only python --limit 50
-//! cargo +nightly test --release --example bench_quality     # the page reader's test
+//! cargo +nightly test --release --example bench_quality     # the page readers' tests
 //! ```
 //!
-//! Measures, per configuration (results are `top_k` 10):
+//! Measures, per configuration (results are `top_k` 10 but for `defaults`):
 //! - hit@1, hit@5: the share of questions with a result among the first 1 or 5 that overlaps
 //!   the answer's char span in its source;
 //! - MRR@10: the mean of 1 / rank of the first such result (0 when none of the 10 is);
 //! - cov@B: with `max_context_tokens` B, the share of the answer's chars inside the spans the
-//!   context cites (`context.citations`), averaged over the questions.
+//!   context cites (`context.citations`), averaged over the questions;
+//! - full@B: the share of questions whose answer is fully in `context.text` ([`answer_share`]
+//!   at least [`FULLY`]), the measure the peer — LangChain's `ParentDocumentRetriever` on the
+//!   same model, pages and questions (`--peer`, `scripts/bench-langchain.py`) — gets too.
 //!
 //! The same figures are split by whether the question carries literal terms
 //! (`quarry::service::retrieval::has_literal_terms`, what `hybrid` with fusion `auto` decides by),
 //! and each configuration is compared with the first (`dense`) question by question: how many
-//! answers it ranks higher and how many lower.
+//! answers it ranks higher and how many lower. Each corpus also reports how many of its
+//! questions quarry's section detection finds.
 
 #[path = "quality/faq.rs"]
 mod faq;

@@ -80,11 +80,14 @@ error_codes! {
     InvalidChunkingProfile => "invalid_chunking_profile", BAD_REQUEST, No,
         "max_tokens or overlap_tokens are out of range for the model";
     Unauthorized => "unauthorized", UNAUTHORIZED, No, "missing or invalid bearer token";
+    InsufficientScope => "insufficient_scope", FORBIDDEN, No,
+        "the token does not hold the scope this route needs (`details.scope` names it), or reaches only some worlds and the route concerns them all";
     WorldNotFound => "world_not_found", NOT_FOUND, No, "no world has this id";
     SourceNotFound => "source_not_found", NOT_FOUND, No, "the world has no source with this id";
     JobNotFound => "job_not_found", NOT_FOUND, No, "no job has this id";
     KeyNotFound => "key_not_found", NOT_FOUND, No, "no provider key has this id";
     WebhookNotFound => "webhook_not_found", NOT_FOUND, No, "no webhook subscription has this id";
+    TokenNotFound => "token_not_found", NOT_FOUND, No, "no API token has this id";
     NotFound => "not_found", NOT_FOUND, No, "no route has this path";
     MethodNotAllowed => "method_not_allowed", METHOD_NOT_ALLOWED, No, "the route does not take this method";
     RequestTimeout => "request_timeout", REQUEST_TIMEOUT, No,
@@ -220,6 +223,11 @@ impl ApiError {
         Self::new(ErrorCode::Unauthorized, "missing or invalid bearer token")
     }
 
+    /// 403 `insufficient_scope`: the route needs `scope`.
+    pub fn insufficient_scope(scope: crate::domain::Scope, message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InsufficientScope, message).with_details(json!({ "scope": scope.as_str() }))
+    }
+
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
             ErrorCode::PayloadTooLarge,
@@ -240,6 +248,7 @@ impl From<ServiceError> for ApiError {
                     Missing::Job => (C::JobNotFound, "job not found"),
                     Missing::Key => (C::KeyNotFound, "provider key not found"),
                     Missing::Webhook => (C::WebhookNotFound, "webhook subscription not found"),
+                    Missing::Token => (C::TokenNotFound, "API token not found"),
                 };
                 ApiError::new(code, message)
             }

@@ -23,8 +23,8 @@ pub use source::{
     Chunk, ChunkOutline, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent,
     PendingVersion, Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
 };
-pub use token::{ApiToken, Scope, TokenCredentials};
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
+pub use token::{ApiToken, Scope, TokenCredentials};
 pub use webhook::{Attempt, Delivery, DeliveryStatus, Webhook, WebhookEvent};
 pub use work::{EmbeddedVector, KeptPoint, ManifestEntry, RunInfo, WorkItem};
 pub use world::{

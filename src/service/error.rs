@@ -14,6 +14,7 @@ pub enum Missing {
     Job,
     Key,
     Webhook,
+    Token,
 }
 
 /// Which rule a bad input broke.

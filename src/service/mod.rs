@@ -9,6 +9,7 @@ pub mod master_key;
 pub mod repair;
 pub mod retrieval;
 pub mod sources;
+pub mod tokens;
 pub mod webhooks;
 pub mod worlds;
 

@@ -87,6 +87,7 @@ use async_trait::async_trait;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::{ApiToken, TokenCredentials, TokenId, Waiting, Window};
 use crate::domain::{Attempt, Delivery, Webhook, WebhookId};
 use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
@@ -95,7 +96,6 @@ use crate::domain::{
     ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
     StoredKey, WorkItem, World, WorldId, WorldStats,
 };
-use crate::domain::{ApiToken, TokenCredentials, TokenId, Waiting, Window};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]

@@ -33,7 +33,10 @@ async fn tokens_are_kept_by_digest_rotated_touched_and_revoked(store: Arc<dyn St
     assert_eq!(found.token, limited);
     assert_eq!(found.secret_sha256, [1; 32]);
     assert_eq!(found.previous, None);
-    assert_eq!(store.list_tokens(Window::ALL).await.unwrap(), [limited.clone(), everywhere.clone()]);
+    assert_eq!(
+        store.list_tokens(Window::ALL).await.unwrap(),
+        [limited.clone(), everywhere.clone()]
+    );
     assert_eq!(
         store.list_tokens(Window { offset: 1, limit: 5 }).await.unwrap(),
         [everywhere.clone()]
@@ -51,10 +54,22 @@ async fn tokens_are_kept_by_digest_rotated_touched_and_revoked(store: Arc<dyn St
     let at = Utc::now().duration_trunc(Duration::seconds(1)).unwrap();
     store.touch_token(limited.id, at).await.unwrap();
     store.touch_token(limited.id, at + Duration::seconds(30)).await.unwrap();
-    let used = store.token_credentials(limited.id).await.unwrap().unwrap().token.last_used_at;
+    let used = store
+        .token_credentials(limited.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .token
+        .last_used_at;
     assert_eq!(used, Some(at));
     store.touch_token(limited.id, at + Duration::seconds(90)).await.unwrap();
-    let used = store.token_credentials(limited.id).await.unwrap().unwrap().token.last_used_at;
+    let used = store
+        .token_credentials(limited.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .token
+        .last_used_at;
     assert_eq!(used, Some(at + Duration::seconds(90)));
 
     // A world joins a limited token's grant once; a token for every world stays so.
@@ -64,7 +79,13 @@ async fn tokens_are_kept_by_digest_rotated_touched_and_revoked(store: Arc<dyn St
     store.grant_world(everywhere.id, other).await.unwrap();
     let grant = store.token_credentials(limited.id).await.unwrap().unwrap().token.worlds;
     assert_eq!(grant, Some(vec![world, other]));
-    let grant = store.token_credentials(everywhere.id).await.unwrap().unwrap().token.worlds;
+    let grant = store
+        .token_credentials(everywhere.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .token
+        .worlds;
     assert_eq!(grant, None);
 
     // Revoked: gone.
