@@ -226,6 +226,7 @@ impl App {
             worlds,
             keys,
             webhooks,
+            tokens: Arc::new(crate::service::tokens::TokenService::new(store.clone())),
             sources,
             jobs,
             retrieval,
@@ -252,7 +253,12 @@ impl App {
         };
         let router_state = state.clone();
 
-        let auth = Auth::new(&settings.auth.tokens, settings.auth.disabled);
+        let auth = Auth::new(
+            &settings.auth.tokens,
+            settings.auth.disabled,
+            state.tokens.clone(),
+            store.clone(),
+        );
         let limits = Limits {
             max_body_bytes: settings.server.max_body_bytes,
             request_timeout: Duration::from_secs(settings.server.request_timeout_s),

@@ -24,6 +24,8 @@ pub struct AppState {
     pub worlds: Arc<WorldService>,
     pub keys: Arc<KeyService>,
     pub webhooks: Arc<crate::service::webhooks::WebhookService>,
+    /// API tokens managed through `/v1/tokens` (the router's auth checks them too).
+    pub tokens: Arc<crate::service::tokens::TokenService>,
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,

@@ -18,7 +18,9 @@ pub mod mcp;
 pub mod models;
 pub mod openapi;
 pub mod retrieve;
+pub mod scopes;
 pub mod sources;
+pub mod tokens;
 pub mod webhooks;
 pub mod worlds;
 
@@ -39,14 +41,18 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use self::error::{ApiError, ErrorCode};
+use crate::service::tokens::Principal;
 use crate::state::AppState;
 
-/// Bearer tokens accepted on `/v1/*`, kept as digests so comparison time does not depend on
-/// where a guess first differs.
+/// Who may call `/v1/*`: the bootstrap tokens of `auth.tokens` (kept as digests so comparison
+/// time does not depend on where a guess first differs; every scope, every world), and the
+/// tokens managed through `/v1/tokens`.
 #[derive(Clone)]
 pub struct Auth {
     digests: Arc<Vec<[u8; 32]>>,
     disabled: bool,
+    tokens: Arc<crate::service::tokens::TokenService>,
+    store: Arc<dyn crate::store::Store>,
 }
 
 /// The digest a token is kept and compared as.
@@ -71,12 +77,61 @@ fn bearer(req: &Request) -> Option<&str> {
 }
 
 impl Auth {
-    pub fn new(tokens: &[SecretString], disabled: bool) -> Self {
+    pub fn new(
+        tokens: &[SecretString],
+        disabled: bool,
+        managed: Arc<crate::service::tokens::TokenService>,
+        store: Arc<dyn crate::store::Store>,
+    ) -> Self {
         let digests = tokens.iter().map(token_digest).collect();
         Self {
             digests: Arc::new(digests),
             disabled,
+            tokens: managed,
+            store,
         }
+    }
+
+    /// Who presents `bearer`: a bootstrap token, a managed one that is valid now, or nobody.
+    async fn principal(&self, bearer: Option<&str>) -> Result<Option<Principal>, ApiError> {
+        if self.disabled {
+            return Ok(Some(Principal::Bootstrap));
+        }
+        let Some(presented) = bearer else {
+            return Ok(None);
+        };
+        if self.accepts(presented) {
+            return Ok(Some(Principal::Bootstrap));
+        }
+        Ok(self.tokens.verify(presented).await?.map(Principal::Token))
+    }
+
+    /// The world a request's path names: `{world_id}`, or the world of `{job_id}` (with the
+    /// error a missing job gets). `None` when it names neither, or one that does not parse
+    /// (the handler answers that).
+    async fn world_of(&self, req: &mut Request) -> Result<Option<(crate::domain::WorldId, ErrorCode)>, ApiError> {
+        use axum::RequestExt as _;
+        let Ok(params) = req.extract_parts::<axum::extract::RawPathParams>().await else {
+            return Ok(None);
+        };
+        let param = |name: &str| {
+            params
+                .iter()
+                .find(|(key, _)| *key == name)
+                .and_then(|(_, value)| uuid::Uuid::try_parse(value).ok())
+        };
+        if let Some(world) = param("world_id") {
+            return Ok(Some((crate::domain::WorldId(world), ErrorCode::WorldNotFound)));
+        }
+        if let Some(job) = param("job_id") {
+            let job = self
+                .store
+                .get_job(crate::domain::JobId(job))
+                .await
+                .map_err(crate::service::ServiceError::from)?;
+            return Ok(job.map(|job| (job.world_id, ErrorCode::JobNotFound)));
+        }
+        Ok(None)
     }
 
     fn accepts(&self, presented: &str) -> bool {
@@ -103,11 +158,12 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(maintenance::router())
         .merge(cluster::router())
         .merge(webhooks::router())
+        .merge(tokens::router())
         .nest_service("/mcp", mcp::service(state.clone()))
         .route_layer(middleware::from_fn_with_state(auth, require_bearer));
     let request_id = HeaderName::from_static("x-request-id");
     let meters = state.meters.clone();
-    let metrics_token = state.metrics_token.clone();
+    let metrics_token = (state.metrics_token.clone(), state.tokens.clone());
     Router::new()
         .merge(v1)
         .merge(health::router())
@@ -144,12 +200,31 @@ fn unauthorized() -> Response {
     response
 }
 
-/// With `auth.metrics_token` set, `/metrics` answers only requests bearing it.
-async fn require_metrics_token(State(token): State<Option<Arc<[u8; 32]>>>, req: Request, next: Next) -> Response {
-    match (&token, bearer(&req)) {
-        (None, _) => next.run(req).await,
-        (Some(known), Some(presented)) if digest_matches(known, presented) => next.run(req).await,
-        _ => unauthorized(),
+/// Who may scrape `/metrics`: anyone while `auth.metrics_token` is unset; else that token, or a
+/// managed token with the `metrics` scope.
+type MetricsAuth = (Option<Arc<[u8; 32]>>, Arc<crate::service::tokens::TokenService>);
+
+/// With `auth.metrics_token` set, `/metrics` answers only requests bearing it or a managed token
+/// with the `metrics` scope.
+async fn require_metrics_token(State((token, tokens)): State<MetricsAuth>, req: Request, next: Next) -> Response {
+    let Some(known) = &token else {
+        return next.run(req).await;
+    };
+    let Some(presented) = bearer(&req) else {
+        return unauthorized();
+    };
+    if digest_matches(known, presented) {
+        return next.run(req).await;
+    }
+    match tokens.verify(presented).await {
+        Ok(Some(managed)) if managed.grants(crate::domain::Scope::Metrics) => next.run(req).await,
+        Ok(Some(_)) => ApiError::insufficient_scope(
+            crate::domain::Scope::Metrics,
+            "this route needs a token with the `metrics` scope",
+        )
+        .into_response(),
+        Ok(None) => unauthorized(),
+        Err(err) => ApiError::from(err).into_response(),
     }
 }
 
@@ -198,15 +273,47 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
     }
 }
 
-/// Rejects `/v1/*` requests without an accepted `Authorization: Bearer` token.
-async fn require_bearer(State(auth): State<Auth>, req: Request, next: Next) -> Response {
-    if auth.disabled {
-        return next.run(req).await;
+/// Rejects `/v1/*` requests without an accepted `Authorization: Bearer` token (401), or whose
+/// token lacks the route's scope or reaches only some worlds where the route concerns them all
+/// (403 `insufficient_scope`), or another world than the path's (404, as a missing world or
+/// job); hands the handlers the [`Principal`].
+async fn require_bearer(State(auth): State<Auth>, mut req: Request, next: Next) -> Response {
+    let principal = match auth.principal(bearer(&req)).await {
+        Ok(Some(principal)) => principal,
+        Ok(None) => return unauthorized(),
+        Err(err) => return err.into_response(),
+    };
+    let template = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let (scope, reach) = scopes::needed(req.method(), &template);
+    if !principal.grants(scope) {
+        let message = format!("this route needs a token with the `{}` scope", scope.as_str());
+        return ApiError::insufficient_scope(scope, message).into_response();
     }
-    match bearer(&req) {
-        Some(token) if auth.accepts(token) => next.run(req).await,
-        _ => unauthorized(),
+    match reach {
+        scopes::Reach::Global if !principal.sees_every_world() => {
+            let message = "this route concerns every world; the token reaches only some";
+            return ApiError::insufficient_scope(scope, message).into_response();
+        }
+        scopes::Reach::World => match auth.world_of(&mut req).await {
+            Ok(Some((world, missing))) if !principal.sees(world) => {
+                let message = if missing == ErrorCode::JobNotFound {
+                    "job not found"
+                } else {
+                    "world not found"
+                };
+                return ApiError::new(missing, message).into_response();
+            }
+            Ok(_) => {}
+            Err(err) => return err.into_response(),
+        },
+        _ => {}
     }
+    req.extensions_mut().insert(principal);
+    next.run(req).await
 }
 
 /// Rewrites error responses that did not come from our handlers (axum's router, the timeout

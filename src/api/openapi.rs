@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, webhooks, worlds};
+use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, tokens, webhooks, worlds};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -59,12 +59,17 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         webhooks::get_webhook,
         webhooks::delete_webhook,
         webhooks::list_deliveries,
+        tokens::create_token,
+        tokens::list_tokens,
+        tokens::get_token,
+        tokens::delete_token,
+        tokens::rotate_token,
         cluster::cluster,
         health::healthz,
         health::readyz,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
-    modifiers(&BearerAuth, &CommonErrors, &Described, &ErrorCodes, &Links, &Rules),
+    modifiers(&BearerAuth, &Scopes, &CommonErrors, &Described, &ErrorCodes, &Links, &Rules),
     tags(
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
@@ -73,6 +78,7 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
         (name = "webhooks", description = "Signed notifications of job lifecycle events (Standard Webhooks)"),
+        (name = "tokens", description = "API tokens with scopes and world grants"),
         (name = "operations", description = "Health and readiness probes, metrics, and the replicas sharing the store"),
     )
 )]
@@ -90,6 +96,65 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Every `/v1` operation's scope, from the route table ([`super::scopes::ROUTES`]): its
+/// `security` names the scope, its description says it, and it can answer 403
+/// `insufficient_scope`.
+struct Scopes;
+
+impl Modify for Scopes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::SecurityRequirement;
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let methods = [
+                (axum::http::Method::GET, &mut item.get),
+                (axum::http::Method::POST, &mut item.post),
+                (axum::http::Method::PUT, &mut item.put),
+                (axum::http::Method::PATCH, &mut item.patch),
+                (axum::http::Method::DELETE, &mut item.delete),
+            ];
+            for (method, operation) in methods {
+                let Some(operation) = operation.as_mut() else { continue };
+                let (scope, reach) = super::scopes::needed(&method, path);
+                operation.security = Some(vec![SecurityRequirement::new("bearer", [scope.as_str()])]);
+                let whom = match reach {
+                    super::scopes::Reach::World => {
+                        " A token limited to other worlds is answered 404, as a missing world."
+                    }
+                    super::scopes::Reach::Global => " A token limited to some worlds is refused.",
+                    super::scopes::Reach::Listing => "",
+                };
+                let note = format!("Scope: `{}`.{whom}", scope.as_str());
+                operation.description = Some(match operation.description.take() {
+                    Some(text) if !text.is_empty() => format!("{text}\n\n{note}"),
+                    _ => note,
+                });
+                (operation.responses.responses)
+                    .entry("403".into())
+                    .or_insert_with(|| error_response("insufficient_scope"));
+            }
+        }
+    }
+}
+
+/// A response with an `ErrorBody`, described by `description`.
+fn error_response(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build(),
+    )
+}
+
 /// Answers every `/v1` operation that reads the store can give whatever it does, added where a
 /// handler does not list them itself: 400 `invalid_request` for an id in the path that is not a UUID, and 503 when the
 /// store (or the vector store) cannot be reached.
@@ -97,21 +162,9 @@ struct CommonErrors;
 
 impl Modify for CommonErrors {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
         use utoipa::openapi::path::ParameterIn;
-        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
-        let error = |description: &str| {
-            RefOr::T(
-                ResponseBuilder::new()
-                    .description(description)
-                    .content(
-                        "application/json",
-                        ContentBuilder::new()
-                            .schema(Some(Ref::from_schema_name("ErrorBody")))
-                            .build(),
-                    )
-                    .build(),
-            )
-        };
+        let error = error_response;
         for (path, item) in openapi.paths.paths.iter_mut() {
             // Models and the scheduler's live view are answered from memory.
             if !path.starts_with("/v1/") || path == "/v1/models" || path == "/v1/providers" {

@@ -1,9 +1,9 @@
 //! `/v1/worlds`: create, list, get, rename, delete.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use axum::{Extension, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{WorldId, WorldName};
+use crate::service::tokens::Principal;
 use crate::service::worlds::{CreateWorld, ProfileRequest, WorldView};
 use crate::service::{Conflict, ServiceError};
 use crate::state::AppState;
@@ -205,6 +206,7 @@ impl From<WorldView> for WorldDto {
     security(("bearer" = [])))]
 pub async fn create_world(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(req): ApiJson<CreateWorldRequest>,
 ) -> Result<(StatusCode, axum::Json<WorldDto>), ApiError> {
     let chunking = req.chunking.unwrap_or(ChunkingRequest {
@@ -223,6 +225,8 @@ pub async fn create_world(
             hybrid: req.hybrid,
         })
         .await?;
+    // A token limited to some worlds reaches the worlds it creates.
+    state.tokens.grant_world(&principal, view.world.id).await?;
     Ok((StatusCode::CREATED, axum::Json(view.into())))
 }
 
@@ -234,10 +238,22 @@ pub async fn create_world(
     security(("bearer" = [])))]
 pub async fn list_worlds(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<WorldList>, ApiError> {
     let paging = super::extract::list_query(&query, &[])?;
-    let worlds = state.worlds.list(super::extract::window(paging)).await?;
+    let worlds = if principal.sees_every_world() {
+        state.worlds.list(super::extract::window(paging)).await?
+    } else {
+        // A token limited to some worlds pages through those only.
+        let window = super::extract::window(paging);
+        let seen = state.worlds.list(crate::domain::Window::ALL).await?;
+        seen.into_iter()
+            .filter(|view| principal.sees(view.world.id))
+            .skip(usize::try_from(window.offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(window.limit).unwrap_or(usize::MAX))
+            .collect()
+    };
     let (worlds, next_offset) = super::extract::page(worlds, paging);
     Ok(axum::Json(WorldList {
         worlds: worlds.into_iter().map(Into::into).collect(),

@@ -63,8 +63,8 @@ impl SourceUrl {
     pub const MAX_CHARS: usize = 2048;
 
     /// The URLs taken: `http://` or `https://` (any case), a host — a DNS name of ASCII labels
-    /// or labels of Latin-1 letters, kana and CJK ideographs (its last label not starting with
-    /// a digit), a dotted IPv4 address, or a bracketed IPv6 address without an embedded IPv4
+    /// or labels of Latin-1 letters, kana and CJK ideographs, hyphens single and inside (its
+    /// last label not starting with a digit), a dotted IPv4 address, or a bracketed IPv6 address without an embedded IPv4
     /// part — an optional port (0 to 65535), then optionally a path, query or fragment of
     /// any characters but whitespace and control characters. No user information. Every URL
     /// this matches is one the URL standard parses, so the document's pattern and the
@@ -72,14 +72,11 @@ impl SourceUrl {
     pub const PATTERN: &'static str = concat!(
         r"^[Hh][Tt][Tt][Pp][Ss]?://",
         r"(?:",
-        // DNS name: labels of letters and digits with inner hyphens; the last one starts with
-        // a letter (a last label of digits would be read as an IPv4 address).
-        r"(?:[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff]",
-        r"(?:[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff-]{0,61}",
-        r"[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff])?\.)*",
-        r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff]",
-        r"(?:[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff-]{0,61}",
-        r"[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff])?",
+        // DNS name: labels of letters and digits with single inner hyphens (never two in a
+        // row: `xn--…` would be read as punycode, which such a label seldom is); the last one
+        // starts with a letter (a last label of digits would be read as an IPv4 address).
+        r"(?:[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff](?:-?[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff]){0,62}\.)*",
+        r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff](?:-?[0-9A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff]){0,62}",
         // IPv4, dotted decimal.
         r"|(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
         // IPv6 in brackets.

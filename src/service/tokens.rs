@@ -184,6 +184,7 @@ impl TokenService {
         if !self.store.rotate_token(id, &digest(&secret), until).await? {
             return Err(ServiceError::NotFound(Missing::Token));
         }
+        self.forget(id);
         Ok((token, secret))
     }
 

@@ -241,7 +241,18 @@ impl TestApp {
     }
 
     pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self.client.request(method, self.url(path)).bearer_auth(TOKEN);
+        self.request_as(TOKEN, method, path, body).await
+    }
+
+    /// [`TestApp::request`] bearing `token`.
+    pub async fn request_as(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.client.request(method, self.url(path)).bearer_auth(token);
         if let Some(body) = body {
             req = req.json(&body);
         }

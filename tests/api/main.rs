@@ -36,6 +36,7 @@ mod scheduler;
 mod sources;
 mod store_conformance;
 mod takeover;
+mod tokens;
 mod vector_conformance;
 mod webhooks;
 mod worlds;

@@ -1,0 +1,229 @@
+//! `/v1/tokens`: API tokens with scopes and world grants, managed through the API.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::domain::{ApiToken, Scope, TokenId, WorldId};
+use crate::service::tokens::{NewToken, Principal};
+use crate::service::{Invalid, ServiceError};
+use crate::state::AppState;
+
+/// Longest grace a rotation keeps the old secret for (a week).
+pub const MAX_GRACE_S: u64 = 7 * 24 * 3600;
+
+/// The grace a rotation keeps the old secret for when the request names none (an hour).
+pub const DEFAULT_GRACE_S: u64 = 3600;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/tokens", get(list_tokens).post(create_token))
+        .route("/v1/tokens/{token_id}", get(get_token).delete(delete_token))
+        .route("/v1/tokens/{token_id}/rotate", post(rotate_token))
+}
+
+/// What a token may do.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // documents `scopes`
+pub enum ScopeName {
+    Read,
+    Ingest,
+    Admin,
+    Metrics,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTokenRequest {
+    /// 1 to 200 characters, no control characters.
+    #[schema(example = "support bot", min_length = 1, max_length = 200)]
+    pub name: String,
+    /// `read` (retrieve; list and read worlds, sources, chunks, jobs, events; MCP), `ingest`
+    /// (`read`, and write sources and steer jobs), `admin` (everything) and `metrics` (read
+    /// `/metrics`). At least one.
+    #[schema(value_type = Vec<ScopeName>, min_items = 1)]
+    pub scopes: Vec<String>,
+    /// The worlds the token may touch; left out: every world (or, when the caller's own token is
+    /// limited, the caller's worlds). Worlds it creates join the list.
+    pub worlds: Option<Vec<Uuid>>,
+    /// When it stops being accepted; left out: never.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenDto {
+    pub id: Uuid,
+    pub name: String,
+    #[schema(value_type = Vec<ScopeName>)]
+    pub scopes: Vec<&'static str>,
+    /// `null`: every world.
+    pub worlds: Option<Vec<Uuid>>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was last used, to the minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl From<ApiToken> for TokenDto {
+    fn from(t: ApiToken) -> Self {
+        TokenDto {
+            id: t.id.0,
+            name: t.name,
+            scopes: t.scopes.iter().map(|s| s.as_str()).collect(),
+            worlds: t.worlds.map(|w| w.into_iter().map(|w| w.0).collect()),
+            created_at: t.created_at,
+            expires_at: t.expires_at,
+            last_used_at: t.last_used_at,
+        }
+    }
+}
+
+/// A token with its secret — the only time quarry shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedTokenDto {
+    #[serde(flatten)]
+    pub token: TokenDto,
+    /// `Authorization: Bearer <secret>`. Stored as a digest only: lost, it is rotated.
+    #[schema(example = "qk_5f0c7c4e9b1a4c0e8d2f6a7b3c9e1d04_Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5")]
+    pub secret: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenDto>,
+    /// The `offset` of the next page; `null` on the last one.
+    pub next_offset: Option<u64>,
+}
+
+/// Make a token. The answer carries its secret, shown this once.
+#[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = CreateTokenRequest,
+    responses((status = 201, body = CreatedTokenDto),
+        (status = 400, description = "invalid_request (`details.field`: `name`, `scopes`, `expires_at`)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, description = "insufficient_scope", body = ErrorBody),
+        (status = 404, description = "world_not_found (a world of `worlds` the caller cannot reach)", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_token(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiJson(req): ApiJson<CreateTokenRequest>,
+) -> Result<(StatusCode, axum::Json<CreatedTokenDto>), ApiError> {
+    let mut scopes = Vec::with_capacity(req.scopes.len());
+    for name in &req.scopes {
+        let scope = Scope::parse(name).ok_or_else(|| {
+            ServiceError::invalid(
+                Invalid::Request,
+                "scopes",
+                format!("unknown scope `{name}` (read, ingest, admin or metrics)"),
+            )
+        })?;
+        scopes.push(scope);
+    }
+    let new = NewToken {
+        name: req.name,
+        scopes,
+        worlds: req.worlds.map(|w| w.into_iter().map(WorldId).collect()),
+        expires_at: req.expires_at,
+    };
+    let (token, secret) = state.tokens.create(&principal, new).await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CreatedTokenDto {
+            token: token.into(),
+            secret,
+        }),
+    ))
+}
+
+/// Every token, oldest first. Secrets are never returned.
+#[utoipa::path(get, path = "/v1/tokens", tag = "tokens",
+    params(("offset" = Option<u64>, Query, description = "tokens to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
+        ("limit" = Option<u32>, Query, description = "tokens to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
+    responses((status = 200, body = TokenList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, description = "insufficient_scope", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
+) -> Result<axum::Json<TokenList>, ApiError> {
+    let paging = super::extract::list_query(&query, &[])?;
+    let tokens = state.tokens.list(super::extract::window(paging)).await?;
+    let (tokens, next_offset) = super::extract::page(tokens, paging);
+    Ok(axum::Json(TokenList {
+        tokens: tokens.into_iter().map(Into::into).collect(),
+        next_offset,
+    }))
+}
+
+/// One token.
+#[utoipa::path(get, path = "/v1/tokens/{token_id}", tag = "tokens",
+    params(("token_id" = Uuid, Path)),
+    responses((status = 200, body = TokenDto), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "insufficient_scope", body = ErrorBody),
+        (status = 404, description = "token_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_token(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<TokenId>,
+) -> Result<axum::Json<TokenDto>, ApiError> {
+    Ok(axum::Json(state.tokens.get(id).await?.into()))
+}
+
+/// Revoke a token: every replica refuses it within 5 seconds.
+#[utoipa::path(delete, path = "/v1/tokens/{token_id}", tag = "tokens",
+    params(("token_id" = Uuid, Path)),
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, description = "insufficient_scope", body = ErrorBody),
+        (status = 404, description = "token_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_token(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<TokenId>,
+) -> Result<StatusCode, ApiError> {
+    state.tokens.revoke(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A new secret for a token (shown this once); the current one stays accepted for `grace_s`.
+#[utoipa::path(post, path = "/v1/tokens/{token_id}/rotate", tag = "tokens",
+    params(("token_id" = Uuid, Path),
+        ("grace_s" = Option<u64>, Query, description = "how long the current secret stays accepted beside the new one, 0 to 604800 seconds (default 3600)", minimum = 0, maximum = 604800)),
+    responses((status = 200, body = CreatedTokenDto),
+        (status = 400, description = "invalid_request (`details.field`: `grace_s` or an unknown parameter)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, description = "insufficient_scope", body = ErrorBody),
+        (status = 404, description = "token_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn rotate_token(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<TokenId>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
+) -> Result<axum::Json<CreatedTokenDto>, ApiError> {
+    let mut grace_s = DEFAULT_GRACE_S;
+    for (name, value) in &query {
+        let parsed = (name == "grace_s")
+            .then(|| value.parse::<u64>().ok())
+            .flatten()
+            .filter(|g| *g <= MAX_GRACE_S);
+        grace_s = parsed.ok_or_else(|| {
+            ServiceError::invalid(
+                Invalid::Request,
+                if name == "grace_s" { "grace_s" } else { name.as_str() },
+                format!("the only parameter is grace_s, 0 to {MAX_GRACE_S} seconds"),
+            )
+        })?;
+    }
+    let (token, secret) = state.tokens.rotate(id, Duration::from_secs(grace_s)).await?;
+    Ok(axum::Json(CreatedTokenDto {
+        token: token.into(),
+        secret,
+    }))
+}

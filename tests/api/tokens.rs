@@ -1,0 +1,359 @@
+//! API tokens with scopes and world grants: every operation of the OpenAPI document asks its
+//! scope (from the route table), limited tokens see only their worlds, secrets are shown once,
+//! rotation keeps the old secret for its grace, revocation and expiry refuse at once here and
+//! within the cache's life on another replica.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, google_world, on_fake_google, spawn_app_on, spawn_app_with};
+use quarry::domain::Scope;
+
+/// A token made by the bootstrap token: its secret and id.
+async fn token(app: &TestApp, body: Value) -> (String, String) {
+    let (status, made) = app.post("/v1/tokens", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    (
+        made["secret"].as_str().unwrap().to_owned(),
+        made["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// `path` with every `{…}` parameter replaced: `{world_id}` by `world`, others by fresh ids.
+fn filled(path: &str, world: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').unwrap() + open;
+        let name = &rest[open + 1..close];
+        out.push_str(&if name == "world_id" {
+            world.to_owned()
+        } else {
+            uuid::Uuid::new_v4().to_string()
+        });
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every `/v1` operation of the served document, with the scope its `security` names, and what
+/// its description says of tokens limited to other worlds (`world`, `global` or `listing`).
+async fn operations(app: &TestApp) -> (Vec<(Method, String, Scope)>, HashMap<(Method, String), String>) {
+    let document: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    let mut reaches = HashMap::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        for (method, operation) in item.as_object().unwrap() {
+            let scope = operation["security"][0]["bearer"][0]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path}: no scope"));
+            let description = operation["description"].as_str().unwrap_or("");
+            assert!(
+                description.contains(&format!("Scope: `{scope}`")),
+                "{method} {path}: {description}"
+            );
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let reach = if description.contains("limited to other worlds is answered 404") {
+                "world"
+            } else if description.contains("limited to some worlds is refused") {
+                "global"
+            } else {
+                "listing"
+            };
+            reaches.insert((method.clone(), path.clone()), reach.to_owned());
+            found.push((method, path.clone(), Scope::parse(scope).unwrap()));
+        }
+    }
+    (found, reaches)
+}
+
+async fn every_operation_asks_its_scope(app: TestApp) {
+    let world = google_world(&app).await;
+    let other = google_world(&app).await;
+    let mut tokens = Vec::new();
+    for scope in Scope::ALL {
+        let (secret, _) = token(&app, json!({"name": scope.as_str(), "scopes": [scope.as_str()]})).await;
+        tokens.push((scope, secret));
+    }
+    // Admin of `other` only.
+    let (limited, _) = token(
+        &app,
+        json!({"name": "other's admin", "scopes": ["admin"], "worlds": [other]}),
+    )
+    .await;
+    let (operations, reaches) = operations(&app).await;
+    assert!(operations.len() >= 40, "{}", operations.len());
+    for (method, path, needed) in &operations {
+        // Scopes are asked of ids that name nothing (so that nothing is changed); the world
+        // check, of a world that exists.
+        let nowhere = filled(path, &uuid::Uuid::new_v4().to_string());
+        let target = filled(path, &world);
+        let body = matches!(*method, Method::POST | Method::PUT | Method::PATCH).then(|| json!({}));
+        for (held, secret) in &tokens {
+            let (status, answer) = app.request_as(secret, method.clone(), &nowhere, body.clone()).await;
+            if held.grants(*needed) {
+                assert!(
+                    status != StatusCode::FORBIDDEN && status != StatusCode::UNAUTHORIZED,
+                    "{method} {path} with {held:?}: {status} {answer}"
+                );
+            } else {
+                assert_error(status, &answer, StatusCode::FORBIDDEN, "insufficient_scope");
+                assert_eq!(answer["error"]["details"]["scope"], needed.as_str(), "{method} {path}");
+            }
+        }
+        // A token of another world: the path's world is missing to it; a route about every
+        // world refuses it (as the document says of each).
+        let (status, answer) = app.request_as(&limited, method.clone(), &target, body.clone()).await;
+        match reaches.get(&(method.clone(), path.clone())).map(String::as_str) {
+            Some("world") if path.contains("{job_id}") => {
+                assert_error(status, &answer, StatusCode::NOT_FOUND, "job_not_found");
+            }
+            Some("world") => {
+                assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+            }
+            Some("global") => {
+                assert_error(status, &answer, StatusCode::FORBIDDEN, "insufficient_scope");
+            }
+            _ => assert_ne!(status, StatusCode::FORBIDDEN, "{method} {path}: {answer}"),
+        }
+    }
+    // Nothing was touched: both worlds are there.
+    for id in [&world, &other] {
+        let (status, _) = app.get(&format!("/v1/worlds/{id}")).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+}
+
+#[tokio::test]
+async fn every_operation_of_the_document_asks_its_scope_on_sqlite() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    every_operation_asks_its_scope(app).await;
+}
+
+#[tokio::test]
+async fn every_operation_of_the_document_asks_its_scope_on_postgres() {
+    let Some(db) = crate::helpers::PgDatabase::create("tokens::every_operation").await else {
+        return;
+    };
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_on(db.url.clone(), on_fake_google(fake.base_url(), |_| {})).await;
+    every_operation_asks_its_scope(app).await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_limited_token_sees_its_worlds_only_and_reaches_the_worlds_it_creates() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let mine = google_world(&app).await;
+    let theirs = google_world(&app).await;
+    let job = app.add_text(&theirs, "a.txt", "Queen Maren rules the isles.").await["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (secret, id) = token(&app, json!({"name": "mine", "scopes": ["admin"], "worlds": [mine]})).await;
+    let (status, listed) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = listed["worlds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [mine.as_str()]);
+    let (status, answer) = app
+        .request_as(&secret, Method::GET, &format!("/v1/jobs/{job}"), None)
+        .await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "job_not_found");
+    let (status, answer) = app
+        .request_as(
+            &secret,
+            Method::POST,
+            &format!("/v1/worlds/{theirs}/retrieve"),
+            Some(json!({"query": "queen"})),
+        )
+        .await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    // A world it creates joins its grant; a token it makes reaches no more than it does.
+    let (status, made) = app
+        .request_as(
+            &secret,
+            Method::POST,
+            "/v1/worlds",
+            Some(json!({"name": "New", "embedding": {"provider": "google", "model": "gemini-embedding-001"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let created = made["id"].as_str().unwrap();
+    let (_, shown) = app.get(&format!("/v1/tokens/{id}")).await;
+    assert_eq!(shown["worlds"], json!([mine, created]), "{shown}");
+    let (status, _) = app
+        .request_as(&secret, Method::GET, &format!("/v1/worlds/{created}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = app
+        .request_as(
+            &secret,
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "x", "scopes": ["read"], "worlds": [theirs]})),
+        )
+        .await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "world_not_found");
+    let (status, made) = app
+        .request_as(
+            &secret,
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "x", "scopes": ["read"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    assert_eq!(
+        made["worlds"],
+        json!([mine, created]),
+        "a token it makes inherits its worlds"
+    );
+}
+
+#[tokio::test]
+async fn secrets_are_shown_once_rotated_with_grace_and_revoked_at_once() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let (secret, id) = token(&app, json!({"name": "bot", "scopes": ["read"]})).await;
+    assert!(secret.starts_with("qk_") && secret.len() == 79, "{secret}");
+    let (status, _) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = app.get("/v1/tokens").await;
+    let text = listed.to_string();
+    assert!(!text.contains(&secret[40..]), "no secret in listings: {text}");
+    assert_eq!(listed["tokens"][0]["scopes"], json!(["read"]));
+    assert!(listed["tokens"][0]["last_used_at"].is_string(), "{listed}");
+
+    // Rotation: both secrets work during the grace; with none, only the new one.
+    let (status, rotated) = app
+        .post(&format!("/v1/tokens/{id}/rotate?grace_s=600"), json!(null))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    let new = rotated["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new, secret);
+    for s in [&secret, &new] {
+        let (status, _) = app.request_as(s, Method::GET, "/v1/worlds", None).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (_, rotated) = app
+        .post(&format!("/v1/tokens/{id}/rotate?grace_s=0"), json!(null))
+        .await;
+    let newest = rotated["secret"].as_str().unwrap().to_owned();
+    let (status, _) = app.request_as(&new, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, answer) = app
+        .post(&format!("/v1/tokens/{id}/rotate?grace_s=9999999"), json!(null))
+        .await;
+    assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+
+    // Revoked: refused at once on this replica.
+    let (status, _) = app.request(Method::DELETE, &format!("/v1/tokens/{id}"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, answer) = app.request_as(&newest, Method::GET, "/v1/worlds", None).await;
+    assert_error(status, &answer, StatusCode::UNAUTHORIZED, "unauthorized");
+    let (status, answer) = app.request(Method::DELETE, &format!("/v1/tokens/{id}"), None).await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "token_not_found");
+
+    // Bad requests change nothing.
+    for (body, field) in [
+        (json!({"name": "", "scopes": ["read"]}), "name"),
+        (json!({"name": "x", "scopes": []}), "scopes"),
+        (json!({"name": "x", "scopes": ["root"]}), "scopes"),
+        (
+            json!({"name": "x", "scopes": ["read"], "expires_at": "2001-01-01T00:00:00Z"}),
+            "expires_at",
+        ),
+    ] {
+        let (status, answer) = app.post("/v1/tokens", body).await;
+        assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(answer["error"]["details"]["field"], field, "{answer}");
+    }
+    let (_, listed) = app.get("/v1/tokens").await;
+    assert_eq!(listed["tokens"], json!([]));
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refused() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let expires = (chrono::Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
+    let (secret, _) = token(
+        &app,
+        json!({"name": "brief", "scopes": ["read"], "expires_at": expires}),
+    )
+    .await;
+    let (status, _) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (status, _) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_revocation_reaches_another_replica_within_the_cache_life() {
+    let Some(db) = crate::helpers::PgDatabase::create("tokens::revocation").await else {
+        return;
+    };
+    let apps = crate::helpers::spawn_replicas(&db.url, 2, |_| {}).await;
+    let (secret, id) = token(&apps[0], json!({"name": "bot", "scopes": ["read"]})).await;
+    let (status, _) = apps[1].request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_eq!(status, StatusCode::OK, "the other replica knows it");
+    let (status, _) = apps[0].request(Method::DELETE, &format!("/v1/tokens/{id}"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // Refused within the cache's life (5 s), asked every 100 ms.
+    let mut polls = 0;
+    loop {
+        let (status, _) = apps[1].request_as(&secret, Method::GET, "/v1/worlds", None).await;
+        if status == StatusCode::UNAUTHORIZED {
+            break;
+        }
+        polls += 1;
+        assert!(polls <= 60, "still accepted after {polls} polls");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_metrics_token_reads_metrics_and_nothing_else() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| {
+        s.auth.metrics_token = Some(secrecy::SecretString::from("scrape-me"));
+    }))
+    .await;
+    let (secret, _) = token(&app, json!({"name": "prometheus", "scopes": ["metrics"]})).await;
+    let (reader, _) = token(&app, json!({"name": "reader", "scopes": ["read"]})).await;
+    let scrape = |t: String| {
+        let req = app.client.get(app.url("/metrics")).bearer_auth(t);
+        async move { req.send().await.unwrap().status() }
+    };
+    assert_eq!(scrape(secret.clone()).await, StatusCode::OK);
+    assert_eq!(scrape("scrape-me".into()).await, StatusCode::OK);
+    assert_eq!(scrape(reader).await, StatusCode::FORBIDDEN);
+    assert_eq!(scrape("qk_nothing".into()).await, StatusCode::UNAUTHORIZED);
+    let (status, answer) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
+    assert_error(status, &answer, StatusCode::FORBIDDEN, "insufficient_scope");
+}
