@@ -112,6 +112,8 @@ WELL_FORMED_BUT_REFUSED = {
     "precondition_failed": None,
     "idempotency_key_reused": {"Idempotency-Key"},
     "key_mismatch": {"key"},
+    # A token's expiry is judged against the clock (422).
+    "expiry_in_past": {"expires_at"},
 }
 
 

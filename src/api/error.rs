@@ -128,6 +128,8 @@ error_codes! {
         "the uploaded PDF has no text layer (a scan, or images of text); OCR it first";
     DestinationNotAllowed => "destination_not_allowed", UNPROCESSABLE_ENTITY, No,
         "the webhook URL's address is not public (loopback, private, link-local, …) and not in `webhooks.allowed_networks`";
+    ExpiryInPast => "expiry_in_past", UNPROCESSABLE_ENTITY, No,
+        "a token's `expires_at` is not in the future";
     KeyMismatch => "key_mismatch", UNPROCESSABLE_ENTITY, No,
         "the body's `key` is not the key of the source the route writes to (a key is set when a source is created)";
     ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
@@ -288,6 +290,7 @@ impl From<ServiceError> for ApiError {
                     Unprocessable::NoTextLayer => C::NoTextLayer,
                     Unprocessable::DestinationNotAllowed => C::DestinationNotAllowed,
                     Unprocessable::KeyMismatch => C::KeyMismatch,
+                    Unprocessable::ExpiryInPast => C::ExpiryInPast,
                 };
                 // A query too long for the model, or an uploaded document that gives no text.
                 let field = match kind {
@@ -295,6 +298,7 @@ impl From<ServiceError> for ApiError {
                     Unprocessable::UnreadableDocument | Unprocessable::NoTextLayer => "file",
                     Unprocessable::DestinationNotAllowed => "url",
                     Unprocessable::KeyMismatch => "key",
+                    Unprocessable::ExpiryInPast => "expires_at",
                 };
                 ApiError::new(code, message).with_details(json!({ "field": field }))
             }

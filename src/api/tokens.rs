@@ -45,8 +45,13 @@ pub enum ScopeName {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTokenRequest {
-    /// 1 to 200 characters, no control characters.
-    #[schema(example = "support bot", min_length = 1, max_length = 200)]
+    /// 1 to 200 characters, not all blank, no control characters.
+    #[schema(
+        example = "support bot",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
     /// `read` (retrieve; list and read worlds, sources, chunks, jobs, events; MCP), `ingest`
     /// (`read`, and write sources and steer jobs), `admin` (everything) and `metrics` (read
@@ -108,9 +113,10 @@ pub struct TokenList {
 /// Make a token. The answer carries its secret, shown this once.
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = CreateTokenRequest,
     responses((status = 201, body = CreatedTokenDto),
-        (status = 400, description = "invalid_request (`details.field`: `name`, `scopes`, `expires_at`)", body = ErrorBody),
+        (status = 400, description = "invalid_request (`details.field`: `name` or `scopes`)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, description = "insufficient_scope", body = ErrorBody),
-        (status = 404, description = "world_not_found (a world of `worlds` the caller cannot reach)", body = ErrorBody)),
+        (status = 404, description = "world_not_found (a world of `worlds` the caller cannot reach)", body = ErrorBody),
+        (status = 422, description = "expiry_in_past", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_token(
     State(state): State<AppState>,

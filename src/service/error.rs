@@ -61,6 +61,8 @@ pub enum Unprocessable {
     DestinationNotAllowed,
     /// A source write whose body names another key than the source it writes to.
     KeyMismatch,
+    /// A token asked to expire at a time already past.
+    ExpiryInPast,
 }
 
 #[derive(Debug, thiserror::Error)]

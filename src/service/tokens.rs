@@ -122,11 +122,10 @@ impl TokenService {
             ));
         }
         if new.expires_at.is_some_and(|at| at <= Utc::now()) {
-            return Err(ServiceError::invalid(
-                Invalid::Request,
-                "expires_at",
-                "expires_at must be in the future",
-            ));
+            return Err(ServiceError::Unprocessable {
+                kind: super::Unprocessable::ExpiryInPast,
+                message: "expires_at must be in the future".into(),
+            });
         }
         let worlds = match (new.worlds, creator) {
             (Some(worlds), _) => {
