@@ -1,7 +1,8 @@
 -- API tokens managed through the API (`/v1/tokens`): a name, scopes (`read,ingest`), the
 -- worlds the token may touch (a JSON array of world ids; NULL: every world), an optional expiry.
 -- Only the SHA-256 digest of the secret is kept; during a rotation's grace period the previous
--- secret's digest is accepted until `previous_until`.
+-- secret's digest is accepted until `previous_until`. `rate_per_minute` bounds the requests a
+-- minute the token may make on each replica (NULL: no bound of its own).
 CREATE TABLE api_tokens (
     id              BLOB PRIMARY KEY,
     name            TEXT NOT NULL,
@@ -12,5 +13,6 @@ CREATE TABLE api_tokens (
     previous_until  TEXT,
     created_at      TEXT NOT NULL,
     expires_at      TEXT,
-    last_used_at    TEXT
+    last_used_at    TEXT,
+    rate_per_minute INTEGER
 );

@@ -132,6 +132,8 @@ error_codes! {
         "a token's `expires_at` is not in the future";
     KeyMismatch => "key_mismatch", UNPROCESSABLE_ENTITY, No,
         "the body's `key` is not the key of the source the route writes to (a key is set when a source is created)";
+    TokenRateLimited => "token_rate_limited", TOO_MANY_REQUESTS, Given,
+        "the token made more requests than its `rate_per_minute` allows on this replica; retry after `Retry-After` seconds";
     ProviderRateLimited => "provider_rate_limited", TOO_MANY_REQUESTS, Given,
         "every eligible provider key is cooling down; retry after `Retry-After` seconds";
     InternalError => "internal_error", INTERNAL_SERVER_ERROR, No, "a fault inside quarry (logged in full, never sent)";
@@ -223,6 +225,18 @@ impl ApiError {
 
     pub fn unauthorized() -> Self {
         Self::new(ErrorCode::Unauthorized, "missing or invalid bearer token")
+    }
+
+    /// 429 `token_rate_limited`, to retry after `wait`.
+    pub fn token_rate_limited(wait: Duration) -> Self {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let mut err = Self::new(
+            ErrorCode::TokenRateLimited,
+            format!("the token's rate_per_minute is spent; retry in {secs} s"),
+        )
+        .with_details(json!({ "retry_after_s": secs }));
+        err.retry_after = Some(Duration::from_secs(secs));
+        err
     }
 
     /// 403 `insufficient_scope`: the route needs `scope`.

@@ -312,6 +312,11 @@ async fn require_bearer(State(auth): State<Auth>, mut req: Request, next: Next) 
         },
         _ => {}
     }
+    if let Principal::Token(token) = &principal
+        && let Err(wait) = auth.tokens.admit(token)
+    {
+        return ApiError::token_rate_limited(wait).into_response();
+    }
     req.extensions_mut().insert(principal);
     next.run(req).await
 }

@@ -63,6 +63,11 @@ pub struct CreateTokenRequest {
     pub worlds: Option<Vec<Uuid>>,
     /// When it stops being accepted; left out: never.
     pub expires_at: Option<DateTime<Utc>>,
+    /// Requests a minute the token may make on each replica (1 to 1000000; up to ten seconds'
+    /// worth at once); past it, 429 `token_rate_limited` with `Retry-After`. Left out: no limit
+    /// of its own.
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub rate_per_minute: Option<u32>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -77,6 +82,7 @@ pub struct TokenDto {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was last used, to the minute.
     pub last_used_at: Option<DateTime<Utc>>,
+    pub rate_per_minute: Option<u32>,
 }
 
 impl From<ApiToken> for TokenDto {
@@ -89,6 +95,7 @@ impl From<ApiToken> for TokenDto {
             created_at: t.created_at,
             expires_at: t.expires_at,
             last_used_at: t.last_used_at,
+            rate_per_minute: t.rate_per_minute,
         }
     }
 }
@@ -113,7 +120,7 @@ pub struct TokenList {
 /// Make a token. The answer carries its secret, shown this once.
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = CreateTokenRequest,
     responses((status = 201, body = CreatedTokenDto),
-        (status = 400, description = "invalid_request (`details.field`: `name` or `scopes`)", body = ErrorBody),
+        (status = 400, description = "invalid_request (`details.field`: `name`, `scopes` or `rate_per_minute`)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, description = "insufficient_scope", body = ErrorBody),
         (status = 404, description = "world_not_found (a world of `worlds` the caller cannot reach)", body = ErrorBody),
         (status = 422, description = "expiry_in_past", body = ErrorBody)),
@@ -139,6 +146,7 @@ pub async fn create_token(
         scopes,
         worlds: req.worlds.map(|w| w.into_iter().map(WorldId).collect()),
         expires_at: req.expires_at,
+        rate_per_minute: req.rate_per_minute,
     };
     let (token, secret) = state.tokens.create(&principal, new).await?;
     Ok((

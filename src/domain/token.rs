@@ -58,6 +58,8 @@ pub struct ApiToken {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was last used, to the minute (written at most once a minute).
     pub last_used_at: Option<DateTime<Utc>>,
+    /// Requests a minute the token may make on each replica; `None`: no limit of its own.
+    pub rate_per_minute: Option<u32>,
 }
 
 impl ApiToken {

@@ -85,6 +85,39 @@ pub struct NewToken {
     pub scopes: Vec<Scope>,
     pub worlds: Option<Vec<WorldId>>,
     pub expires_at: Option<DateTime<Utc>>,
+    pub rate_per_minute: Option<u32>,
+}
+
+/// Highest `rate_per_minute`.
+pub const MAX_RATE_PER_MINUTE: u32 = 1_000_000;
+
+/// A token's request budget on this replica: `rate_per_minute` refilled evenly, holding at
+/// most ten seconds' worth (at least one request), so a client cannot save a minute's requests
+/// for one burst.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn capacity(rate_per_minute: u32) -> f64 {
+        (f64::from(rate_per_minute) / 6.0).max(1.0)
+    }
+
+    /// Takes one request at `now`, or says how long until one is there.
+    fn take(&mut self, rate_per_minute: u32, now: Instant) -> Result<(), Duration> {
+        let per_second = f64::from(rate_per_minute) / 60.0;
+        let refilled = now.duration_since(self.at).as_secs_f64() * per_second;
+        self.tokens = (self.tokens + refilled).min(Self::capacity(rate_per_minute));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / per_second))
+        }
+    }
 }
 
 /// Verified (and refused) secrets by digest: the token (`None`: refused) and when it was read.
@@ -93,6 +126,7 @@ type Verified = HashMap<[u8; 32], (Option<ApiToken>, Instant)>;
 pub struct TokenService {
     store: Arc<dyn Store>,
     cache: Mutex<Verified>,
+    buckets: Mutex<HashMap<TokenId, Bucket>>,
 }
 
 impl TokenService {
@@ -100,7 +134,26 @@ impl TokenService {
         Self {
             store,
             cache: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Admits one request of `token` under its `rate_per_minute` on this replica, or says how
+    /// long to wait.
+    pub fn admit(&self, token: &ApiToken) -> Result<(), Duration> {
+        let Some(rate) = token.rate_per_minute else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        if buckets.len() >= CACHE_MAX {
+            buckets.retain(|_, b| now.duration_since(b.at) < Duration::from_secs(60));
+        }
+        let bucket = buckets.entry(token.id).or_insert(Bucket {
+            tokens: Bucket::capacity(rate),
+            at: now,
+        });
+        bucket.take(rate, now)
     }
 
     /// Makes a token; returns it with its secret, which is never shown again. A token made by
@@ -112,6 +165,13 @@ impl TokenService {
                 Invalid::Request,
                 "name",
                 format!("name must be 1 to {MAX_NAME_CHARS} characters, without control characters"),
+            ));
+        }
+        if new.rate_per_minute.is_some_and(|r| r == 0 || r > MAX_RATE_PER_MINUTE) {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "rate_per_minute",
+                format!("rate_per_minute must be 1 to {MAX_RATE_PER_MINUTE}"),
             ));
         }
         if new.scopes.is_empty() {
@@ -148,6 +208,7 @@ impl TokenService {
             created_at: Utc::now(),
             expires_at: new.expires_at,
             last_used_at: None,
+            rate_per_minute: new.rate_per_minute,
         };
         let secret = secret_for(token.id);
         self.store.insert_token(&token, &digest(&secret)).await?;
@@ -271,8 +332,35 @@ fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SECRET_PREFIX, id_of, secret_for};
+    use std::time::{Duration, Instant};
+
+    use super::{Bucket, SECRET_PREFIX, id_of, secret_for};
     use crate::domain::TokenId;
+
+    #[test]
+    fn a_bucket_holds_ten_seconds_of_requests_and_refills_evenly() {
+        let start = Instant::now();
+        let mut bucket = Bucket {
+            tokens: Bucket::capacity(60),
+            at: start,
+        };
+        // 60 a minute: a burst of 10, then one a second.
+        for _ in 0..10 {
+            assert!(bucket.take(60, start).is_ok());
+        }
+        let wait = bucket.take(60, start).unwrap_err();
+        assert!((wait.as_secs_f64() - 1.0).abs() < 1e-6, "{wait:?}");
+        assert!(bucket.take(60, start + Duration::from_millis(1000)).is_ok());
+        assert!(bucket.take(60, start + Duration::from_millis(1500)).is_err());
+        // A slow rate still lets one request through.
+        let mut slow = Bucket {
+            tokens: Bucket::capacity(1),
+            at: start,
+        };
+        assert!(slow.take(1, start).is_ok());
+        assert!(slow.take(1, start + Duration::from_secs(30)).is_err());
+        assert!(slow.take(1, start + Duration::from_secs(61)).is_ok());
+    }
 
     #[test]
     fn a_secret_names_its_token_and_holds_256_random_bits() {

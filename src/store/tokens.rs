@@ -11,7 +11,7 @@ use crate::domain::token::{parse_scopes_column, scopes_column};
 use crate::domain::{ApiToken, TokenCredentials, TokenId, Window, WorldId};
 
 const COLUMNS: &str = "id, name, scopes, worlds, created_at, expires_at, last_used_at, \
-                       secret_sha256, previous_sha256, previous_until";
+                       secret_sha256, previous_sha256, previous_until, rate_per_minute";
 
 #[derive(sqlx::FromRow)]
 struct TokenRow {
@@ -25,6 +25,7 @@ struct TokenRow {
     secret_sha256: Vec<u8>,
     previous_sha256: Option<Vec<u8>>,
     previous_until: Option<DateTime<Utc>>,
+    rate_per_minute: Option<i64>,
 }
 
 fn digest(bytes: &[u8]) -> Result<[u8; 32]> {
@@ -60,6 +61,10 @@ impl TryFrom<TokenRow> for TokenCredentials {
                 created_at: row.created_at,
                 expires_at: row.expires_at,
                 last_used_at: row.last_used_at,
+                rate_per_minute: row
+                    .rate_per_minute
+                    .map(|r| super::rows::narrow("api_tokens", r))
+                    .transpose()?,
             },
             secret_sha256: digest(&row.secret_sha256)?,
             previous,
@@ -75,8 +80,8 @@ fn worlds_column(worlds: Option<&[WorldId]>) -> Option<String> {
 impl<DB: Backend> TokenStore for SqlStore<DB> {
     async fn insert_token(&self, token: &ApiToken, secret_sha256: &[u8; 32]) -> Result<()> {
         sqlx::query(
-            "INSERT INTO api_tokens (id, name, scopes, worlds, secret_sha256, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO api_tokens (id, name, scopes, worlds, secret_sha256, created_at, expires_at, rate_per_minute) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(token.id.0)
         .bind(&token.name)
@@ -85,6 +90,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         .bind(secret_sha256.to_vec())
         .bind(token.created_at)
         .bind(token.expires_at)
+        .bind(token.rate_per_minute.map(i64::from))
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -361,3 +361,49 @@ async fn a_metrics_token_reads_metrics_and_nothing_else() {
     let (status, answer) = app.request_as(&secret, Method::GET, "/v1/worlds", None).await;
     assert_error(status, &answer, StatusCode::FORBIDDEN, "insufficient_scope");
 }
+
+#[tokio::test]
+async fn a_token_past_its_rate_is_told_when_to_come_back_and_others_are_not_slowed() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    // 60 a minute: ten seconds' worth (10 requests) at once, then one a second.
+    let (secret, id) = token(&app, json!({"name": "busy", "scopes": ["read"], "rate_per_minute": 60})).await;
+    let (_, shown) = app.get(&format!("/v1/tokens/{id}")).await;
+    assert_eq!(shown["rate_per_minute"], 60);
+    let mut admitted = 0;
+    let refused = loop {
+        let response = app
+            .client
+            .get(app.url("/v1/models"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            break response;
+        }
+        assert_eq!(response.status(), StatusCode::OK);
+        admitted += 1;
+        assert!(admitted <= 11, "never refused");
+    };
+    assert!((10..=11).contains(&admitted), "{admitted}");
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "token_rate_limited", "{body}");
+    // The bootstrap token, and another token, are not slowed by it.
+    let (status, _) = app.get("/v1/models").await;
+    assert_eq!(status, StatusCode::OK);
+    let (other, _) = token(&app, json!({"name": "calm", "scopes": ["read"]})).await;
+    let (status, _) = app.request_as(&other, Method::GET, "/v1/models", None).await;
+    assert_eq!(status, StatusCode::OK);
+    for bad in [json!(0), json!(1_000_001)] {
+        let (status, answer) = app
+            .post(
+                "/v1/tokens",
+                json!({"name": "x", "scopes": ["read"], "rate_per_minute": bad}),
+            )
+            .await;
+        assert_error(status, &answer, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(answer["error"]["details"]["field"], "rate_per_minute");
+    }
+}

@@ -17,6 +17,7 @@ fn token(name: &str, worlds: Option<Vec<WorldId>>) -> ApiToken {
         created_at: Utc::now().duration_trunc(Duration::seconds(1)).unwrap(),
         expires_at: None,
         last_used_at: None,
+        rate_per_minute: Some(120),
     }
 }
 
