@@ -66,8 +66,9 @@ pub struct CreateTokenRequest {
     /// Requests a minute the token may make on each replica (1 to 1000000; up to ten seconds'
     /// worth at once); past it, 429 `token_rate_limited` with `Retry-After`. Left out: no limit
     /// of its own.
-    #[schema(minimum = 1, maximum = 1000000)]
-    pub rate_per_minute: Option<u32>,
+    #[serde(default, deserialize_with = "super::de::integer")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
+    pub rate_per_minute: Option<i64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -146,7 +147,8 @@ pub async fn create_token(
         scopes,
         worlds: req.worlds.map(|w| w.into_iter().map(WorldId).collect()),
         expires_at: req.expires_at,
-        rate_per_minute: req.rate_per_minute,
+        // Out of u32's range is out of the rate's range too: the service names the field.
+        rate_per_minute: req.rate_per_minute.map(|rate| u32::try_from(rate).unwrap_or(0)),
     };
     let (token, secret) = state.tokens.create(&principal, new).await?;
     Ok((

@@ -366,8 +366,13 @@ async fn a_metrics_token_reads_metrics_and_nothing_else() {
 async fn a_token_past_its_rate_is_told_when_to_come_back_and_others_are_not_slowed() {
     let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
     let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
-    // 60 a minute: ten seconds' worth (10 requests) at once, then one a second.
-    let (secret, id) = token(&app, json!({"name": "busy", "scopes": ["read"], "rate_per_minute": 60})).await;
+    // 60 a minute (an integral number, as JSON Schema counts integers): ten seconds' worth
+    // (10 requests) at once, then one a second.
+    let (secret, id) = token(
+        &app,
+        json!({"name": "busy", "scopes": ["read"], "rate_per_minute": 60.0}),
+    )
+    .await;
     let (_, shown) = app.get(&format!("/v1/tokens/{id}")).await;
     assert_eq!(shown["rate_per_minute"], 60);
     let mut admitted = 0;
@@ -396,7 +401,7 @@ async fn a_token_past_its_rate_is_told_when_to_come_back_and_others_are_not_slow
     let (other, _) = token(&app, json!({"name": "calm", "scopes": ["read"]})).await;
     let (status, _) = app.request_as(&other, Method::GET, "/v1/models", None).await;
     assert_eq!(status, StatusCode::OK);
-    for bad in [json!(0), json!(1_000_001)] {
+    for bad in [json!(0), json!(1_000_001), json!(2.5), json!(-1)] {
         let (status, answer) = app
             .post(
                 "/v1/tokens",
