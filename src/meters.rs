@@ -3,7 +3,7 @@
 //! benchmarks — keep their series apart. Event series (requests, phases, provider calls,
 //! chunks) are recorded where the events happen; snapshot series (jobs, queue depth, breakers,
 //! keys, memory) are set from the store and the scheduler when `/metrics` is scraped.
-//! README's "Metrics" table lists every series; a test checks the two agree.
+//! docs/metrics.md lists every series in a table; a test checks the two agree.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};

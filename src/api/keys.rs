@@ -330,7 +330,7 @@ pub async fn list_providers(State(state): State<AppState>) -> axum::Json<Provide
 /// A key series: name and how to read it off a key.
 type KeySeries = (&'static str, fn(&KeyStatus) -> f64);
 
-/// Prometheus text exposition of every series (README's "Metrics" table lists them). The
+/// Prometheus text exposition of every series (docs/metrics.md lists them). The
 /// snapshot series — jobs, queue depth, breakers, keys, memory — are read when scraped; a store
 /// that cannot be read leaves them out of this scrape rather than failing it.
 #[utoipa::path(get, path = "/metrics", tag = "operations",

@@ -298,7 +298,8 @@ async fn require_bearer(State(auth): State<Auth>, mut req: Request, next: Next) 
             let message = "this route concerns every world; the token reaches only some";
             return ApiError::insufficient_scope(scope, message).into_response();
         }
-        scopes::Reach::World => match auth.world_of(&mut req).await {
+        // Only a token limited to some worlds needs the path's world (a job's is a store read).
+        scopes::Reach::World if !principal.sees_every_world() => match auth.world_of(&mut req).await {
             Ok(Some((world, missing))) if !principal.sees(world) => {
                 let message = if missing == ErrorCode::JobNotFound {
                     "job not found"

@@ -8,7 +8,8 @@
 //!   compared in constant time.
 //! - **A short cache**: a verified secret is remembered for [`CACHE_TTL`] (by its digest), so a
 //!   busy client costs one store read every few seconds, and a revocation or expiry reaches
-//!   every replica within that time.
+//!   every replica within that time. Refusals are not remembered: a client sending made-up
+//!   `qk_` secrets costs one indexed read each and cannot push real secrets out of the cache.
 //! - **Last use** is written at most once a minute per token (the store's update is
 //!   conditional on it).
 
@@ -24,8 +25,7 @@ use super::{Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{ApiToken, Scope, TokenId, Window, WorldId};
 use crate::store::Store;
 
-/// How long a verified (or refused) secret is remembered: the most a revocation takes to reach
-/// every replica.
+/// How long a verified secret is remembered: the most a revocation takes to reach every replica.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);
 
 /// The prefix every managed token's secret starts with.
@@ -120,7 +120,7 @@ impl Bucket {
     }
 }
 
-/// Verified (and refused) secrets by digest: the token (`None`: refused) and when it was read.
+/// Verified secrets by digest: the token (`None` once revoked here) and when it was read.
 type Verified = HashMap<[u8; 32], (Option<ApiToken>, Instant)>;
 
 pub struct TokenService {
@@ -280,14 +280,16 @@ impl TokenService {
             let live = c.token.expires_at.is_none_or(|at| at > Utc::now());
             ((current || previous) && live).then_some(c.token)
         });
+        // Only accepted secrets are remembered: refusals (made-up secrets, any number of them)
+        // would otherwise fill the cache and push the real ones out.
         if let Some(token) = &found {
             self.store.touch_token(token.id, Utc::now()).await?;
+            let mut cache = self.lock();
+            if cache.len() >= CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(presented_digest, (Some(token.clone()), now));
         }
-        let mut cache = self.lock();
-        if cache.len() >= CACHE_MAX {
-            cache.clear();
-        }
-        cache.insert(presented_digest, (found.clone(), now));
         Ok(found)
     }
 
