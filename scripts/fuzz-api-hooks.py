@@ -34,7 +34,7 @@ def _call(base: str, token: str, method: str, path: str, body: dict | None = Non
         return json.loads(response.read() or b"null")
 
 
-def seed(base: str, token: str, out: str) -> None:
+def seed(base: str, token: str, out: str, scope: str | None = None) -> None:
     world = _call(
         base,
         token,
@@ -72,6 +72,17 @@ def seed(base: str, token: str, out: str) -> None:
         fd.write(f"QUARRY_FUZZ_WORLD_ID={world['id']}\n")
         fd.write(f"QUARRY_FUZZ_SOURCE_ID={added['source']['id']}\n")
         fd.write(f"QUARRY_FUZZ_JOB_ID={job['id']}\n")
+        if scope:
+            # A managed token of one scope, limited to the seeded world: the run then checks
+            # that every other operation is refused as documented (403, or 404 for other worlds).
+            made = _call(
+                base,
+                token,
+                "POST",
+                "/v1/tokens",
+                {"name": f"fuzz {scope}", "scopes": [scope], "worlds": [world["id"]]},
+            )
+            fd.write(f"QUARRY_FUZZ_SCOPED_TOKEN={made['secret']}\n")
 
 
 # Refusals of schema-valid requests that are right: the request is well formed by the document,
@@ -199,9 +210,9 @@ def _register_hooks() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "seed":
-        seed(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "seed":
+        seed(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) == 6 else None)
     else:
-        sys.exit("usage: fuzz-api-hooks.py seed BASE_URL TOKEN OUT_FILE")
+        sys.exit("usage: fuzz-api-hooks.py seed BASE_URL TOKEN OUT_FILE [SCOPE]")
 else:
     _register_hooks()

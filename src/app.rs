@@ -219,6 +219,11 @@ impl App {
             },
         ));
         let drift = Arc::new(crate::service::layout::DriftWatch::default());
+        let audit = Arc::new(crate::service::audit::AuditLog::new(
+            store.clone(),
+            settings.audit.keep_days,
+            meters.clone(),
+        ));
         let state = AppState {
             store: store.clone(),
             vectors: vectors.clone(),
@@ -227,6 +232,7 @@ impl App {
             keys,
             webhooks,
             tokens: Arc::new(crate::service::tokens::TokenService::new(store.clone())),
+            audit: audit.clone(),
             sources,
             jobs,
             retrieval,
@@ -258,6 +264,7 @@ impl App {
             settings.auth.disabled,
             state.tokens.clone(),
             store.clone(),
+            audit.clone(),
         );
         let limits = Limits {
             max_body_bytes: settings.server.max_body_bytes,
@@ -285,6 +292,7 @@ impl App {
         cluster.spawn(&tracker, &cancel);
         tracker.spawn(drift.run(store.clone(), vectors.clone(), cancel.clone()));
         dispatcher.spawn(format!("{}-webhooks", cluster.id()), &tracker, &cancel);
+        audit.spawn_forgetting(&tracker, &cancel);
         {
             // Parents for sources chunked before they existed (small-to-large retrieval).
             let (store, cancel) = (store.clone(), cancel.clone());

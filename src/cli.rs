@@ -36,7 +36,8 @@ pub enum Exit {
     Auth = 3,
     /// 404: no such world, source or job.
     NotFound = 4,
-    /// 429: every provider key is rate limited; try again later.
+    /// 429: every provider key is rate limited, or the token is past its `rate_per_minute`; try
+    /// again later.
     RateLimited = 5,
     /// 5xx: the server, its store or a provider failed.
     Server = 6,

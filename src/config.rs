@@ -48,6 +48,7 @@ pub struct Settings {
     pub cluster: ClusterSettings,
     pub sources: SourcesSettings,
     pub webhooks: WebhookSettings,
+    pub audit: AuditSettings,
 }
 
 /// How webhook deliveries are sent and retried (`[webhooks]`).
@@ -89,6 +90,21 @@ impl Default for WebhookSettings {
             keep_deliveries_days: 14,
             allowed_networks: Vec::new(),
         }
+    }
+}
+
+/// The audit log of administrative actions (`[audit]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// Days an entry of the audit log is kept (`GET /v1/audit`); older ones are deleted.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub keep_days: u64,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self { keep_days: 90 }
     }
 }
 
@@ -704,6 +720,7 @@ impl Settings {
             (u64::from(hooks.max_attempts), "webhooks.max_attempts"),
             (hooks.poll_interval_ms, "webhooks.poll_interval_ms"),
             (hooks.keep_deliveries_days, "webhooks.keep_deliveries_days"),
+            (self.audit.keep_days, "audit.keep_days"),
         ] {
             if value == 0 {
                 return fail(format!("{key} must be at least 1"));

@@ -36,6 +36,11 @@ pub const SERIES: &[(&str, &str, &str)] = &[
     ),
     ("quarry_jobs", "gauge", "Jobs by kind and status"),
     (
+        "quarry_audit_write_failures_total",
+        "counter",
+        "Audit log entries that could not be written (the action itself succeeded)",
+    ),
+    (
         "quarry_webhook_deliveries_total",
         "counter",
         "Webhook delivery attempts, by event and outcome (delivered, retried, failed)",

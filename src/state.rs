@@ -26,6 +26,8 @@ pub struct AppState {
     pub webhooks: Arc<crate::service::webhooks::WebhookService>,
     /// API tokens managed through `/v1/tokens` (the router's auth checks them too).
     pub tokens: Arc<crate::service::tokens::TokenService>,
+    /// The audit log of administrative actions (`/v1/audit`; the router's auth writes it).
+    pub audit: Arc<crate::service::audit::AuditLog>,
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,

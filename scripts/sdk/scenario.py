@@ -22,12 +22,12 @@ from quarry_client.models import (
     EmbeddingProvider,
     EmbeddingRequest,
     ErrorBody,
-    JobDto,
-    JobStatusDto,
+    Job,
+    JobStatus,
     RetrieveRequest,
     RetrieveResponse,
     SourceAccepted,
-    WorldDto,
+    World,
 )
 
 
@@ -47,7 +47,7 @@ def main(base_url: str, token: str, path: str) -> None:
             embedding=EmbeddingRequest(provider=EmbeddingProvider.LOCAL, model="all-MiniLM-L6-v2"),
         ),
     )
-    check(isinstance(world, WorldDto), f"create_world answered {world!r}")
+    check(isinstance(world, World), f"create_world answered {world!r}")
 
     added = add_source.sync(
         world.id,
@@ -76,14 +76,14 @@ def main(base_url: str, token: str, path: str) -> None:
 
     for accepted in (added, uploaded):
         # A new source always has its job (`job` is null only when a write changed nothing).
-        check(isinstance(accepted.job, JobDto), f"a new source without a job: {accepted!r}")
+        check(isinstance(accepted.job, Job), f"a new source without a job: {accepted!r}")
         deadline = time.monotonic() + 120
         while True:
             job = get_job.sync(accepted.job.id, client=client)
             check(job is not None and not isinstance(job, ErrorBody), f"get_job answered {job!r}")
-            if job.status == JobStatusDto.COMPLETED:
+            if job.status == JobStatus.COMPLETED:
                 break
-            check(job.status not in (JobStatusDto.FAILED, JobStatusDto.CANCELLED), f"job ended {job.status}")
+            check(job.status not in (JobStatus.FAILED, JobStatus.CANCELLED), f"job ended {job.status}")
             check(time.monotonic() < deadline, f"job {job.id} still {job.status} after 120 s")
             time.sleep(0.2)
 

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 
-type Job = components["schemas"]["JobDto"];
+type Job = components["schemas"]["Job"];
 type Upload = components["schemas"]["AddSourceUpload"];
 
 function check(condition: unknown, message: string): asserts condition {

@@ -17,6 +17,7 @@ pub fn router() -> Router<AppState> {
 
 /// The replicas that heartbeat into this store, and how they share provider budgets.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Cluster)]
 pub struct ClusterDto {
     /// The id of the replica that answered.
     pub this: String,
@@ -32,6 +33,7 @@ pub struct ClusterDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Replica)]
 pub struct ReplicaDto {
     pub id: String,
     /// Where it is reached (`cluster.address`, else the address it listens on).

@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = JobCounts)]
 pub struct JobCountsDto {
     pub total: u64,
     pub embedded: u64,
@@ -41,6 +42,7 @@ pub struct JobCountsDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = JobError)]
 pub struct JobErrorDto {
     pub chunk_number: u32,
     pub book_number: u32,
@@ -52,6 +54,7 @@ pub struct JobErrorDto {
 /// `repair`, or `replace` (a new version of one source: `source_id`).
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = JobKind)]
 pub enum JobKindDto {
     Ingest,
     Reingest,
@@ -73,6 +76,7 @@ impl From<JobKind> for JobKindDto {
 /// Where a job is in its life; `cancelled`, `completed` and `failed` are final.
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = JobStatus)]
 pub enum JobStatusDto {
     Queued,
     Running,
@@ -96,6 +100,7 @@ impl From<JobStatus> for JobStatusDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Job)]
 pub struct JobDto {
     pub id: Uuid,
     pub world_id: Uuid,
@@ -117,6 +122,7 @@ pub struct JobDto {
 
 /// Why a running job is not moving.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Waiting)]
 pub struct WaitingDto {
     /// `rate_limited` (every key of the provider is cooling down), `daily_quota` (every key's
     /// daily quota is spent; `until` is the reset), `no_eligible_key` (no enabled key is left:
@@ -131,6 +137,7 @@ pub struct WaitingDto {
 /// Why a running job is not moving (`waiting.reason`).
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = WaitReason)]
 pub enum WaitReasonDto {
     RateLimited,
     DailyQuota,
@@ -314,6 +321,7 @@ pub async fn retry_job(
 
 /// What a world's retry put back in the queue.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RetryFailed)]
 pub struct RetryFailedDto {
     /// Chunks pending again.
     pub retried: u64,

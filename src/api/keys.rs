@@ -1,16 +1,17 @@
 //! `/v1/provider-keys` (manage keys), `/v1/providers` (live scheduler view) and `/metrics`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::{Extension, Router};
 use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{KeyId, ProviderKind, StoredKey};
@@ -78,6 +79,7 @@ pub struct UpdateKeyRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ProviderKey)]
 pub struct KeyDto {
     pub key_id: Uuid,
     pub provider: String,
@@ -128,6 +130,7 @@ pub struct KeyList {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ProviderKeyStatus)]
 pub struct KeyStatusDto {
     pub key_id: Uuid,
     pub label: String,
@@ -167,6 +170,7 @@ impl From<KeyStatus> for KeyStatusDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Provider)]
 pub struct ProviderDto {
     pub provider: String,
     pub keys: Vec<KeyStatusDto>,
@@ -178,6 +182,7 @@ pub struct ProviderDto {
 /// A circuit breaker's state (`breakers[].state`).
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = BreakerState)]
 pub enum BreakerStateDto {
     Closed,
     Open,
@@ -188,6 +193,7 @@ pub enum BreakerStateDto {
 /// while it is open the provider is not called for the model; work waits without spending
 /// attempts.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Breaker)]
 pub struct BreakerDto {
     pub model: String,
     /// `closed` (failing, still called), `open` (not called until `open_until`) or `half_open`
@@ -215,7 +221,7 @@ pub struct ProviderList {
 pub async fn create_key(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CreateKeyRequest>,
-) -> Result<(StatusCode, axum::Json<KeyDto>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditTarget>, axum::Json<KeyDto>), ApiError> {
     let key = state
         .keys
         .create(CreateKey {
@@ -227,7 +233,11 @@ pub async fn create_key(
             quota_group: req.quota_group,
         })
         .await?;
-    Ok((StatusCode::CREATED, axum::Json(key.into())))
+    Ok((
+        StatusCode::CREATED,
+        Extension(AuditTarget(key.id.0)),
+        axum::Json(key.into()),
+    ))
 }
 
 /// Every key: API keys and (read-only) configuration keys. Secrets are never returned.

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
+use axum::http::request::Parts;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -20,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
 use crate::domain::{SourceId, SourceKey, WorldId};
+use crate::service::tokens::Principal;
 use crate::state::AppState;
 
 /// The most chars `get_source_text` returns at once.
@@ -53,8 +56,10 @@ pub struct QuarryMcp {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RetrieveArgs {
     /// The world to search (its id, a UUID). Required.
+    #[schemars(required)]
     pub world_id: Option<String>,
     /// The question. Required.
+    #[schemars(required)]
     pub query: Option<String>,
     /// Results wanted (0–1000, default 8).
     pub top_k: Option<u32>,
@@ -79,6 +84,7 @@ pub struct RetrieveArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SourceTextArgs {
     /// The world (a UUID). Required.
+    #[schemars(required)]
     pub world_id: Option<String>,
     /// The source (a UUID). This or `key` is required.
     pub source_id: Option<String>,
@@ -97,6 +103,16 @@ fn tool_error(code: &str, message: impl std::fmt::Display) -> CallToolResult {
 
 fn api_error(err: ApiError) -> CallToolResult {
     tool_error(err.code.as_str(), err.message)
+}
+
+/// Whether the request's token reaches `world` (the auth layer put its [`Principal`] on the
+/// request; without one, nothing is reached): `None`, or the refusal — a world out of reach is
+/// answered as a missing one, as `/v1` does.
+fn reach(parts: &Parts, world: WorldId) -> Option<CallToolResult> {
+    match parts.extensions.get::<Principal>() {
+        Some(principal) if principal.sees(world) => None,
+        _ => Some(tool_error("world_not_found", "world not found")),
+    }
 }
 
 /// A required UUID argument; the `invalid_request` message when it is missing or not a UUID.
@@ -119,12 +135,23 @@ impl QuarryMcp {
         description = "List the worlds (isolated corpora) quarry keeps: id, name, embedding model, hybrid or \
                           not, and how many sources and chunks each has. Use a world's id with `retrieve`."
     )]
-    async fn list_worlds(&self) -> CallToolResult {
+    async fn list_worlds(&self, Extension(parts): Extension<Parts>) -> CallToolResult {
         let window = crate::domain::Window { offset: 0, limit: 1000 };
+        let Some(principal) = parts.extensions.get::<Principal>() else {
+            return tool_error("unauthorized", "no token");
+        };
+        // A token limited to some worlds sees those (few: read them all, then filter).
+        let window = if principal.sees_every_world() {
+            window
+        } else {
+            crate::domain::Window::ALL
+        };
         match self.state.worlds.list(window).await {
             Ok(worlds) => {
                 let worlds: Vec<Value> = worlds
                     .into_iter()
+                    .filter(|w| principal.sees(w.world.id))
+                    .take(1000)
                     .map(|w| serde_json::to_value(super::worlds::WorldDto::from(w)).unwrap_or(Value::Null))
                     .collect();
                 CallToolResult::structured(json!({ "worlds": worlds }))
@@ -140,11 +167,18 @@ impl QuarryMcp {
                           (source, book and chunk numbers, title, url), and the ranked results. Arguments as \
                           quarry's POST /v1/worlds/{world_id}/retrieve."
     )]
-    async fn retrieve(&self, Parameters(args): Parameters<RetrieveArgs>) -> CallToolResult {
+    async fn retrieve(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<RetrieveArgs>,
+    ) -> CallToolResult {
         let world = match uuid_of("world_id", args.world_id.as_deref()) {
             Ok(id) => WorldId(id),
             Err(message) => return tool_error("invalid_request", message),
         };
+        if let Some(refused) = reach(&parts, world) {
+            return refused;
+        }
         let mut body = Map::new();
         if let Some(query) = args.query {
             body.insert("query".into(), Value::String(query));
@@ -185,11 +219,18 @@ impl QuarryMcp {
                           result says the source's total length, so a long text can be read in turns. Name the source by \
                           `source_id` or by its `key`."
     )]
-    async fn get_source_text(&self, Parameters(args): Parameters<SourceTextArgs>) -> CallToolResult {
+    async fn get_source_text(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<SourceTextArgs>,
+    ) -> CallToolResult {
         let world = match uuid_of("world_id", args.world_id.as_deref()) {
             Ok(w) => WorldId(w),
             Err(message) => return tool_error("invalid_request", message),
         };
+        if let Some(refused) = reach(&parts, world) {
+            return refused;
+        }
         let source = match (args.source_id.as_deref(), args.key.as_deref()) {
             (Some(_), Some(_)) => return tool_error("invalid_request", "give source_id or key, not both"),
             (None, Some(key)) => {

@@ -6,8 +6,10 @@
 //! the router itself answers (unknown route, wrong method, timeout, body limit) → request
 //! timeout → body limit; `/v1/*` additionally requires a bearer token.
 
+pub mod audit;
 pub mod cluster;
 mod de;
+pub mod dify;
 pub mod error;
 pub mod extract;
 pub mod health;
@@ -53,6 +55,7 @@ pub struct Auth {
     disabled: bool,
     tokens: Arc<crate::service::tokens::TokenService>,
     store: Arc<dyn crate::store::Store>,
+    audit: Arc<crate::service::audit::AuditLog>,
 }
 
 /// The digest a token is kept and compared as.
@@ -82,6 +85,7 @@ impl Auth {
         disabled: bool,
         managed: Arc<crate::service::tokens::TokenService>,
         store: Arc<dyn crate::store::Store>,
+        audit: Arc<crate::service::audit::AuditLog>,
     ) -> Self {
         let digests = tokens.iter().map(token_digest).collect();
         Self {
@@ -89,6 +93,7 @@ impl Auth {
             disabled,
             tokens: managed,
             store,
+            audit,
         }
     }
 
@@ -159,8 +164,10 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(cluster::router())
         .merge(webhooks::router())
         .merge(tokens::router())
+        .merge(audit::router())
         .nest_service("/mcp", mcp::service(state.clone()))
-        .route_layer(middleware::from_fn_with_state(auth, require_bearer));
+        .route_layer(middleware::from_fn_with_state(auth.clone(), require_bearer));
+    let dify = dify::router(state.clone(), auth);
     let request_id = HeaderName::from_static("x-request-id");
     let meters = state.meters.clone();
     let metrics_token = (state.metrics_token.clone(), state.tokens.clone());
@@ -169,6 +176,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(health::router())
         .merge(keys::metrics_router().route_layer(middleware::from_fn_with_state(metrics_token, require_metrics_token)))
         .with_state(state)
+        .merge(dify)
         .merge(openapi::router())
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
@@ -318,8 +326,39 @@ async fn require_bearer(State(auth): State<Auth>, mut req: Request, next: Next) 
     {
         return ApiError::token_rate_limited(wait).into_response();
     }
+    let Some(action) = scopes::audited(req.method(), &template) else {
+        req.extensions_mut().insert(principal);
+        return next.run(req).await;
+    };
+    let address = crate::serve::peer(req.extensions()).map(|peer| peer.ip().to_string());
+    let named = path_target(&mut req).await;
+    let actor = crate::service::audit::AuditLog::actor(&principal);
     req.extensions_mut().insert(principal);
-    next.run(req).await
+    let response = next.run(req).await;
+    if response.status().is_success() {
+        let made = response
+            .extensions()
+            .get::<audit::AuditTarget>()
+            .map(|t| t.0.to_string());
+        let event = crate::domain::NewAuditEvent {
+            at: crate::domain::now(),
+            actor,
+            action,
+            target: made.or(named),
+            address,
+        };
+        // In a task of its own: a client hanging up now cannot cancel the entry.
+        let log = auth.audit.clone();
+        let _ = tokio::spawn(async move { log.record(event).await }).await;
+    }
+    response
+}
+
+/// The id an audited route's path names last (`/v1/tokens/{token_id}/rotate`: the token's).
+async fn path_target(req: &mut Request) -> Option<String> {
+    use axum::RequestExt as _;
+    let params = req.extract_parts::<axum::extract::RawPathParams>().await.ok()?;
+    params.iter().last().map(|(_, value)| value.to_owned())
 }
 
 /// Rewrites error responses that did not come from our handlers (axum's router, the timeout

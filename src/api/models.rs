@@ -22,6 +22,7 @@ pub struct DimensionRange {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Model)]
 pub struct ModelDto {
     #[schema(example = "google")]
     pub provider: String,

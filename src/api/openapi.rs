@@ -8,7 +8,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, tokens, webhooks, worlds};
+use super::{
+    audit, cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, tokens, webhooks, worlds,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -64,6 +66,7 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         tokens::get_token,
         tokens::delete_token,
         tokens::rotate_token,
+        audit::list_audit,
         cluster::cluster,
         health::healthz,
         health::readyz,
@@ -78,7 +81,7 @@ use super::{cluster, error, health, jobs, keys, maintenance, models, retrieve, s
         (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
         (name = "webhooks", description = "Signed notifications of job lifecycle events (Standard Webhooks)"),
-        (name = "tokens", description = "API tokens with scopes and world grants"),
+        (name = "tokens", description = "API tokens with scopes and world grants, and the audit log of administrative actions"),
         (name = "operations", description = "Health and readiness probes, metrics, and the replicas sharing the store"),
     )
 )]
@@ -251,6 +254,7 @@ impl Modify for ErrorCodes {
         use utoipa::openapi::RefOr;
 
         use error::{ErrorCode, RetryAfter};
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
         let mut table =
             String::from("\n\n## Error codes\n\n| code | status | Retry-After | meaning |\n|---|---|---|---|\n");
         for code in ErrorCode::ALL {
@@ -269,10 +273,46 @@ impl Modify for ErrorCodes {
         }
         let description = openapi.info.description.get_or_insert_with(String::new);
         description.push_str(table.trim_end());
+        // The code is an enum of the table's codes (generated clients get a type for it), one
+        // schema that `ErrorDetail.code` refers to.
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let codes = utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "Stable machine-readable error code (the table in the API's description).",
+            ))
+            .enum_values(Some(ErrorCode::ALL.iter().map(|code| code.as_str())))
+            .build();
+        components
+            .schemas
+            .insert("ErrorCode".to_owned(), RefOr::T(codes.into()));
+        if let Some(RefOr::T(utoipa::openapi::Schema::Object(detail))) = components.schemas.get_mut("ErrorDetail") {
+            detail.properties.insert(
+                "code".to_owned(),
+                RefOr::Ref(utoipa::openapi::Ref::from_schema_name("ErrorCode")),
+            );
+        }
+        let header = |description: &str, schema: Type| {
+            RefOr::T(
+                utoipa::openapi::header::HeaderBuilder::new()
+                    .schema(Some(ObjectBuilder::new().schema_type(schema)))
+                    .description(Some(description))
+                    .build(),
+            )
+        };
         for item in openapi.paths.paths.values_mut() {
             for operation in operations(item) {
                 for (status, response) in operation.responses.responses.iter_mut() {
                     let RefOr::T(response) = response else { continue };
+                    // Every answer carries the request's id (the client's `X-Request-Id`, or
+                    // one quarry made), as its log lines do.
+                    response.headers.insert(
+                        "X-Request-Id".to_owned(),
+                        header(
+                            "The request's id: the one sent in `X-Request-Id`, or a UUID quarry made; its log lines carry it.",
+                            Type::String,
+                        ),
+                    );
                     if !status.starts_with(['4', '5']) {
                         continue;
                     }
@@ -283,6 +323,15 @@ impl Modify for ErrorCodes {
                         .collect();
                     if named.is_empty() {
                         continue;
+                    }
+                    if named.iter().any(|code| code.retry_after() != RetryAfter::No) {
+                        response.headers.insert(
+                            "Retry-After".to_owned(),
+                            header(
+                                "Seconds to wait before trying again (with the codes whose row in the table says so).",
+                                Type::Integer,
+                            ),
+                        );
                     }
                     response.description.push('\n');
                     for code in named {

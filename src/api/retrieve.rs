@@ -992,6 +992,16 @@ pub async fn retrieve(
 /// Answers a retrieval body for `world_id`, as `POST …/retrieve` does (the MCP `retrieve` tool
 /// too): the query and settings validated, the retrieval run, its phases timed into the metrics.
 pub async fn answer(state: &AppState, world_id: WorldId, body: &RawFields) -> Result<RetrieveResponse, ApiError> {
+    answer_filtered(state, world_id, body, None).await
+}
+
+/// [`answer`], with `filter` in place of the body's (Dify's metadata conditions).
+pub async fn answer_filtered(
+    state: &AppState,
+    world_id: WorldId,
+    body: &RawFields,
+    filter: Option<SourceFilter>,
+) -> Result<RetrieveResponse, ApiError> {
     let query = match &body.query {
         Some(Value::String(q)) => q.as_str(),
         Some(_) => {
@@ -1001,7 +1011,10 @@ pub async fn answer(state: &AppState, world_id: WorldId, body: &RawFields) -> Re
             return Err(ApiError::invalid_request("query is required").with_details(json!({ "field": "query" })));
         }
     };
-    let settings = parse_settings(body)?;
+    let mut settings = parse_settings(body)?;
+    if filter.is_some() {
+        settings.filter = filter;
+    }
     let answer = state.retrieval.retrieve(world_id, query, &settings).await?;
     let t = &answer.timing;
     for (phase, ms) in [

@@ -119,7 +119,12 @@ impl utoipa::PartialSchema for SourceMetadata {
     }
 }
 
-impl utoipa::ToSchema for SourceMetadata {}
+impl utoipa::ToSchema for SourceMetadata {
+    /// `Metadata`: generators name the `metadata` property of `Source` `SourceMetadata`.
+    fn name() -> std::borrow::Cow<'static, str> {
+        "Metadata".into()
+    }
+}
 
 /// Flat string metadata with at least `min_keys` keys: [`Metadata`]'s rules as JSON Schema.
 pub(super) fn metadata_schema(min_keys: usize) -> utoipa::openapi::schema::Object {
@@ -194,6 +199,7 @@ pub struct AddSourceUpload {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Source)]
 pub struct SourceDto {
     pub id: Uuid,
     pub world_id: Uuid,
@@ -229,6 +235,7 @@ pub struct SourceDto {
 
 /// A staged version of a source.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PendingVersion)]
 pub struct PendingVersionDto {
     pub version: u32,
     /// The `replace` job embedding it: its progress and failures are there.
@@ -974,6 +981,7 @@ pub async fn source_text(
 
 /// A chunk of a source with the state of its embedding.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Chunk)]
 pub struct ChunkDto {
     /// The chunk's id, as retrieval results, duplicates and citations name it.
     pub id: Uuid,
@@ -1001,6 +1009,7 @@ pub struct ChunkDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ChunkError)]
 pub struct ChunkErrorDto {
     /// Stable code, e.g. `provider_error`, `input_too_large`, `token_count_failed`.
     pub code: String,

@@ -72,6 +72,7 @@ pub struct CreateTokenRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Token)]
 pub struct TokenDto {
     pub id: Uuid,
     pub name: String,
@@ -103,6 +104,7 @@ impl From<ApiToken> for TokenDto {
 
 /// A token with its secret — the only time quarry shows it.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CreatedToken)]
 pub struct CreatedTokenDto {
     #[serde(flatten)]
     pub token: TokenDto,
@@ -130,7 +132,14 @@ pub async fn create_token(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     ApiJson(req): ApiJson<CreateTokenRequest>,
-) -> Result<(StatusCode, axum::Json<CreatedTokenDto>), ApiError> {
+) -> Result<
+    (
+        StatusCode,
+        Extension<super::audit::AuditTarget>,
+        axum::Json<CreatedTokenDto>,
+    ),
+    ApiError,
+> {
     let mut scopes = Vec::with_capacity(req.scopes.len());
     for name in &req.scopes {
         let scope = Scope::parse(name).ok_or_else(|| {
@@ -153,6 +162,7 @@ pub async fn create_token(
     let (token, secret) = state.tokens.create(&principal, new).await?;
     Ok((
         StatusCode::CREATED,
+        Extension(super::audit::AuditTarget(token.id.0)),
         axum::Json(CreatedTokenDto {
             token: token.into(),
             secret,

@@ -1,15 +1,16 @@
 //! `/v1/webhooks`: signed job lifecycle notifications — subscriptions and their delivery logs.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use axum::{Extension, Router};
 use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{Delivery, Webhook, WebhookId, WorldId};
@@ -72,6 +73,7 @@ pub struct CreateWebhookRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Webhook)]
 pub struct WebhookDto {
     pub webhook_id: Uuid,
     /// The receiver. Shown whole only when the subscription is created; afterwards, as a URL
@@ -100,6 +102,7 @@ impl From<Webhook> for WebhookDto {
 
 /// A new subscription, with its signing secret — the only time quarry shows it.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CreatedWebhook)]
 pub struct CreatedWebhookDto {
     #[serde(flatten)]
     pub webhook: WebhookDto,
@@ -127,6 +130,7 @@ pub enum DeliveryStatusName {
 
 /// One event sent (or to be sent) to a subscription.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Delivery)]
 pub struct DeliveryDto {
     /// The message id the receiver sees as `webhook-id` (the same on every attempt).
     #[schema(example = "msg_42")]
@@ -187,7 +191,7 @@ pub struct DeliveryList {
 pub async fn create_webhook(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CreateWebhookRequest>,
-) -> Result<(StatusCode, axum::Json<CreatedWebhookDto>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditTarget>, axum::Json<CreatedWebhookDto>), ApiError> {
     let created = state
         .webhooks
         .create(CreateWebhook {
@@ -202,6 +206,7 @@ pub async fn create_webhook(
     let url = created.webhook.url.clone();
     Ok((
         StatusCode::CREATED,
+        Extension(AuditTarget(created.webhook.id.0)),
         axum::Json(CreatedWebhookDto {
             // The creator sees what it sent, once.
             webhook: WebhookDto {

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::{WorldId, WorldName};
@@ -117,6 +118,7 @@ pub struct UpdateWorldRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = EmbeddingProfile)]
 pub struct EmbeddingProfileDto {
     pub provider: String,
     pub model: String,
@@ -126,6 +128,7 @@ pub struct EmbeddingProfileDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ChunkingProfile)]
 pub struct ChunkingProfileDto {
     pub max_tokens: u32,
     pub overlap_tokens: u32,
@@ -133,6 +136,7 @@ pub struct ChunkingProfileDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WorldStats)]
 pub struct WorldStatsDto {
     pub sources: u64,
     pub chunks: u64,
@@ -142,6 +146,7 @@ pub struct WorldStatsDto {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = World)]
 pub struct WorldDto {
     pub id: Uuid,
     pub name: String,
@@ -208,7 +213,7 @@ pub async fn create_world(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     ApiJson(req): ApiJson<CreateWorldRequest>,
-) -> Result<(StatusCode, axum::Json<WorldDto>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditTarget>, axum::Json<WorldDto>), ApiError> {
     let chunking = req.chunking.unwrap_or(ChunkingRequest {
         max_tokens: None,
         overlap_tokens: None,
@@ -227,7 +232,11 @@ pub async fn create_world(
         .await?;
     // A token limited to some worlds reaches the worlds it creates.
     state.tokens.grant_world(&principal, view.world.id).await?;
-    Ok((StatusCode::CREATED, axum::Json(view.into())))
+    Ok((
+        StatusCode::CREATED,
+        Extension(AuditTarget(view.world.id.0)),
+        axum::Json(view.into()),
+    ))
 }
 
 /// List every world with its counts.

@@ -1,6 +1,7 @@
 //! Domain types shared by every layer. They carry no transport or storage concerns: the API
 //! converts them into DTOs, the stores into rows.
 
+pub mod audit;
 pub mod cluster;
 pub mod ids;
 pub mod job;
@@ -12,6 +13,7 @@ pub mod webhook;
 pub mod work;
 pub mod world;
 
+pub use audit::{Actor, AuditAction, AuditEvent, NewAuditEvent};
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
 pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run};
 pub use job::{

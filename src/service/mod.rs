@@ -1,6 +1,7 @@
 //! The service layer: the operations the API exposes, written against the store and vector
 //! traits. Handlers call exactly one service method; services never see HTTP types.
 
+pub mod audit;
 pub mod error;
 pub mod jobs;
 pub mod keys;

@@ -41,12 +41,14 @@
 //! - `ops.rs`: [`OpsStore`], what `/metrics` reads when scraped.
 //! - `webhooks.rs`: [`WebhookStore`], webhook subscriptions and their deliveries (outbox and log).
 //! - `tokens.rs`: [`TokenStore`], API tokens (digests of their secrets, scopes, world grants).
+//! - `audit.rs`: [`AuditStore`], the audit log of administrative actions.
 //! - `runs.rs`: [`RunStore`] (re-ingest's runs) and [`RepairStore`].
 //! - `retrieval.rs`: [`RetrievalStore`] and [`ReuseStore`].
 //! - `rows.rs`: the row structs (`sqlx::FromRow`) and their conversions to domain types.
 //! - `vectors.rs`: the bytes a kept vector is stored as (`chunk_vectors`).
 //! - `sqlite.rs`, `postgres.rs`: connecting, and the migrations.
 
+mod audit;
 mod backend;
 mod cluster;
 mod idempotency;
@@ -89,6 +91,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{ApiToken, TokenCredentials, TokenId, Waiting, Window};
 use crate::domain::{Attempt, Delivery, Webhook, WebhookId};
+use crate::domain::{AuditAction, AuditEvent, NewAuditEvent};
 use crate::domain::{BudgetDraw, Drawn, Replica, ReplicaBeat};
 use crate::domain::{
     ChunkId, ChunkOutline, ChunkPage, ChunkView, EmbeddedVector, GroupCooldown, Job, JobEvent, JobEventKind, JobId,
@@ -810,6 +813,16 @@ pub trait TokenStore: Send + Sync {
     async fn grant_world(&self, id: TokenId, world: WorldId) -> Result<()>;
 }
 
+/// The audit log of administrative actions.
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    async fn record_audit(&self, event: &NewAuditEvent) -> Result<()>;
+    /// Entries newest first (of one action when given), the rows of `window`.
+    async fn list_audit(&self, action: Option<AuditAction>, window: Window) -> Result<Vec<AuditEvent>>;
+    /// Deletes the entries older than `cutoff`; returns how many.
+    async fn forget_audit(&self, cutoff: DateTime<Utc>) -> Result<u64>;
+}
+
 /// Everything the services need from the relational store.
 #[async_trait]
 pub trait Store:
@@ -829,6 +842,7 @@ pub trait Store:
     + IdempotencyStore
     + SecretStore
     + TokenStore
+    + AuditStore
     + Send
     + Sync
     + 'static

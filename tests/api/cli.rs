@@ -438,3 +438,49 @@ async fn sync_refuses_a_missing_folder_or_world() {
     );
     assert!(lines(&quarry(&app, TOKEN, &["worlds"]).await).is_empty());
 }
+
+/// A `read` token retrieves and lists through the CLI; ingesting with it exits 3 and names the
+/// scope it lacks, and leaves the world as it was.
+#[tokio::test]
+async fn a_read_token_retrieves_but_cannot_ingest() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lighthouse.md"),
+        "The keeper climbs the tower every evening.",
+    )
+    .unwrap();
+    let folder = dir.path().to_str().unwrap();
+    assert!(
+        quarry(&app, TOKEN, &into_isles("ingest", folder))
+            .await
+            .status
+            .success()
+    );
+    let (status, made) = app
+        .post("/v1/tokens", serde_json::json!({"name": "reader", "scopes": ["read"]}))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{made}");
+    let reader = made["secret"].as_str().unwrap();
+
+    let answer = quarry(&app, reader, &["retrieve", "Isles", "who climbs the tower"]).await;
+    assert!(answer.status.success(), "{answer:?}");
+    assert!(
+        lines(&answer)[0]["context"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The keeper climbs"),
+    );
+    assert!(quarry(&app, reader, &["sources", "Isles"]).await.status.success());
+
+    std::fs::write(dir.path().join("seals.txt"), "Seals have their young in autumn.").unwrap();
+    let refused = quarry(&app, reader, &["ingest", folder, "--world", "Isles"]).await;
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stdout).to_string() + &String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("insufficient_scope") && said.contains("`ingest`"),
+        "{said}"
+    );
+    assert_eq!(lines(&quarry(&app, TOKEN, &["sources", "Isles"]).await).len(), 1);
+}

@@ -9,6 +9,7 @@ mod cli;
 mod cluster;
 mod collection_layout;
 mod contract;
+mod dify;
 mod documents;
 mod errors;
 mod fake_providers;

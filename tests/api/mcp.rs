@@ -47,15 +47,21 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
         StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(TOKEN),
     );
     let client = ().serve(transport).await.expect("the MCP handshake");
-    let mut tools: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let listed = client.list_all_tools().await.unwrap();
+    let mut tools: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
     tools.sort();
     assert_eq!(tools, ["get_source_text", "list_worlds", "retrieve"]);
+    // The arguments a tool cannot do without are marked required in its input schema.
+    let required = |name: &str| {
+        let tool = listed.iter().find(|t| t.name == name).unwrap();
+        let mut fields: Vec<String> = (tool.input_schema.get("required").and_then(Value::as_array))
+            .map(|r| r.iter().map(|f| f.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default();
+        fields.sort();
+        fields
+    };
+    assert_eq!(required("retrieve"), ["query", "world_id"]);
+    assert_eq!(required("get_source_text"), ["world_id"]);
 
     let call = |name: &'static str, arguments: Value| {
         let client = &client;
@@ -214,5 +220,68 @@ async fn the_readme_mcp_configuration_connects_as_written() {
     let client = ().serve(transport).await.expect("the MCP handshake with the README's settings");
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 3);
+    client.cancel().await.unwrap();
+}
+
+/// A `read` token limited to one world: the tools list that world only, retrieve and read in
+/// it, and answer every other world as missing.
+#[tokio::test]
+async fn a_token_limited_to_one_world_reaches_that_world_only_through_mcp() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    let mine = google_world(&app).await;
+    let theirs = google_world(&app).await;
+    for world in [&mine, &theirs] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/worlds/{world}/sources"),
+                json!({"filename": "isles.md", "key": "isles.md", "text": "The keeper climbs the tower every evening."}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    app.drain().await;
+    let (status, made) = app
+        .post(
+            "/v1/tokens",
+            json!({"name": "agent", "scopes": ["read"], "worlds": [mine]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let secret = made["secret"].as_str().unwrap().to_owned();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(secret),
+    );
+    let client = ().serve(transport).await.expect("the MCP handshake");
+    let call = |name: &'static str, arguments: Value| {
+        let client = &client;
+        async move {
+            client
+                .call_tool(CallToolRequestParams::new(name).with_arguments(args(arguments)))
+                .await
+                .expect("a tool call never fails as a transport")
+        }
+    };
+    let listed = call("list_worlds", json!({})).await.structured_content.unwrap();
+    let ids: Vec<&str> = listed["worlds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [mine.as_str()]);
+    let answer = call("retrieve", json!({"world_id": mine, "query": "who climbs the tower"})).await;
+    assert_ne!(answer.is_error, Some(true), "{answer:?}");
+    assert!(text(&answer).contains("The keeper climbs"), "{}", text(&answer));
+    let read = call("get_source_text", json!({"world_id": mine, "key": "isles.md"})).await;
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    for (name, arguments) in [
+        ("retrieve", json!({"world_id": theirs, "query": "who climbs the tower"})),
+        ("get_source_text", json!({"world_id": theirs, "key": "isles.md"})),
+    ] {
+        let refused = call(name, arguments).await;
+        assert_eq!(refused.is_error, Some(true), "{name}: {refused:?}");
+        assert!(text(&refused).starts_with("world_not_found"), "{}", text(&refused));
+    }
     client.cancel().await.unwrap();
 }

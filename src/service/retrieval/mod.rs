@@ -45,6 +45,7 @@
 //! the query and searches; `verify.rs` checks hits against the store and repairs what it finds;
 //! `context.rs` assembles the context within its token budget.
 
+pub mod conditions;
 mod context;
 mod explain;
 
@@ -196,12 +197,14 @@ pub struct CorpusStats {
 /// Which sources a retrieval searches. Each given part must match (a source is kept when it is
 /// in every list given and has the metadata); within a list, any entry matches, while every key
 /// of `metadata` must have its value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceFilter {
     pub source_ids: Option<Vec<SourceId>>,
     pub book_numbers: Option<Vec<u32>>,
     pub filenames: Option<Vec<String>>,
     pub metadata: Option<Metadata>,
+    /// Conditions on the metadata beyond exact values (Dify's `metadata_condition`).
+    pub conditions: Option<conditions::Conditions>,
 }
 
 impl SourceFilter {
@@ -216,6 +219,10 @@ impl SourceFilter {
                 .metadata
                 .as_ref()
                 .is_none_or(|m| m.is_within(&source.details.metadata))
+            && self
+                .conditions
+                .as_ref()
+                .is_none_or(|c| c.holds(&source.details.metadata))
     }
 }
 

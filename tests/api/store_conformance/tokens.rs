@@ -95,3 +95,49 @@ async fn tokens_are_kept_by_digest_rotated_touched_and_revoked(store: Arc<dyn St
     assert_eq!(store.token_credentials(limited.id).await.unwrap(), None);
     assert_eq!(store.list_tokens(Window::ALL).await.unwrap(), [everywhere]);
 }
+
+conformance!(the_audit_log_keeps_entries_in_order_filters_pages_and_forgets_old_ones);
+async fn the_audit_log_keeps_entries_in_order_filters_pages_and_forgets_old_ones(store: Arc<dyn Store>) {
+    use quarry::domain::{Actor, AuditAction, NewAuditEvent};
+    let now = quarry::domain::now();
+    let by_token = TokenId::new();
+    let entry = |days_ago: i64, action: AuditAction, token: Option<TokenId>| NewAuditEvent {
+        at: now - Duration::days(days_ago),
+        actor: Actor {
+            token_id: token,
+            name: if token.is_some() { "ops bot" } else { "bootstrap" }.into(),
+        },
+        action,
+        target: Some(uuid::Uuid::new_v4().to_string()),
+        address: token.map(|_| "2001:db8::7".to_owned()),
+    };
+    let written = [
+        entry(10, AuditAction::WorldCreated, None),
+        entry(2, AuditAction::TokenCreated, Some(by_token)),
+        entry(1, AuditAction::WorldCreated, Some(by_token)),
+        entry(0, AuditAction::KeyRemoved, None),
+    ];
+    for event in &written {
+        store.record_audit(event).await.unwrap();
+    }
+    let all = store.list_audit(None, Window::ALL).await.unwrap();
+    let read: Vec<_> = all.iter().map(|e| e.event.clone()).collect();
+    let newest_first: Vec<_> = written.iter().rev().cloned().collect();
+    assert_eq!(read, newest_first, "read back as written, newest first");
+    assert!(all.windows(2).all(|w| w[0].seq > w[1].seq));
+    let created = store
+        .list_audit(Some(AuditAction::WorldCreated), Window::ALL)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        [written[2].clone(), written[0].clone()]
+    );
+    let page = store.list_audit(None, Window { offset: 1, limit: 2 }).await.unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        [written[2].clone(), written[1].clone()]
+    );
+    assert_eq!(store.forget_audit(now - Duration::days(3)).await.unwrap(), 1);
+    assert_eq!(store.list_audit(None, Window::ALL).await.unwrap().len(), 3);
+}
