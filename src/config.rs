@@ -49,6 +49,7 @@ pub struct Settings {
     pub sources: SourcesSettings,
     pub webhooks: WebhookSettings,
     pub audit: AuditSettings,
+    pub telemetry: TelemetrySettings,
 }
 
 /// How webhook deliveries are sent and retried (`[webhooks]`).
@@ -89,6 +90,30 @@ impl Default for WebhookSettings {
             poll_interval_ms: 1000,
             keep_deliveries_days: 14,
             allowed_networks: Vec::new(),
+        }
+    }
+}
+
+/// OpenTelemetry traces (`[telemetry]`): off unless `otlp_endpoint` is set.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetrySettings {
+    /// Where spans are sent, OTLP over HTTP with protobuf: the collector's traces URL, e.g.
+    /// `http://otel-collector:4318/v1/traces`. Unset: no traces.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the spans.
+    pub service_name: String,
+    /// How often finished spans are sent, at the latest.
+    #[serde(deserialize_with = "whole::deserialize")]
+    pub export_interval_ms: u64,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "quarry".to_owned(),
+            export_interval_ms: 5000,
         }
     }
 }
@@ -721,6 +746,7 @@ impl Settings {
             (hooks.poll_interval_ms, "webhooks.poll_interval_ms"),
             (hooks.keep_deliveries_days, "webhooks.keep_deliveries_days"),
             (self.audit.keep_days, "audit.keep_days"),
+            (self.telemetry.export_interval_ms, "telemetry.export_interval_ms"),
         ] {
             if value == 0 {
                 return fail(format!("{key} must be at least 1"));
@@ -731,6 +757,16 @@ impl Settings {
                 "webhooks.max_retry_s ({}) must be at least webhooks.first_retry_s ({})",
                 hooks.max_retry_s, hooks.first_retry_s
             ));
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            return fail(format!(
+                "telemetry.otlp_endpoint must be an http:// or https:// URL (OTLP over HTTP), not `{endpoint}`"
+            ));
+        }
+        if self.telemetry.service_name.trim().is_empty() {
+            return fail("telemetry.service_name must not be empty".into());
         }
         let url = self.store.url.expose_secret();
         if !(url.starts_with("sqlite:") || url.starts_with("postgres:") || url.starts_with("postgresql:")) {

@@ -119,9 +119,15 @@ fn main() -> ExitCode {
     ) {
         return client(cli);
     }
-    telemetry::init(cli.log_format);
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(settings) => settings,
+        Err(err) => {
+            eprintln!("quarry: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let telemetry = match telemetry::init_with(cli.log_format, &settings.telemetry) {
+        Ok(telemetry) => telemetry,
         Err(err) => {
             eprintln!("quarry: {err}");
             return ExitCode::from(2);
@@ -168,6 +174,7 @@ fn main() -> ExitCode {
             ) => Ok(()),
         }
     });
+    telemetry.shutdown();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

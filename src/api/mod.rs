@@ -194,7 +194,11 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
                 .get("x-request-id")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("-");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            let span =
+                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id);
+            // A caller's W3C trace context (`traceparent`) makes this request part of its trace.
+            crate::telemetry::continue_trace(&span, req.headers());
+            span
         }))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
 }

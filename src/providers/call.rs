@@ -44,7 +44,9 @@ impl KeyLease {
     ) -> Result<Vec<Vec<f32>>, ProviderError> {
         let model = request.model.to_owned();
         let started = std::time::Instant::now();
-        let result = provider.embed(self.key(), request).await;
+        // The provider and model, never the key.
+        let span = tracing::info_span!("provider.embed", provider = provider.kind().as_str(), model = %model);
+        let result = tracing::Instrument::instrument(provider.embed(self.key(), request), span).await;
         let outcome = Outcome::of(&result);
         self.record_call(&model, &outcome, started.elapsed());
         self.finish(outcome).await;

@@ -251,7 +251,10 @@ impl EmbeddingWorkers {
         // The leases are renewed while the claim is worked on, so they can be short: a worker
         // that dies stops renewing, and its entries are claimable again within one lease.
         let embedded = tokio::select! {
-            embedded = self.process(owner, items) => embedded?,
+            embedded = tracing::Instrument::instrument(
+                self.process(owner, items),
+                tracing::info_span!("worker.batch", owner = %owner, entries = claimed),
+            ) => embedded?,
             never = self.heartbeat(owner) => match never {},
         };
         self.shared.engine.report_progress(job).await?;

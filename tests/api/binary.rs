@@ -59,6 +59,16 @@ fn invalid_configuration_stops_startup_naming_the_key() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("auth.tokens"), "{stderr}");
+    // A traces endpoint that is not OTLP over HTTP.
+    let out = quarry(dir.path())
+        .arg("serve")
+        .env("QUARRY__AUTH__TOKENS", "t")
+        .env("QUARRY__TELEMETRY__OTLP_ENDPOINT", "otel-collector:4317")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("telemetry.otlp_endpoint"), "{stderr}");
 }
 
 /// Starts `quarry serve` on port 0 and returns the child and the address it logged.
@@ -459,4 +469,141 @@ fn sigterm(child: &Child) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// With `telemetry.otlp_endpoint`, the real binary sends its spans over OTLP (HTTP, protobuf)
+/// to a receiver standing in for a collector: a retrieval's request span continues the
+/// caller's `traceparent`, with its phases and the provider call as children, carrying the
+/// provider and model and never a key; the workers' batches are traced too.
+#[tokio::test]
+async fn spans_go_to_the_otlp_endpoint_continuing_the_callers_trace() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+
+    let received: std::sync::Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>> = Default::default();
+    let sink = received.clone();
+    let receiver = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let sink = sink.clone();
+            async move {
+                let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf export");
+                sink.lock().unwrap().push(request);
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let collector = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let fake = crate::fake_providers::FakeGoogle::start(&["secret-key-a"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = fake.base_url();
+    let env = [
+        ("QUARRY__PROVIDERS__GOOGLE__BASE_URL", base.as_str()),
+        ("QUARRY__PROVIDERS__GOOGLE__KEYS", "secret-key-a"),
+        ("QUARRY__TELEMETRY__OTLP_ENDPOINT", collector.as_str()),
+        ("QUARRY__TELEMETRY__SERVICE_NAME", "quarry-under-test"),
+        ("QUARRY__TELEMETRY__EXPORT_INTERVAL_MS", "100"),
+    ];
+    let (child, addr, _rx) = start_server_with(dir.path(), &env);
+    let child = KillOnDrop::new(child);
+    let q = format!("http://{addr}");
+    let client = crate::helpers::http_client();
+    let world: Value = post_json(&client, format!("{q}/v1/worlds"), serde_json::json!({"name": "T", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 128}})).await;
+    let world_id = world["id"].as_str().unwrap().to_owned();
+    let accepted: Value = post_json(
+        &client,
+        format!("{q}/v1/worlds/{world_id}/sources"),
+        serde_json::json!({"filename": "tides.txt", "text": "Spring tides come twice a month. Neap tides come between them."}),
+    )
+    .await;
+    let job_id = accepted["job"]["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get_json(&client, format!("{q}/v1/jobs/{job_id}")).await["status"] != "completed" {
+        assert!(Instant::now() < deadline, "the job never finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let answer = client
+        .post(format!("{q}/v1/worlds/{world_id}/retrieve"))
+        .bearer_auth("t")
+        .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+        .json(&serde_json::json!({"query": "when do spring tides come", "mode": "dense"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+
+    // Spans by name, with their trace id, parent and attributes, as the collector got them.
+    let spans = |received: &[ExportTraceServiceRequest]| {
+        let mut found = Vec::new();
+        for export in received {
+            for resource in &export.resource_spans {
+                let service = resource
+                    .resource
+                    .as_ref()
+                    .map(|r| format!("{:?}", r.attributes))
+                    .unwrap_or_default();
+                for scope in &resource.scope_spans {
+                    for span in &scope.spans {
+                        found.push((span.name.clone(), hex(&span.trace_id), span.clone(), service.clone()));
+                    }
+                }
+            }
+        }
+        found
+    };
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        let found = spans(&received.lock().unwrap());
+        let names: Vec<&str> = found
+            .iter()
+            .filter(|(_, trace, _, _)| trace == trace_id)
+            .map(|(name, _, _, _)| name.as_str())
+            .collect();
+        if [
+            "request",
+            "retrieval.embed",
+            "provider.embed",
+            "retrieval.search",
+            "retrieval.verify",
+            "retrieval.context",
+        ]
+        .iter()
+        .all(|n| names.contains(n))
+            && found.iter().any(|(name, _, _, _)| name == "worker.batch")
+        {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "spans never arrived: {names:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let in_trace: Vec<_> = found.iter().filter(|(_, trace, _, _)| trace == trace_id).collect();
+    let request = in_trace.iter().find(|(name, _, _, _)| name == "request").unwrap();
+    assert_eq!(
+        hex(&request.2.parent_span_id),
+        "00f067aa0ba902b7",
+        "the caller's span is the parent"
+    );
+    assert!(request.3.contains("quarry-under-test"), "{}", request.3);
+    let call = in_trace
+        .iter()
+        .find(|(name, _, _, _)| name == "provider.embed")
+        .unwrap();
+    let attributes = format!("{:?}", call.2.attributes);
+    assert!(
+        attributes.contains("google") && attributes.contains("gemini-embedding-001"),
+        "{attributes}"
+    );
+    let everything = format!("{:?}", received.lock().unwrap());
+    assert!(!everything.contains("secret-key-a"), "a key reached the traces");
+
+    let mut child = child.disarm();
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
 }

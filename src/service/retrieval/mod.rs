@@ -58,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use tracing::Instrument as _;
 use uuid::Uuid;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
@@ -733,6 +734,7 @@ impl RetrievalService {
         let phase = Instant::now();
         let searched = found.hits.len();
         self.verify(&world, std::mem::take(&mut found.hits), &mut answer)
+            .instrument(tracing::info_span!("retrieval.verify"))
             .await?;
         // Hits verification dropped (a version switching in, a source deleted, this instant)
         // would leave the answer short, or without the source at all: one deeper search takes
@@ -762,7 +764,9 @@ impl RetrievalService {
         answer.results = dedup(std::mem::take(&mut answer.results));
         answer.timing.verify_ms = ms(phase.elapsed());
         if settings.rerank.is_some() {
-            self.rerank(query, limit as usize, &mut answer).await;
+            self.rerank(query, limit as usize, &mut answer)
+                .instrument(tracing::info_span!("retrieval.rerank"))
+                .await;
         }
         let phase = Instant::now();
         answer.results.truncate(limit as usize);
@@ -789,6 +793,7 @@ impl RetrievalService {
             })?;
         let fitted = self
             .context(&world, settings.expand, budget, counter.as_ref(), &mut answer)
+            .instrument(tracing::info_span!("retrieval.context"))
             .await?;
         if fitted.cut {
             answer.warnings.push(Warning {

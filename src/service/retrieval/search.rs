@@ -1,5 +1,7 @@
 //! Embedding the query (through the key scheduler's query lane) and searching the vector store.
 
+use tracing::Instrument as _;
+
 use super::*;
 
 impl RetrievalService {
@@ -15,7 +17,12 @@ impl RetrievalService {
     ) -> ServiceResult<Found> {
         let phase = Instant::now();
         let budget = self.limits.query_budget;
-        let vector = tokio::time::timeout(budget, self.embed_query(world, query))
+        let embed = self.embed_query(world, query).instrument(tracing::info_span!(
+            "retrieval.embed",
+            provider = world.embedding.provider.as_str(),
+            model = world.embedding.model.as_str()
+        ));
+        let vector = tokio::time::timeout(budget, embed)
             .await
             .map_err(|_| ServiceError::Provider {
                 message: format!(
@@ -42,7 +49,10 @@ impl RetrievalService {
             sources: sources.map(<[SourceId]>::to_vec),
             hnsw_ef: settings.hnsw_ef,
         };
-        let hits = self.search(world, query, vector.clone(), plan.clone()).await?;
+        let hits = self
+            .search(world, query, vector.clone(), plan.clone())
+            .instrument(tracing::info_span!("retrieval.search", mode = ?used))
+            .await?;
         Ok(Found {
             hits,
             used,

@@ -1,0 +1,211 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.provider_key import ProviderKey
+from ...models.update_key_request import UpdateKeyRequest
+from ...types import Response
+
+
+def _get_kwargs(
+    key_id: UUID,
+    *,
+    body: UpdateKeyRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/provider-keys/{key_id}".format(
+            key_id=quote(str(key_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | ProviderKey | None:
+    if response.status_code == 200:
+        response_200 = ProviderKey.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | ProviderKey]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateKeyRequest,
+) -> Response[ErrorBody | ProviderKey]:
+    """Enable or disable a key. Enabling lifts a retirement and a cooldown.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        key_id (UUID):
+        body (UpdateKeyRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | ProviderKey]
+    """
+
+    kwargs = _get_kwargs(
+        key_id=key_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateKeyRequest,
+) -> ErrorBody | ProviderKey | None:
+    """Enable or disable a key. Enabling lifts a retirement and a cooldown.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        key_id (UUID):
+        body (UpdateKeyRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | ProviderKey
+    """
+
+    return sync_detailed(
+        key_id=key_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateKeyRequest,
+) -> Response[ErrorBody | ProviderKey]:
+    """Enable or disable a key. Enabling lifts a retirement and a cooldown.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        key_id (UUID):
+        body (UpdateKeyRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | ProviderKey]
+    """
+
+    kwargs = _get_kwargs(
+        key_id=key_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateKeyRequest,
+) -> ErrorBody | ProviderKey | None:
+    """Enable or disable a key. Enabling lifts a retirement and a cooldown.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        key_id (UUID):
+        body (UpdateKeyRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | ProviderKey
+    """
+
+    return (
+        await asyncio_detailed(
+            key_id=key_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

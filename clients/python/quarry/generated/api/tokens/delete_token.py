@@ -1,0 +1,188 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...types import Response
+
+
+def _get_kwargs(
+    token_id: UUID,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/tokens/{token_id}".format(
+            token_id=quote(str(token_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | ErrorBody | None:
+    if response.status_code == 204:
+        response_204 = cast(Any, None)
+        return response_204
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | ErrorBody]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    token_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | ErrorBody]:
+    """Revoke a token: every replica refuses it within 5 seconds.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        token_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ErrorBody]
+    """
+
+    kwargs = _get_kwargs(
+        token_id=token_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    token_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Any | ErrorBody | None:
+    """Revoke a token: every replica refuses it within 5 seconds.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        token_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ErrorBody
+    """
+
+    return sync_detailed(
+        token_id=token_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    token_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | ErrorBody]:
+    """Revoke a token: every replica refuses it within 5 seconds.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        token_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ErrorBody]
+    """
+
+    kwargs = _get_kwargs(
+        token_id=token_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    token_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Any | ErrorBody | None:
+    """Revoke a token: every replica refuses it within 5 seconds.
+
+     Scope: `admin`. A token limited to some worlds is refused.
+
+    Args:
+        token_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ErrorBody
+    """
+
+    return (
+        await asyncio_detailed(
+            token_id=token_id,
+            client=client,
+        )
+    ).parsed

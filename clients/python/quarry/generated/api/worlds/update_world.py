@@ -1,0 +1,238 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.job import Job
+from ...models.update_world_request import UpdateWorldRequest
+from ...models.world import World
+from ...types import Response
+
+
+def _get_kwargs(
+    world_id: UUID,
+    *,
+    body: UpdateWorldRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/worlds/{world_id}".format(
+            world_id=quote(str(world_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | Job | World | None:
+    if response.status_code == 200:
+        response_200 = World.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 202:
+        response_202 = Job.from_dict(response.json())
+
+        return response_202
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorBody.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | Job | World]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateWorldRequest,
+) -> Response[ErrorBody | Job | World]:
+    """Rename a world, or turn a dense world hybrid. The embedding and chunking profiles are
+    locked: change them with `POST /v1/worlds/{world_id}/reingest`. `{"hybrid": true}` (alone)
+    on a dense world answers 202 with the `reingest` job that adds BM25 vectors to its points,
+    reusing every dense vector (no provider call with `embedding.reuse` on, the default); on a
+    hybrid world it answers 200 with the world. `hybrid: false` stays locked.
+
+     Scope: `admin`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (UpdateWorldRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Job | World]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateWorldRequest,
+) -> ErrorBody | Job | World | None:
+    """Rename a world, or turn a dense world hybrid. The embedding and chunking profiles are
+    locked: change them with `POST /v1/worlds/{world_id}/reingest`. `{"hybrid": true}` (alone)
+    on a dense world answers 202 with the `reingest` job that adds BM25 vectors to its points,
+    reusing every dense vector (no provider call with `embedding.reuse` on, the default); on a
+    hybrid world it answers 200 with the world. `hybrid: false` stays locked.
+
+     Scope: `admin`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (UpdateWorldRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Job | World
+    """
+
+    return sync_detailed(
+        world_id=world_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateWorldRequest,
+) -> Response[ErrorBody | Job | World]:
+    """Rename a world, or turn a dense world hybrid. The embedding and chunking profiles are
+    locked: change them with `POST /v1/worlds/{world_id}/reingest`. `{"hybrid": true}` (alone)
+    on a dense world answers 202 with the `reingest` job that adds BM25 vectors to its points,
+    reusing every dense vector (no provider call with `embedding.reuse` on, the default); on a
+    hybrid world it answers 200 with the world. `hybrid: false` stays locked.
+
+     Scope: `admin`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (UpdateWorldRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Job | World]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateWorldRequest,
+) -> ErrorBody | Job | World | None:
+    """Rename a world, or turn a dense world hybrid. The embedding and chunking profiles are
+    locked: change them with `POST /v1/worlds/{world_id}/reingest`. `{"hybrid": true}` (alone)
+    on a dense world answers 202 with the `reingest` job that adds BM25 vectors to its points,
+    reusing every dense vector (no provider call with `embedding.reuse` on, the default); on a
+    hybrid world it answers 200 with the world. `hybrid: false` stays locked.
+
+     Scope: `admin`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (UpdateWorldRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Job | World
+    """
+
+    return (
+        await asyncio_detailed(
+            world_id=world_id,
+            client=client,
+            body=body,
+        )
+    ).parsed
