@@ -278,14 +278,14 @@ async fn knowledge(state: &AppState, principal: &Principal, knowledge_id: &str) 
             Err(err) => Err(ApiError::from(err).into()),
         };
     }
+    // The rows only: no world's counts are needed to find one by name.
     let worlds = state
-        .worlds
-        .list(crate::domain::Window::ALL)
+        .store
+        .list_worlds(crate::domain::Window::ALL)
         .await
-        .map_err(ApiError::from)?;
+        .map_err(|err| ApiError::from(crate::service::ServiceError::from(err)))?;
     worlds
         .into_iter()
-        .map(|view| view.world)
         .find(|w| w.name.as_str() == knowledge_id.trim() && principal.sees(w.id))
         .ok_or_else(missing)
 }

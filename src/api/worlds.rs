@@ -239,19 +239,42 @@ pub async fn create_world(
     ))
 }
 
-/// List every world with its counts.
+/// List every world with its counts (or those of one name).
 #[utoipa::path(get, path = "/v1/worlds", tag = "worlds",
     params(("offset" = Option<u64>, Query, description = "worlds to skip (default 0)", minimum = 0, maximum = 9223372036854775807_i64),
-        ("limit" = Option<u32>, Query, description = "worlds to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000)),
-    responses((status = 200, body = WorldList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
+        ("limit" = Option<u32>, Query, description = "worlds to return, 1 to 1000 (default 100)", minimum = 1, maximum = 1000),
+        ("name" = Option<String>, Query, description = "only the worlds with exactly this name (names are not unique)", example = "Handbook")),
+    responses((status = 200, body = WorldList), (status = 400, description = "invalid_request (`details.field`: `offset`, `limit`, `name` or an unknown parameter)", body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list_worlds(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<WorldList>, ApiError> {
-    let paging = super::extract::list_query(&query, &[])?;
-    let worlds = if principal.sees_every_world() {
+    let paging = super::extract::list_query(&query, &["name"])?;
+    let name = query
+        .iter()
+        .find(|(key, _)| key == "name")
+        .map(|(_, value)| value.trim());
+    let worlds = if let Some(name) = name {
+        // By name: the matching rows first (no counts), then each match with its counts.
+        let window = super::extract::window(paging);
+        let rows = state
+            .store
+            .list_worlds(crate::domain::Window::ALL)
+            .await
+            .map_err(crate::service::ServiceError::from)?;
+        let mut views = Vec::new();
+        for world in rows
+            .into_iter()
+            .filter(|w| w.name.as_str() == name && principal.sees(w.id))
+            .skip(usize::try_from(window.offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(window.limit).unwrap_or(usize::MAX))
+        {
+            views.push(state.worlds.get(world.id).await?);
+        }
+        views
+    } else if principal.sees_every_world() {
         state.worlds.list(super::extract::window(paging)).await?
     } else {
         // A token limited to some worlds pages through those only.

@@ -455,3 +455,53 @@ async fn the_worlds_api_works_on_postgres() {
     app.stop().await;
     db.drop_db().await;
 }
+
+/// `?name=` finds the worlds of one name (names are not unique), paged like the whole list,
+/// and a token limited to some worlds finds only its own.
+#[tokio::test]
+async fn worlds_are_found_by_name() {
+    let app = crate::helpers::spawn_app_with(|_| {}).await;
+    let first = app.create_local_world("Handbook").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let _other = app.create_local_world("Notes").await;
+    let second = app.create_local_world("Handbook").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ids = |list: &serde_json::Value| -> Vec<String> {
+        list["worlds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, list) = app.get("/v1/worlds?name=Handbook").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{list}");
+    assert_eq!(ids(&list), [first.clone(), second.clone()]);
+    assert!(list["worlds"][0]["stats"].is_object(), "with its counts: {list}");
+    let (_, page) = app.get("/v1/worlds?name=Handbook&limit=1").await;
+    assert_eq!(
+        (ids(&page), page["next_offset"].as_u64()),
+        (vec![first.clone()], Some(1))
+    );
+    let (_, none) = app.get("/v1/worlds?name=Atlantis").await;
+    assert_eq!(none["worlds"], serde_json::json!([]));
+    let (_, made) = app
+        .post(
+            "/v1/tokens",
+            serde_json::json!({"name": "one", "scopes": ["read"], "worlds": [second]}),
+        )
+        .await;
+    let (_, limited) = app
+        .request_as(
+            made["secret"].as_str().unwrap(),
+            reqwest::Method::GET,
+            "/v1/worlds?name=Handbook",
+            None,
+        )
+        .await;
+    assert_eq!(ids(&limited), [second]);
+}

@@ -159,10 +159,12 @@ class Quarry:
         if as_id is not None:
             return World(self, _checked(get_world.sync_detailed(as_id, client=self.api)))
         name = str(name_or_id).strip()
-        matches = [w for w in self.worlds() if w.name == name]
+        # The server filters by name (two are enough to know the name is ambiguous).
+        page = _checked(list_worlds.sync_detailed(client=self.api, name=name, limit=2))
+        matches = [w for w in page.worlds if w.name == name]
         if len(matches) > 1:
             ids = ", ".join(str(w.id) for w in matches)
-            raise LookupError(f"{len(matches)} worlds are named {name!r} ({ids}): pass an id")
+            raise LookupError(f"more than one world is named {name!r} ({ids}, ...): pass an id")
         if matches:
             return World(self, matches[0])
         if not create:

@@ -10,7 +10,8 @@ import pytest
 from conftest import LIGHTHOUSE, unique
 
 from quarry import Quarry, QuarryError, World
-from quarry.generated.models import Job, JobStatus, RetrieveResponse
+from quarry.generated.api.worlds import create_world
+from quarry.generated.models import CreateWorldRequest, Job, JobStatus, RetrieveResponse
 
 
 def test_world_is_created_when_missing_then_found_by_name_and_id(client: Quarry) -> None:
@@ -27,6 +28,18 @@ def test_world_is_created_when_missing_then_found_by_name_and_id(client: Quarry)
     assert client.world(str(created.id)).id == created.id
     assert client.world(name, create=True).id == created.id  # found, not created again
     assert [w.id for w in client.worlds() if w.name == name] == [created.id]
+
+
+def test_a_name_two_worlds_share_is_ambiguous(client: Quarry) -> None:
+    name = unique("Twin")
+    first = client.world(name, create=True)
+    # A second world of the same name, made through the generated client.
+    body = CreateWorldRequest.from_dict({"name": name, "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"}})
+    second = create_world.sync(client=client.api, body=body)
+    with pytest.raises(LookupError) as ambiguous:
+        client.world(name)
+    assert str(first.id) in str(ambiguous.value) and str(second.id) in str(ambiguous.value)
+    assert client.world(str(second.id)).id == second.id
 
 
 def test_unknown_world_id_raises_world_not_found(client: Quarry) -> None:

@@ -14,6 +14,7 @@ def _get_kwargs(
     *,
     offset: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -21,6 +22,8 @@ def _get_kwargs(
     params["offset"] = offset
 
     params["limit"] = limit
+
+    params["name"] = name
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -83,14 +86,16 @@ def sync_detailed(
     client: AuthenticatedClient,
     offset: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> Response[ErrorBody | WorldList]:
-    """List every world with its counts.
+    """List every world with its counts (or those of one name).
 
      Scope: `read`.
 
     Args:
         offset (int | Unset):
         limit (int | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -103,6 +108,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         offset=offset,
         limit=limit,
+        name=name,
     )
 
     response = client.get_httpx_client().request(
@@ -117,14 +123,16 @@ def sync(
     client: AuthenticatedClient,
     offset: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> ErrorBody | WorldList | None:
-    """List every world with its counts.
+    """List every world with its counts (or those of one name).
 
      Scope: `read`.
 
     Args:
         offset (int | Unset):
         limit (int | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,6 +146,7 @@ def sync(
         client=client,
         offset=offset,
         limit=limit,
+        name=name,
     ).parsed
 
 
@@ -146,14 +155,16 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     offset: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> Response[ErrorBody | WorldList]:
-    """List every world with its counts.
+    """List every world with its counts (or those of one name).
 
      Scope: `read`.
 
     Args:
         offset (int | Unset):
         limit (int | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -166,6 +177,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         offset=offset,
         limit=limit,
+        name=name,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -178,14 +190,16 @@ async def asyncio(
     client: AuthenticatedClient,
     offset: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> ErrorBody | WorldList | None:
-    """List every world with its counts.
+    """List every world with its counts (or those of one name).
 
      Scope: `read`.
 
     Args:
         offset (int | Unset):
         limit (int | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -200,5 +214,6 @@ async def asyncio(
             client=client,
             offset=offset,
             limit=limit,
+            name=name,
         )
     ).parsed
