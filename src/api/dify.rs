@@ -153,7 +153,11 @@ async fn retrieval(
     let req: DifyRequest = serde_json::from_slice(&body)
         .map_err(|err| DifyError::invalid(format!("the body is not Dify's retrieval request: {err}")))?;
     let top_k = match &req.retrieval_setting.top_k {
-        Value::Number(n) => n.as_u64().filter(|k| (1..=MAX_TOP_K).contains(k)),
+        // An integral number is an integer (2.0 is 2), as JSON Schema counts them.
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0).map(|f| f as u64))
+            .filter(|k| (1..=MAX_TOP_K).contains(k)),
         _ => None,
     }
     .ok_or_else(|| {
@@ -272,10 +276,11 @@ async fn knowledge(state: &AppState, principal: &Principal, knowledge_id: &str) 
         if !principal.sees(world) {
             return Err(missing());
         }
-        return match state.worlds.get(world).await {
-            Ok(view) => Ok(view.world),
-            Err(crate::service::ServiceError::NotFound(_)) => Err(missing()),
-            Err(err) => Err(ApiError::from(err).into()),
+        // The row only: its counts are not needed.
+        return match state.store.get_world(world).await {
+            Ok(Some(world)) => Ok(world),
+            Ok(None) => Err(missing()),
+            Err(err) => Err(ApiError::from(crate::service::ServiceError::from(err)).into()),
         };
     }
     // The rows only: no world's counts are needed to find one by name.

@@ -140,23 +140,20 @@ impl QuarryMcp {
         let Some(principal) = parts.extensions.get::<Principal>() else {
             return tool_error("unauthorized", "no token");
         };
-        // A token limited to some worlds sees those (few: read them all, then filter).
-        let window = if principal.sees_every_world() {
-            window
+        let listed = if principal.sees_every_world() {
+            self.state.worlds.list(window).await.map_err(ApiError::from)
         } else {
-            crate::domain::Window::ALL
+            super::worlds::listed(&self.state, principal, None, window).await
         };
-        match self.state.worlds.list(window).await {
+        match listed {
             Ok(worlds) => {
                 let worlds: Vec<Value> = worlds
                     .into_iter()
-                    .filter(|w| principal.sees(w.world.id))
-                    .take(1000)
                     .map(|w| serde_json::to_value(super::worlds::WorldDto::from(w)).unwrap_or(Value::Null))
                     .collect();
                 CallToolResult::structured(json!({ "worlds": worlds }))
             }
-            Err(err) => api_error(err.into()),
+            Err(err) => api_error(err),
         }
     }
 

@@ -256,41 +256,42 @@ pub async fn list_worlds(
         .iter()
         .find(|(key, _)| key == "name")
         .map(|(_, value)| value.trim());
-    let worlds = if let Some(name) = name {
-        // By name: the matching rows first (no counts), then each match with its counts.
-        let window = super::extract::window(paging);
-        let rows = state
-            .store
-            .list_worlds(crate::domain::Window::ALL)
-            .await
-            .map_err(crate::service::ServiceError::from)?;
-        let mut views = Vec::new();
-        for world in rows
-            .into_iter()
-            .filter(|w| w.name.as_str() == name && principal.sees(w.id))
-            .skip(usize::try_from(window.offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(window.limit).unwrap_or(usize::MAX))
-        {
-            views.push(state.worlds.get(world.id).await?);
-        }
-        views
-    } else if principal.sees_every_world() {
-        state.worlds.list(super::extract::window(paging)).await?
+    let window = super::extract::window(paging);
+    let worlds = if name.is_none() && principal.sees_every_world() {
+        state.worlds.list(window).await?
     } else {
-        // A token limited to some worlds pages through those only.
-        let window = super::extract::window(paging);
-        let seen = state.worlds.list(crate::domain::Window::ALL).await?;
-        seen.into_iter()
-            .filter(|view| principal.sees(view.world.id))
-            .skip(usize::try_from(window.offset).unwrap_or(usize::MAX))
-            .take(usize::try_from(window.limit).unwrap_or(usize::MAX))
-            .collect()
+        listed(&state, &principal, name, window).await?
     };
     let (worlds, next_offset) = super::extract::page(worlds, paging);
     Ok(axum::Json(WorldList {
         worlds: worlds.into_iter().map(Into::into).collect(),
         next_offset,
     }))
+}
+
+/// The worlds `principal` reaches (of one name, when given), the rows of `window`, each with
+/// its counts: the rows are read without counts, filtered, then only the kept ones counted.
+pub(super) async fn listed(
+    state: &AppState,
+    principal: &Principal,
+    name: Option<&str>,
+    window: crate::domain::Window,
+) -> Result<Vec<WorldView>, ApiError> {
+    let rows = state
+        .store
+        .list_worlds(crate::domain::Window::ALL)
+        .await
+        .map_err(crate::service::ServiceError::from)?;
+    let mut views = Vec::new();
+    for world in rows
+        .into_iter()
+        .filter(|w| principal.sees(w.id) && name.is_none_or(|name| w.name.as_str() == name))
+        .skip(usize::try_from(window.offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(window.limit).unwrap_or(usize::MAX))
+    {
+        views.push(state.worlds.get(world.id).await?);
+    }
+    Ok(views)
 }
 
 /// One world with its counts.

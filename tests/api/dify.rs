@@ -294,6 +294,15 @@ async fn dify_s_errors_are_answered_with_its_codes() {
     // A `read` token is enough.
     let (status, answer) = dify(&app, Some(&reader), body).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+    // `top_k: 2.0` is the integer 2.
+    let (status, answer) = dify(
+        &app,
+        Some(&reader),
+        json!({"knowledge_id": world, "query": "What is Dify?", "retrieval_setting": {"top_k": 2.0, "score_threshold": 0.0}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["records"].as_array().unwrap().len(), 2, "{answer}");
 }
 
 #[tokio::test]
