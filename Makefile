@@ -63,4 +63,4 @@ bench-quality:
 	    echo "bench-quality: install them with: apt-get install python3-doc debian-faq vim-doc" >&2; \
 	    exit 1; }
 	test -x target/bench-langchain/bin/python || ./scripts/bench-langchain-setup
-	$(CARGO) run --release --example bench_quality -- --peer target/bench-langchain/bin/python $(BENCH_ARGS)
+	$(CARGO) run --release --example bench_quality -- --peer target/bench-langchain/bin/python --context-prefix $(BENCH_ARGS)

@@ -297,6 +297,7 @@ async fn chunking(o: &Options) -> Result<()> {
             max_tokens,
             overlap_tokens,
             parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
+            context_prefix: false,
         };
         // Warm-up on a slice (tokenizer tables, allocator).
         let warm = text[..text.len().min(200_000)].rfind("\n\n").unwrap_or(0);

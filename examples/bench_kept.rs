@@ -244,6 +244,7 @@ async fn fill(store: &Arc<dyn Store>, chunks: u32, dims: u32) -> Result<Duration
                 max_tokens: 512,
                 overlap_tokens: 64,
                 parent_max_tokens: 2048,
+                context_prefix: false,
             },
             hybrid: false,
             run: RunId::new(),
@@ -261,6 +262,8 @@ async fn fill(store: &Arc<dyn Store>, chunks: u32, dims: u32) -> Result<Duration
                 chunk_text: text,
                 overlap_text: String::new(),
                 page: None,
+                embed_prefix: String::new(),
+                embed_prefix_tokens: 0,
             }
         })
         .collect();

@@ -64,6 +64,8 @@ usage: bench_quality [options]
                      overlaps its answer under each configuration (- when none of the 10 does)
   --headless         upload the pages without their headings, so that a question is found only
                      through its answer (default: whole pages, as a user would upload them)
+  --context-prefix   also load each corpus into a second world with chunking.context_prefix and
+                     ask it as `dense`, `defaults` and `hybrid auto` do (rows marked `, prefix`)
   --peer PYTHON      also run LangChain's ParentDocumentRetriever on the same pages, questions and
                      model (scripts/bench-langchain.py with this Python; scripts/bench-langchain-setup
                      makes it: target/bench-langchain/bin/python)
@@ -79,12 +81,23 @@ const BUDGETS: [u32; 3] = [512, 1024, 2048];
 struct Configuration {
     name: &'static str,
     settings: Value,
+    /// Asked of the world whose chunks were embedded with a context prefix.
+    prefixed: bool,
 }
 
 /// What is measured, in table order. To measure another setting, add a row here.
-fn configurations() -> Vec<Configuration> {
-    let row = |name, settings| Configuration { name, settings };
-    vec![
+fn configurations(context_prefix: bool) -> Vec<Configuration> {
+    let row = |name, settings| Configuration {
+        name,
+        settings,
+        prefixed: false,
+    };
+    let prefixed = |name, settings| Configuration {
+        name,
+        settings,
+        prefixed: true,
+    };
+    let mut rows = vec![
         row("dense", json!({"mode": "dense", "expand": "none"})),
         // What a request without settings gets (its own top_k too).
         row("defaults", json!({})),
@@ -104,7 +117,15 @@ fn configurations() -> Vec<Configuration> {
             json!({"mode": "dense", "expand": "parent", "top_k": 3}),
         ),
         row("hybrid auto + parent", json!({"mode": "hybrid", "expand": "parent"})),
-    ]
+    ];
+    if context_prefix {
+        rows.extend([
+            prefixed("dense, prefix", json!({"mode": "dense", "expand": "none"})),
+            prefixed("defaults, prefix", json!({})),
+            prefixed("hybrid auto, prefix", json!({"mode": "hybrid", "expand": "none"})),
+        ]);
+    }
+    rows
 }
 
 #[derive(Debug)]
@@ -122,6 +143,8 @@ struct Options {
     headless: bool,
     /// The Python of `scripts/bench-langchain-setup`'s environment: run the LangChain peer.
     peer: Option<PathBuf>,
+    /// Also measure worlds whose chunks are embedded with a context prefix.
+    context_prefix: bool,
 }
 
 fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
@@ -136,6 +159,7 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
         ranks: None,
         headless: false,
         peer: None,
+        context_prefix: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -144,6 +168,10 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
         }
         if flag == "--headless" {
             o.headless = true;
+            continue;
+        }
+        if flag == "--context-prefix" {
+            o.context_prefix = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value\n\n{HELP}"))?;
@@ -373,6 +401,7 @@ fn run_peer(
 }
 
 /// A question as asked: the source and char span its answer has in that source's stored text.
+#[derive(Clone)]
 struct Question {
     text: String,
     source_id: String,
@@ -518,41 +547,14 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
     ));
 
     let ingest_started = Instant::now();
-    let world = quarry
-        .post(
-            "/v1/worlds",
-            &json!({
-                "name": format!("{} FAQ", name),
-                "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
-                "hybrid": true,
-            }),
-            201,
-        )
-        .await?;
-    let world_id = world["id"].as_str().ok_or("world without id")?.to_owned();
-    let mut source_ids = Vec::with_capacity(pages.len());
-    let mut jobs = Vec::with_capacity(pages.len());
-    for page in pages {
-        let answer = quarry
-            .post(
-                &format!("/v1/worlds/{world_id}/sources"),
-                &json!({"filename": page.filename, "text": page.text, "content_type": page.content_type}),
-                202,
-            )
-            .await?;
-        let source_id = answer["source"]["id"].as_str().ok_or("source without id")?.to_owned();
-        // Spans count chars of the stored text: it must be the text sent, unchanged.
-        let stored = quarry
-            .get(&format!("/v1/worlds/{world_id}/sources/{source_id}/text"))
-            .await?;
-        if stored.as_str() != Some(page.text.as_str()) {
-            return Err(format!("{}: quarry stored another text than the one sent", page.filename).into());
-        }
-        source_ids.push(source_id);
-        jobs.push(answer["job"]["id"].as_str().ok_or("upload without job id")?.to_owned());
-    }
-    let chunks = wait_for_jobs(quarry, &world_id, &jobs).await?;
+    let (world_id, source_ids, chunks) = load(quarry, name, pages, false).await?;
     let ingest_seconds = ingest_started.elapsed().as_secs_f64();
+    let configurations = configurations(o.context_prefix);
+    // The same pages in a world whose chunks carry a context prefix, for the `, prefix` rows.
+    let prefixed = match configurations.iter().any(|c| c.prefixed) {
+        true => Some(load(quarry, name, pages, true).await?),
+        false => None,
+    };
 
     let mut questions: Vec<Question> = pages
         .iter()
@@ -587,7 +589,6 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
         None => None,
     };
 
-    let configurations = configurations();
     let mut figures: Vec<Figures> = configurations.iter().map(|_| Figures::default()).collect();
     let eval_started = Instant::now();
     let mut requests = 0usize;
@@ -602,6 +603,18 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
     for (qi, question) in questions.iter().enumerate() {
         let mut line = vec![question.text.clone(), question.literal.to_string()];
         for (configuration, figures) in configurations.iter().zip(figures.iter_mut()) {
+            // The prefixed world holds the same pages under other source ids.
+            let (world_id, asked) = match (&prefixed, configuration.prefixed) {
+                (Some((world, sources, _)), true) => (
+                    world,
+                    Question {
+                        source_id: sources[question.page].clone(),
+                        ..question.clone()
+                    },
+                ),
+                _ => (&world_id, question.clone()),
+            };
+            let question = &asked;
             let mut rank = None;
             let mut coverage = [0.0; BUDGETS.len()];
             let mut shares = [0.0; BUDGETS.len()];
@@ -744,6 +757,48 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
         println!("{} ran: {}", configuration.name, ran.join(", "));
     }
     Ok(())
+}
+
+/// Creates a hybrid world on the local model (with `chunking.context_prefix` when `prefix`) and
+/// uploads `pages` into it; returns its id, the pages' source ids and its chunk count once
+/// every page is embedded.
+async fn load(quarry: &Quarry, name: &str, pages: &[Page], prefix: bool) -> Result<(String, Vec<String>, u64)> {
+    let world = quarry
+        .post(
+            "/v1/worlds",
+            &json!({
+                "name": format!("{} FAQ{}", name, if prefix { ", prefixed" } else { "" }),
+                "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+                "chunking": {"context_prefix": prefix},
+                "hybrid": true,
+            }),
+            201,
+        )
+        .await?;
+    let world_id = world["id"].as_str().ok_or("world without id")?.to_owned();
+    let mut source_ids = Vec::with_capacity(pages.len());
+    let mut jobs = Vec::with_capacity(pages.len());
+    for page in pages {
+        let answer = quarry
+            .post(
+                &format!("/v1/worlds/{world_id}/sources"),
+                &json!({"filename": page.filename, "text": page.text, "content_type": page.content_type}),
+                202,
+            )
+            .await?;
+        let source_id = answer["source"]["id"].as_str().ok_or("source without id")?.to_owned();
+        // Spans count chars of the stored text: it must be the text sent, unchanged.
+        let stored = quarry
+            .get(&format!("/v1/worlds/{world_id}/sources/{source_id}/text"))
+            .await?;
+        if stored.as_str() != Some(page.text.as_str()) {
+            return Err(format!("{}: quarry stored another text than the one sent", page.filename).into());
+        }
+        source_ids.push(source_id);
+        jobs.push(answer["job"]["id"].as_str().ok_or("upload without job id")?.to_owned());
+    }
+    let chunks = wait_for_jobs(quarry, &world_id, &jobs).await?;
+    Ok((world_id, source_ids, chunks))
 }
 
 /// Waits until every job has completed; returns the world's chunk count.

@@ -222,6 +222,7 @@ async fn populate(o: &Options, corpus: &Corpus, label: &str, store: &dyn Store) 
         max_tokens: 32,
         overlap_tokens: 0,
         parent_max_tokens: ChunkingProfile::default_parent_max_tokens(32),
+        context_prefix: false,
     };
     let world = store
         .create_world(NewWorld {

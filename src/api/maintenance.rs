@@ -59,6 +59,7 @@ pub async fn reingest_world(
         max_tokens: None,
         overlap_tokens: None,
         parent_max_tokens: None,
+        context_prefix: None,
     });
     let job = state
         .worlds
@@ -72,6 +73,7 @@ pub async fn reingest_world(
                 max_tokens: chunking.max_tokens,
                 overlap_tokens: chunking.overlap_tokens,
                 parent_max_tokens: chunking.parent_max_tokens,
+                context_prefix: chunking.context_prefix,
             },
         )
         .await?;

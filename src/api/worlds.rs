@@ -73,6 +73,14 @@ pub struct ChunkingRequest {
     #[schema(example = 2048, minimum = 16, maximum = 1048576)]
     #[serde(default, deserialize_with = "super::de::integer")]
     pub parent_max_tokens: Option<i64>,
+    /// Embed each chunk after a short line naming its source's title and the headings of the
+    /// sections it sits in (the stored text, and what retrieval returns, are unchanged). Part
+    /// of the locked profile: every vector changes with it. Takes up to 48 tokens, so
+    /// max_tokens may then be at most the model's chunk limit less 48. Default false for a new
+    /// world (on the measured corpora it did not win everywhere: BENCHMARKS.md); a re-ingest
+    /// keeps the world's own.
+    #[serde(default)]
+    pub context_prefix: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -133,6 +141,8 @@ pub struct ChunkingProfileDto {
     pub max_tokens: u32,
     pub overlap_tokens: u32,
     pub parent_max_tokens: u32,
+    /// Whether chunks are embedded after their title and section path.
+    pub context_prefix: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -183,6 +193,7 @@ impl From<WorldView> for WorldDto {
                 max_tokens: world.chunking.max_tokens,
                 overlap_tokens: world.chunking.overlap_tokens,
                 parent_max_tokens: world.chunking.parent_max_tokens,
+                context_prefix: world.chunking.context_prefix,
             },
             hybrid: world.hybrid,
             collection: world.collection,
@@ -218,6 +229,7 @@ pub async fn create_world(
         max_tokens: None,
         overlap_tokens: None,
         parent_max_tokens: None,
+        context_prefix: None,
     });
     let view = state
         .worlds
@@ -227,6 +239,7 @@ pub async fn create_world(
             max_tokens: chunking.max_tokens,
             overlap_tokens: chunking.overlap_tokens,
             parent_max_tokens: chunking.parent_max_tokens,
+            context_prefix: chunking.context_prefix,
             hybrid: req.hybrid,
         })
         .await?;

@@ -54,12 +54,14 @@
 pub mod html;
 mod parents;
 pub mod pdf;
+mod prefix;
 mod sections;
 mod segment;
 mod split;
 mod tokens;
 
 pub use parents::{ChunkSpan, parents, parents_of};
+pub use prefix::add_context_prefixes;
 pub use sections::section_starts;
 pub use split::{split, split_source, split_until, split_with};
 pub use tokens::{Cl100k, TokenCounter};

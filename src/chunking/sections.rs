@@ -42,8 +42,22 @@ pub fn section_starts(text: &str, format: SourceFormat) -> Vec<u64> {
     chars_at(text, &section_start_bytes(text, format))
 }
 
+/// The char and byte offsets (increasing) where the headings of `text` begin, 0 too when the
+/// text opens with one.
+pub(super) fn headings(text: &str, format: SourceFormat) -> Vec<(u64, usize)> {
+    let bytes = heading_bytes(text, format);
+    chars_at(text, &bytes).into_iter().zip(bytes).collect()
+}
+
 /// [`section_starts`] as byte offsets.
 pub(super) fn section_start_bytes(text: &str, format: SourceFormat) -> Vec<usize> {
+    let mut starts = heading_bytes(text, format);
+    starts.retain(|&s| s > 0);
+    starts
+}
+
+/// The byte offsets where the headings of `text` begin, 0 too when the text opens with one.
+pub(super) fn heading_bytes(text: &str, format: SourceFormat) -> Vec<usize> {
     let lines = lines(text);
     let plain = matches!(format, SourceFormat::Plain | SourceFormat::Pdf);
     let markdown = format == SourceFormat::Markdown;
@@ -83,9 +97,7 @@ pub(super) fn section_start_bytes(text: &str, format: SourceFormat) -> Vec<usize
             None
         };
         if let Some(start) = found {
-            if start > 0 {
-                starts_bytes.push(start);
-            }
+            starts_bytes.push(start);
             // Skip the underline, which is no heading of its own.
             i += if next.is_some_and(|n| is_underline(n.trim())) {
                 2

@@ -136,6 +136,8 @@ pub fn split_until(
             chunk_text: text[start..end].to_owned(),
             overlap_text: text[overlap_start..start].to_owned(),
             page: None,
+            embed_prefix: String::new(),
+            embed_prefix_tokens: 0,
         });
         previous = Some((first, last));
     }
@@ -486,6 +488,7 @@ mod tests {
             max_tokens,
             overlap_tokens,
             parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
+            context_prefix: false,
         }
     }
 

@@ -23,7 +23,8 @@ pub use job::{
 pub use key::{GroupCooldown, KeyOrigin, NewKey, SealedSecret, StoredKey};
 pub use source::{
     Chunk, ChunkOutline, ChunkPage, ChunkState, ChunkView, EntryError, NewChunk, NewParent, NewSource, Parent,
-    PendingVersion, Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, media_essence,
+    PendingVersion, Source, SourceCounts, SourceDeletion, SourceFormat, SourceKey, SourceSize, context_title,
+    media_essence,
 };
 pub use source_details::{FieldError, Metadata, SourceDetails, SourceTitle, SourceUrl};
 pub use token::{ApiToken, Scope, TokenCredentials};

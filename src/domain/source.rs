@@ -43,6 +43,20 @@ pub struct PendingVersion {
     pub created_at: DateTime<Utc>,
 }
 
+impl Source {
+    /// What a context prefix names the source by: its title, else its filename.
+    #[must_use]
+    pub fn context_title(&self) -> &str {
+        context_title(&self.details, &self.filename)
+    }
+}
+
+/// What a context prefix names a source by: the title of `details`, else `filename`.
+#[must_use]
+pub fn context_title<'a>(details: &'a SourceDetails, filename: &'a str) -> &'a str {
+    details.title.as_deref().unwrap_or(filename)
+}
+
 /// A validated source key: 1..=1024 chars, no control characters; taken exactly as sent (no
 /// trimming or case folding: `docs/a.md` and `docs/A.md` are two keys).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -105,6 +119,19 @@ pub struct NewChunk {
     pub overlap_text: String,
     /// The page (1-based) the chunk starts on, for a PDF's chunks.
     pub page: Option<u32>,
+    /// What is embedded before the text in a world with `chunking.context_prefix` (the
+    /// source's title and the chunk's section path); empty otherwise. Not stored text.
+    pub embed_prefix: String,
+    /// Its tokens, by the world's counter: what the prefix adds to the chunk's embedding.
+    pub embed_prefix_tokens: u32,
+}
+
+impl NewChunk {
+    /// The text the provider embeds: the prefix, then the chunk's text.
+    #[must_use]
+    pub fn embed_text(&self) -> String {
+        format!("{}{}", self.embed_prefix, self.chunk_text)
+    }
 }
 
 /// A stored chunk.
@@ -121,8 +148,10 @@ pub struct Chunk {
     pub token_count: u32,
     pub chunk_text: String,
     pub overlap_text: String,
-    /// Hex sha256 of `chunk_text`.
+    /// Hex sha256 of the text embedded: `embed_prefix`, then `chunk_text`.
     pub sha256: String,
+    /// What was embedded before the text (see [`NewChunk::embed_prefix`]); empty for most.
+    pub embed_prefix: String,
     /// The page (1-based) the chunk starts on, for a PDF's chunks.
     pub page: Option<u32>,
     /// The version of the source text the chunk was cut from.

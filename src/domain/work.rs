@@ -15,8 +15,12 @@ pub struct WorkItem {
     pub source_id: SourceId,
     pub book_number: u32,
     pub chunk_number: u32,
+    /// Tokens of `chunk_text`.
     pub token_count: u32,
+    /// The text to embed: the chunk's context prefix (in a world with
+    /// `chunking.context_prefix`), then its stored text.
     pub chunk_text: String,
+    /// Hash of `chunk_text`.
     pub text_sha256: String,
     pub attempts: u32,
     /// The profile of the entry's run (a re-ingest may embed into a new profile).

@@ -102,11 +102,18 @@ pub struct ChunkingProfile {
     /// The most tokens a parent (a run of consecutive chunks, for small-to-large retrieval)
     /// holds; at least `max_tokens`. Parents are not embedded: this does not touch vectors.
     pub parent_max_tokens: u32,
+    /// Whether each chunk is embedded with its source's title and section path before its
+    /// text (the stored text is unchanged). Changes every vector: part of the locked profile.
+    pub context_prefix: bool,
 }
 
 impl ChunkingProfile {
     /// Smallest chunk size accepted: below this, chunks stop carrying a sentence.
     pub const MIN_MAX_TOKENS: u32 = 16;
+
+    /// The most tokens a context prefix takes; a world with prefixes keeps its chunks this
+    /// much under the model's limit.
+    pub const CONTEXT_PREFIX_MAX_TOKENS: u32 = 48;
 
     /// `parent_max_tokens` when none is given: four chunks' worth.
     #[must_use]

@@ -162,10 +162,12 @@ impl JobEngine {
         };
         // A PDF's chunks are told their page again (its text keeps the page breaks); parents
         // follow the sections of the source's format.
-        let format = (store.get_source(world, source).await?)
+        let row = store.get_source(world, source).await?;
+        let format = (row.as_ref())
             .and_then(|s| SourceFormat::of(&s.content_type))
             .unwrap_or(SourceFormat::Plain);
-        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone(), format).await?;
+        let title = row.as_ref().map(|s| s.context_title().to_owned()).unwrap_or_default();
+        let (chunks, parents) = split_off_runtime(text, chunking, counter.clone(), format, title).await?;
         let chunks = SourceChunks {
             source,
             book_number,
@@ -203,11 +205,15 @@ async fn split_off_runtime(
     chunking: ChunkingProfile,
     counter: Arc<dyn TokenCounter>,
     format: SourceFormat,
+    title: String,
 ) -> crate::store::Result<(Vec<NewChunk>, Vec<NewParent>)> {
     tokio::task::spawn_blocking(move || {
         let mut chunks = crate::chunking::split_source(&text, format, chunking, counter.as_ref());
         if format == SourceFormat::Pdf {
             crate::chunking::pdf::number_pages(&text, &mut chunks);
+        }
+        if chunking.context_prefix {
+            crate::chunking::add_context_prefixes(&text, format, &title, &mut chunks, counter.as_ref());
         }
         let parents = crate::chunking::parents_of(&text, format, &chunks, chunking.parent_max_tokens);
         (chunks, parents)

@@ -435,7 +435,8 @@ impl SourceService {
         let mut attempt = 1;
         let (source, job, parents) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, format, abandoned, slot).await?;
+            let title = crate::domain::context_title(&details, &filename).to_owned();
+            (text, chunks, parents) = self.split(&world, text, format, &title, abandoned, slot).await?;
             let new = NewSource {
                 id: SourceId::new(),
                 world_id,
@@ -524,7 +525,8 @@ impl SourceService {
         let mut attempt = 1;
         let (staged, job, parents, superseded) = loop {
             let (chunks, parents);
-            (text, chunks, parents) = self.split(&world, text, format, abandoned, slot).await?;
+            let title = crate::domain::context_title(&details, &filename).to_owned();
+            (text, chunks, parents) = self.split(&world, text, format, &title, abandoned, slot).await?;
             let stage = StageVersion {
                 source: source.id,
                 expect: precondition.version(),
@@ -609,6 +611,7 @@ impl SourceService {
         world: &World,
         text: String,
         format: SourceFormat,
+        title: &str,
         abandoned: &CancellationToken,
         slot: &UploadSlot,
     ) -> ServiceResult<(String, Vec<NewChunk>, Vec<NewParent>)> {
@@ -626,6 +629,7 @@ impl SourceService {
         let profile = world.chunking;
         let stop = abandoned.clone();
         let slot = slot.clone();
+        let title = title.to_owned();
         let (text, chunks, parents) = tokio::task::spawn_blocking(move || {
             let Some(mut chunks) =
                 chunking::split_until(&text, format, profile, counter.as_ref(), &|| stop.is_cancelled())
@@ -635,6 +639,9 @@ impl SourceService {
             };
             if format == SourceFormat::Pdf {
                 chunking::pdf::number_pages(&text, &mut chunks);
+            }
+            if profile.context_prefix {
+                chunking::add_context_prefixes(&text, format, &title, &mut chunks, counter.as_ref());
             }
             let parents = chunking::parents_of(&text, format, &chunks, profile.parent_max_tokens);
             Some((text, chunks, parents))

@@ -38,8 +38,14 @@ pub struct CreateWorld {
     pub max_tokens: Option<i64>,
     pub overlap_tokens: Option<i64>,
     pub parent_max_tokens: Option<i64>,
+    /// Absent: [`DEFAULT_CONTEXT_PREFIX`].
+    pub context_prefix: Option<bool>,
     pub hybrid: bool,
 }
+
+/// Whether a new world embeds its chunks with a context prefix when the request does not say:
+/// off, as measured (`make bench-quality`, BENCHMARKS.md "A contextual prefix").
+pub const DEFAULT_CONTEXT_PREFIX: bool = false;
 
 /// A world with its counts.
 #[derive(Clone, Debug)]
@@ -67,6 +73,8 @@ pub struct Reingest {
     pub overlap_tokens: Option<i64>,
     /// Absent: the world's own when neither `max_tokens` changes, else the default.
     pub parent_max_tokens: Option<i64>,
+    /// Absent: the world's own.
+    pub context_prefix: Option<bool>,
 }
 
 impl WorldService {
@@ -124,6 +132,7 @@ impl WorldService {
                 max_tokens: Some(max_tokens),
                 overlap_tokens: Some(req.overlap_tokens.unwrap_or(i64::from(world.chunking.overlap_tokens))),
                 parent_max_tokens,
+                context_prefix: req.context_prefix.unwrap_or(world.chunking.context_prefix),
             },
             self.max_context_tokens,
         )?;
@@ -175,6 +184,7 @@ impl WorldService {
                 max_tokens: req.max_tokens,
                 overlap_tokens: req.overlap_tokens,
                 parent_max_tokens: req.parent_max_tokens,
+                context_prefix: req.context_prefix.unwrap_or(DEFAULT_CONTEXT_PREFIX),
             },
             self.max_context_tokens,
         )?;
@@ -347,11 +357,19 @@ fn chunking_profile(spec: &ModelSpec, req: ChunkingRequest, max_context_tokens: 
         max_tokens,
         overlap_tokens: overlap,
         parent_max_tokens,
+        context_prefix,
     } = req;
     let invalid = |field: &str, msg: String| ServiceError::invalid(Invalid::ChunkingProfile, field, msg);
-    let limit = spec.max_chunk_tokens();
+    // A chunk and its prefix together stay within the model's limit.
+    let limit = if context_prefix {
+        spec.max_chunk_tokens()
+            .saturating_sub(ChunkingProfile::CONTEXT_PREFIX_MAX_TOKENS)
+            .max(ChunkingProfile::MIN_MAX_TOKENS)
+    } else {
+        spec.max_chunk_tokens()
+    };
     let max_tokens = match max_tokens {
-        None => DEFAULT_MAX_TOKENS.min(spec.max_input_tokens * 3 / 4),
+        None => DEFAULT_MAX_TOKENS.min(spec.max_input_tokens * 3 / 4).min(limit),
         Some(n) => u32::try_from(n)
             .ok()
             .filter(|n| (ChunkingProfile::MIN_MAX_TOKENS..=limit).contains(n))
@@ -359,10 +377,18 @@ fn chunking_profile(spec: &ModelSpec, req: ChunkingRequest, max_context_tokens: 
                 invalid(
                     "chunking.max_tokens",
                     format!(
-                        "max_tokens must be between {} and {limit} (the chunk limit of {}/{}), not {n}",
+                        "max_tokens must be between {} and {limit} (the chunk limit of {}/{}{}), not {n}",
                         ChunkingProfile::MIN_MAX_TOKENS,
                         spec.provider,
-                        spec.model
+                        spec.model,
+                        if context_prefix {
+                            format!(
+                                ", less {} for the context prefix",
+                                ChunkingProfile::CONTEXT_PREFIX_MAX_TOKENS
+                            )
+                        } else {
+                            String::new()
+                        }
                     ),
                 )
             })?,
@@ -400,6 +426,7 @@ fn chunking_profile(spec: &ModelSpec, req: ChunkingRequest, max_context_tokens: 
         max_tokens,
         overlap_tokens,
         parent_max_tokens,
+        context_prefix,
     })
 }
 
@@ -408,6 +435,7 @@ struct ChunkingRequest {
     max_tokens: Option<i64>,
     overlap_tokens: Option<i64>,
     parent_max_tokens: Option<i64>,
+    context_prefix: bool,
 }
 
 #[cfg(test)]
@@ -424,6 +452,7 @@ mod tests {
             max_tokens: max,
             overlap_tokens: overlap,
             parent_max_tokens: parent,
+            context_prefix: false,
         };
         chunking_profile(spec, req, 32_768)
     }
@@ -454,8 +483,35 @@ mod tests {
             max_tokens: Some(6000),
             overlap_tokens: None,
             parent_max_tokens: None,
+            context_prefix: false,
         };
         let openai = registry.find(ProviderKind::OpenAi, "text-embedding-3-small").unwrap();
         assert_eq!(chunking_profile(openai, req, 8000).unwrap().parent_max_tokens, 8000);
+    }
+
+    #[test]
+    fn a_context_prefix_keeps_chunks_under_the_limit_by_its_bound() {
+        let registry = ModelRegistry::builtin();
+        let local = registry.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
+        let with = |max: Option<i64>| {
+            chunking_profile(
+                local,
+                ChunkingRequest {
+                    max_tokens: max,
+                    overlap_tokens: None,
+                    parent_max_tokens: None,
+                    context_prefix: true,
+                },
+                32_768,
+            )
+        };
+        // The default (192) already leaves room: 192 + 48 <= 254.
+        let p = with(None).unwrap();
+        assert_eq!((p.max_tokens, p.context_prefix), (192, true));
+        assert_eq!(with(Some(206)).unwrap().max_tokens, 206);
+        let err = with(Some(207)).unwrap_err().to_string();
+        assert!(err.contains("less 48 for the context prefix"), "{err}");
+        // Without a prefix the whole limit is there.
+        assert!(profile(local, Some(254), None, None).is_ok());
     }
 }

@@ -20,7 +20,8 @@ use crate::domain::{
 macro_rules! select_chunk_view {
     () => {
         "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-         c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, m.point_id, \
+         c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, c.embed_prefix, \
+         m.point_id, \
          s.filename, s.replaces \
          FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id "
     };

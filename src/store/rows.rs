@@ -104,6 +104,7 @@ pub(super) struct ChunkRow {
     text_sha256: String,
     page: Option<i64>,
     version: i64,
+    embed_prefix: String,
 }
 
 impl TryFrom<ChunkRow> for Chunk {
@@ -123,6 +124,7 @@ impl TryFrom<ChunkRow> for Chunk {
             chunk_text: r.chunk_text,
             overlap_text: r.overlap_text,
             sha256: r.text_sha256,
+            embed_prefix: r.embed_prefix,
             page: r.page.map(|p| narrow("chunks", p)).transpose()?,
             version: narrow("chunks", r.version)?,
         })
@@ -313,6 +315,7 @@ pub(super) struct WorldRow {
     max_tokens: i64,
     overlap_tokens: i64,
     parent_max_tokens: i64,
+    context_prefix: bool,
     hybrid: bool,
     active_run_id: Uuid,
     collection: String,
@@ -336,6 +339,7 @@ impl TryFrom<WorldRow> for World {
                 max_tokens: narrow("worlds", row.max_tokens)?,
                 overlap_tokens: narrow("worlds", row.overlap_tokens)?,
                 parent_max_tokens: narrow("worlds", row.parent_max_tokens)?,
+                context_prefix: row.context_prefix,
             },
             hybrid: row.hybrid,
             active_run: RunId(row.active_run_id),

@@ -79,7 +79,8 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
-             status, created_at, parent_max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9, $10)",
+             status, created_at, parent_max_tokens, context_prefix) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'building', $9, $10, $11)",
         )
         .bind(run.id.0)
         .bind(run.world.0)
@@ -91,6 +92,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         .bind(run.embedding.collection_name())
         .bind(now)
         .bind(wide(run.chunking.parent_max_tokens))
+        .bind(run.chunking.context_prefix)
         .execute(&mut *tx)
         .await?;
         NewJobRow {
@@ -237,7 +239,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         sqlx::query(
             "UPDATE worlds SET active_run_id = r.id, provider = r.provider, model = r.model, \
              dimensions = r.dimensions, max_tokens = r.max_tokens, overlap_tokens = r.overlap_tokens, \
-             parent_max_tokens = r.parent_max_tokens, \
+             parent_max_tokens = r.parent_max_tokens, context_prefix = r.context_prefix, \
              collection = r.collection, updated_at = $3 FROM runs r WHERE r.id = $2 AND worlds.id = $1",
         )
         .bind(world.0)
@@ -272,18 +274,20 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
     }
 
     async fn run_chunking(&self, job: JobId) -> Result<Option<ChunkingProfile>> {
-        let row: Option<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT r.max_tokens, r.overlap_tokens, r.parent_max_tokens FROM jobs j JOIN runs r ON r.id = j.run_id \
+        let row: Option<(i64, i64, i64, bool)> = sqlx::query_as(
+            "SELECT r.max_tokens, r.overlap_tokens, r.parent_max_tokens, r.context_prefix \
+             FROM jobs j JOIN runs r ON r.id = j.run_id \
              WHERE j.id = $1",
         )
         .bind(job.0)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|(max, overlap, parent_max)| {
+        row.map(|(max, overlap, parent_max, context_prefix)| {
             Ok(ChunkingProfile {
                 max_tokens: narrow("runs", max)?,
                 overlap_tokens: narrow("runs", overlap)?,
                 parent_max_tokens: narrow("runs", parent_max)?,
+                context_prefix,
             })
         })
         .transpose()
@@ -405,7 +409,8 @@ impl<DB: Backend> RepairStore for SqlStore<DB> {
         // Looked up by chunk id (every join is on a primary key); `$1`, `$2` world and run, then
         // the chunk ids. A vector made from other text than the chunk has now is not its vector.
         const KEPT: &str = "SELECT m.chunk_id, m.point_id, m.source_id, c.book_number, c.chunk_number, \
-             c.token_count, c.text_sha256, c.chunk_text, v.dense, (s.replaces IS NOT NULL) AS staged \
+             c.token_count + c.embed_prefix_tokens AS token_count, c.text_sha256, \
+             c.embed_prefix || c.chunk_text AS chunk_text, v.dense, (s.replaces IS NOT NULL) AS staged \
              FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN chunk_vectors v ON v.chunk_id = m.chunk_id \
              JOIN sources s ON s.id = m.source_id \
              WHERE m.world_id = $1 AND m.run_id = $2 AND m.state = 'embedded' AND v.text_sha256 = c.text_sha256 \

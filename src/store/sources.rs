@@ -66,14 +66,17 @@ pub(super) async fn insert_chunks<DB: Backend>(
     let rows: Vec<(Uuid, String, &NewChunk)> = chunks
         .iter()
         .map(|chunk| {
-            let text_sha = hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()));
+            // The hash of what is embedded (the prefix too): a vector is reused, kept or
+            // verified only for exactly the text it was made from.
+            let text_sha = hex::encode(sha2::Sha256::digest(chunk.embed_text().as_bytes()));
             (Uuid::new_v4(), text_sha, chunk)
         })
         .collect();
     for batch in rows.chunks(CHUNKS_PER_STATEMENT) {
         let mut insert = QueryBuilder::<DB>::new(
             "INSERT INTO chunks (id, world_id, run_id, source_id, book_number, chunk_number, char_start, \
-             char_end, token_count, chunk_text, overlap_text, text_sha256, page, version) ",
+             char_end, token_count, chunk_text, overlap_text, text_sha256, page, version, embed_prefix, \
+             embed_prefix_tokens) ",
         );
         insert.push_values(batch, |mut row, (id, text_sha, chunk)| {
             row.push_bind(*id)
@@ -89,7 +92,9 @@ pub(super) async fn insert_chunks<DB: Backend>(
                 .push_bind(&chunk.overlap_text)
                 .push_bind(text_sha)
                 .push_bind(chunk.page.map(i64::from))
-                .push_bind(i64::from(at.version));
+                .push_bind(i64::from(at.version))
+                .push_bind(&chunk.embed_prefix)
+                .push_bind(wide(chunk.embed_prefix_tokens));
         });
         insert.build().execute(&mut **tx).await?;
         let mut insert = QueryBuilder::<DB>::new(
@@ -153,7 +158,7 @@ pub const SOURCE_COUNTS: &str = "SELECT COUNT(*) AS chunks, \
 
 /// `list_chunks`'s page: `$1` world, `$2` source, `$3` limit, `$4` offset.
 pub const LIST_CHUNKS: &str = "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-     c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, \
+     c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, c.embed_prefix, \
      m.state, m.attempts, m.last_error_code, m.last_error_message \
      FROM chunks c JOIN worlds w ON w.id = $1 AND w.active_run_id = c.run_id \
      JOIN manifest_entries m ON m.chunk_id = c.id \
@@ -813,6 +818,12 @@ mod tests {
                 chunk_text: format!("chunk {i:04}."),
                 overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
                 page: (i % 2 == 0).then_some(i / 2 + 1),
+                embed_prefix: if i % 3 == 0 {
+                    format!("Doc\nPart {i}\n\n")
+                } else {
+                    String::new()
+                },
+                embed_prefix_tokens: if i % 3 == 0 { 4 } else { 0 },
             })
             .collect()
     }
@@ -831,7 +842,8 @@ mod tests {
             assert_eq!(entry.state, ManifestState::Pending);
             assert_eq!(
                 entry.text_sha256,
-                hex::encode(sha2::Sha256::digest(chunk.chunk_text.as_bytes()))
+                hex::encode(sha2::Sha256::digest(chunk.embed_text().as_bytes())),
+                "the hash is of the text embedded, prefix and all"
             );
             assert!(!entry.leased);
         }
@@ -855,6 +867,7 @@ mod tests {
                 max_tokens: 192,
                 overlap_tokens: 48,
                 parent_max_tokens: 768,
+                context_prefix: false,
             },
             hybrid: false,
             run: RunId::new(),

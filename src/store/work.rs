@@ -35,7 +35,8 @@ pub const CLAIM_RETURNING: &str = " RETURNING chunk_id";
 /// over 95,000 dead versions: 190 ms a claim, and the load slowed from 1,700 chunks/s to 750).
 /// Sorted into reading order by the caller.
 pub const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id, m.world_id, m.source_id, c.book_number, \
-     c.chunk_number, c.token_count, c.chunk_text, c.text_sha256, m.attempts, \
+     c.chunk_number, c.token_count + c.embed_prefix_tokens AS token_count, \
+     c.embed_prefix || c.chunk_text AS chunk_text, c.text_sha256, m.attempts, \
      r.provider, r.model, r.dimensions, r.collection, w.hybrid, m.lease_owner, m.state, \
      (s.replaces IS NOT NULL) AS staged \
      FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \

@@ -13,8 +13,8 @@ use uuid::Uuid;
 /// Columns of a [`WorldRow`].
 macro_rules! world_columns {
     () => {
-        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, parent_max_tokens, hybrid, active_run_id, \
-         collection, created_at, updated_at"
+        "id, name, provider, model, dimensions, max_tokens, overlap_tokens, parent_max_tokens, context_prefix, \
+         hybrid, active_run_id, collection, created_at, updated_at"
     };
 }
 pub(super) use world_columns;
@@ -57,8 +57,8 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO worlds (id, name, provider, model, dimensions, max_tokens, overlap_tokens, hybrid, \
-             active_run_id, collection, created_at, updated_at, parent_max_tokens) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)",
+             active_run_id, collection, created_at, updated_at, parent_max_tokens, context_prefix) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)",
         )
         .bind(w.id.0)
         .bind(&w.name)
@@ -72,11 +72,12 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         .bind(&collection)
         .bind(w.now)
         .bind(wide(w.chunking.parent_max_tokens))
+        .bind(w.chunking.context_prefix)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
             "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
-             status, created_at, parent_max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             status, created_at, parent_max_tokens, context_prefix) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(w.run.0)
         .bind(w.id.0)
@@ -89,6 +90,7 @@ impl<DB: Backend> WorldStore for SqlStore<DB> {
         .bind("active")
         .bind(w.now)
         .bind(wide(w.chunking.parent_max_tokens))
+        .bind(w.chunking.context_prefix)
         .execute(&mut *tx)
         .await?;
         let row: WorldRow = sqlx::query_as(SELECT_WORLD).bind(w.id.0).fetch_one(&mut *tx).await?;

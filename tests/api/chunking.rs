@@ -24,6 +24,7 @@ fn profile(max_tokens: u32, overlap_tokens: u32) -> ChunkingProfile {
         max_tokens,
         overlap_tokens,
         parent_max_tokens: ChunkingProfile::default_parent_max_tokens(max_tokens),
+        context_prefix: false,
     }
 }
 

@@ -343,13 +343,14 @@ async fn integral_numbers_are_integers_when_creating_a_world() {
     assert_eq!(world["embedding"]["dimensions"], 384);
     assert_eq!(
         world["chunking"],
-        json!({"max_tokens": 200, "overlap_tokens": 20, "parent_max_tokens": 800})
+        json!({"max_tokens": 200, "overlap_tokens": 20, "parent_max_tokens": 800, "context_prefix": false})
     );
     // A fraction, or a number out of every integer's range, is still refused, naming the field.
     for (bad, field) in [
         (json!({"max_tokens": 200.5}), "chunking.max_tokens"),
         (json!({"overlap_tokens": 1e300}), "chunking.overlap_tokens"),
         (json!({"parent_max_tokens": "800"}), "chunking.parent_max_tokens"),
+        (json!({"context_prefix": "yes"}), "chunking.context_prefix"),
     ] {
         let (status, body) = app
             .post(

@@ -616,6 +616,7 @@ pub async fn spawn_app_with_unreachable_vectors(
                 max_tokens: 64,
                 overlap_tokens: 0,
                 parent_max_tokens: 256,
+                context_prefix: false,
             },
             hybrid: false,
             run: RunId::new(),
@@ -645,6 +646,8 @@ pub async fn spawn_app_with_unreachable_vectors(
                 chunk_text: text.into(),
                 overlap_text: String::new(),
                 page: None,
+                embed_prefix: String::new(),
+                embed_prefix_tokens: 0,
             }],
             JobId::new(),
         )

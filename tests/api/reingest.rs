@@ -82,7 +82,7 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
     // A new chunk size brings the default parent size with it: four chunks.
     assert_eq!(
         after["chunking"],
-        json!({"max_tokens": 40, "overlap_tokens": 0, "parent_max_tokens": 160})
+        json!({"max_tokens": 40, "overlap_tokens": 0, "parent_max_tokens": 160, "context_prefix": false})
     );
     let new_collection = after["collection"].as_str().unwrap().to_owned();
     assert_ne!(new_collection, old_collection);
@@ -499,6 +499,7 @@ async fn a_source_uploaded_while_a_reingest_switches_is_cut_with_the_new_profile
         max_tokens: 100,
         overlap_tokens: 0,
         parent_max_tokens: 400,
+        context_prefix: false,
     };
     let (status, job) = s
         .app

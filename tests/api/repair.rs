@@ -204,6 +204,7 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
             max_tokens: 40,
             overlap_tokens: 0,
             parent_max_tokens: 160,
+            context_prefix: false,
         },
     };
     let job = s

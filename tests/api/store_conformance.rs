@@ -56,6 +56,7 @@ fn new_world(name: &str) -> NewWorld {
             max_tokens: 192,
             overlap_tokens: 48,
             parent_max_tokens: 768,
+            context_prefix: false,
         },
         hybrid: false,
         run: RunId::new(),
@@ -73,6 +74,8 @@ fn chunks(n: u32) -> Vec<NewChunk> {
             chunk_text: format!("chunk {i:03}."),
             overlap_text: if i == 0 { String::new() } else { format!("tail {i}") },
             page: None,
+            embed_prefix: String::new(),
+            embed_prefix_tokens: 0,
         })
         .collect()
 }

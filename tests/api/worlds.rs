@@ -37,7 +37,7 @@ async fn create_returns_the_world_with_its_locked_profile() {
     // Local worlds default to chunks that fit the model's 256-token window.
     assert_eq!(
         body["chunking"],
-        json!({"max_tokens": 192, "overlap_tokens": 48, "parent_max_tokens": 768})
+        json!({"max_tokens": 192, "overlap_tokens": 48, "parent_max_tokens": 768, "context_prefix": false})
     );
     assert_eq!(body["hybrid"], true);
     assert_eq!(body["collection"], "chunks_local_all-minilm-l6-v2_384");
@@ -92,7 +92,7 @@ async fn remote_profiles_need_an_eligible_key_and_a_failed_preflight_writes_noth
     assert_eq!(body["embedding"]["dimensions"], 768);
     assert_eq!(
         body["chunking"],
-        json!({"max_tokens": 512, "overlap_tokens": 64, "parent_max_tokens": 2048})
+        json!({"max_tokens": 512, "overlap_tokens": 64, "parent_max_tokens": 2048, "context_prefix": false})
     );
     assert_eq!(body["collection"], "chunks_google_gemini-embedding-001_768");
 }
@@ -189,7 +189,7 @@ async fn invalid_profiles_are_rejected_naming_the_field() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(
         body["chunking"],
-        json!({"max_tokens": 254, "overlap_tokens": 0, "parent_max_tokens": 1016})
+        json!({"max_tokens": 254, "overlap_tokens": 0, "parent_max_tokens": 1016, "context_prefix": false})
     );
 }
 
@@ -286,6 +286,8 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
                 chunk_text: s,
                 overlap_text: String::new(),
                 page: None,
+                embed_prefix: String::new(),
+                embed_prefix_tokens: 0,
             }
         })
         .collect();

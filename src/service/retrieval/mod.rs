@@ -823,16 +823,17 @@ impl RetrievalService {
     }
 }
 
-/// Folds hits with the same text (the same hash: the same sentence in two sources, say) into
-/// the best-scored one, which lists the others' chunks; `results` are sorted best first.
+/// Folds hits with the same text (the same sentence in two sources, say) into the best-scored
+/// one, which lists the others' chunks; `results` are sorted best first. The text, not the
+/// hash: in a world with context prefixes the same text under two headings has two hashes.
 fn dedup(results: Vec<Hit>) -> Vec<Hit> {
     let mut kept: Vec<Hit> = Vec::with_capacity(results.len());
-    let mut by_hash: HashMap<String, usize> = HashMap::new();
+    let mut by_text: HashMap<String, usize> = HashMap::new();
     for hit in results {
-        match by_hash.get(&hit.chunk.chunk.sha256) {
+        match by_text.get(&hit.chunk.chunk.chunk_text) {
             Some(&i) => kept[i].duplicates.push(hit.chunk.chunk.id),
             None => {
-                by_hash.insert(hit.chunk.chunk.sha256.clone(), kept.len());
+                by_text.insert(hit.chunk.chunk.chunk_text.clone(), kept.len());
                 kept.push(hit);
             }
         }

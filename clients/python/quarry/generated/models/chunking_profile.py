@@ -13,17 +13,21 @@ T = TypeVar("T", bound="ChunkingProfile")
 class ChunkingProfile:
     """
     Attributes:
+        context_prefix (bool): Whether chunks are embedded after their title and section path.
         max_tokens (int):
         overlap_tokens (int):
         parent_max_tokens (int):
     """
 
+    context_prefix: bool
     max_tokens: int
     overlap_tokens: int
     parent_max_tokens: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        context_prefix = self.context_prefix
+
         max_tokens = self.max_tokens
 
         overlap_tokens = self.overlap_tokens
@@ -34,6 +38,7 @@ class ChunkingProfile:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "context_prefix": context_prefix,
                 "max_tokens": max_tokens,
                 "overlap_tokens": overlap_tokens,
                 "parent_max_tokens": parent_max_tokens,
@@ -45,6 +50,8 @@ class ChunkingProfile:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
+        context_prefix = d.pop("context_prefix")
+
         max_tokens = d.pop("max_tokens")
 
         overlap_tokens = d.pop("overlap_tokens")
@@ -52,6 +59,7 @@ class ChunkingProfile:
         parent_max_tokens = d.pop("parent_max_tokens")
 
         chunking_profile = cls(
+            context_prefix=context_prefix,
             max_tokens=max_tokens,
             overlap_tokens=overlap_tokens,
             parent_max_tokens=parent_max_tokens,
