@@ -24,37 +24,12 @@ pub fn router() -> Router<AppState> {
 #[derive(Clone, Debug)]
 pub struct AuditTarget(pub Uuid);
 
-/// An action the audit log records.
-#[derive(Debug, Serialize, ToSchema)]
-#[allow(dead_code)] // documents `action`
-pub enum AuditActionName {
-    #[serde(rename = "world.created")]
-    WorldCreated,
-    #[serde(rename = "world.updated")]
-    WorldUpdated,
-    #[serde(rename = "world.deleted")]
-    WorldDeleted,
-    #[serde(rename = "world.reingested")]
-    WorldReingested,
-    #[serde(rename = "world.repaired")]
-    WorldRepaired,
-    #[serde(rename = "provider_key.added")]
-    KeyAdded,
-    #[serde(rename = "provider_key.updated")]
-    KeyUpdated,
-    #[serde(rename = "provider_key.removed")]
-    KeyRemoved,
-    #[serde(rename = "webhook.created")]
-    WebhookCreated,
-    #[serde(rename = "webhook.deleted")]
-    WebhookDeleted,
-    #[serde(rename = "token.created")]
-    TokenCreated,
-    #[serde(rename = "token.revoked")]
-    TokenRevoked,
-    #[serde(rename = "token.rotated")]
-    TokenRotated,
-}
+super::openapi::names_schema!(
+    /// An action the audit log records: [`AuditAction::ALL`].
+    AuditActionName,
+    "An action the audit log records.",
+    AuditAction::ALL.map(AuditAction::as_str)
+);
 
 /// Who acted.
 #[derive(Debug, Serialize, ToSchema)]

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 use super::Auth;
 use super::error::ApiError;
+use super::retrieve::request::{RetrieveMode, RetrieveRequest};
 use crate::domain::{Scope, World, WorldId};
 use crate::service::retrieval::SourceFilter;
 use crate::service::retrieval::conditions::{Comparison, Condition, Conditions, MAX_CONDITIONS};
@@ -178,15 +179,23 @@ async fn retrieval(
 
     // Ranked hits always (never the whole-corpus context `auto` gives a small world): Dify
     // wants records to rank, and makes its own context of them.
-    let mode = if world.hybrid { "hybrid" } else { "dense" };
-    let fields = json!({ "query": req.query, "top_k": top_k, "mode": mode, "explain": true });
-    let fields: super::retrieve::RawFields =
-        serde_json::from_value(fields).map_err(|err| DifyError::invalid(err.to_string()))?;
-    let filter = conditions.map(|c| SourceFilter {
+    let request = RetrieveRequest {
+        query: req.query,
+        top_k: Some(top_k),
+        mode: Some(if world.hybrid {
+            RetrieveMode::Hybrid
+        } else {
+            RetrieveMode::Dense
+        }),
+        explain: Some(true),
+        ..RetrieveRequest::default()
+    };
+    let mut settings = request.settings();
+    settings.filter = conditions.map(|c| SourceFilter {
         conditions: Some(c),
         ..SourceFilter::default()
     });
-    let answer = super::retrieve::answer_filtered(&state, world.id, &fields, filter).await?;
+    let answer = super::retrieve::answer_with(&state, world.id, &request.query, &settings).await?;
     let records: Vec<Record> = answer
         .results
         .into_iter()

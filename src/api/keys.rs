@@ -61,15 +61,15 @@ pub struct CreateKeyRequest {
     pub quota_group: Option<String>,
 }
 
-/// The providers that take keys.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)] // documents `provider`, which the handler parses itself
-pub enum KeyProvider {
-    Google,
-    Openai,
-    Rerank,
-}
+/// The providers that take keys (the local model needs none).
+pub const KEYED: [ProviderKind; 3] = [ProviderKind::Google, ProviderKind::OpenAi, ProviderKind::Rerank];
+
+super::openapi::names_schema!(
+    /// The providers that take keys: [`KEYED`].
+    KeyProvider,
+    "The providers that take keys.",
+    KEYED.map(ProviderKind::as_str)
+);
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -307,7 +307,7 @@ pub async fn delete_key(
 pub async fn list_providers(State(state): State<AppState>) -> axum::Json<ProviderList> {
     let status = state.keys.status();
     let breakers = state.breakers.views(std::time::Instant::now(), Utc::now());
-    let providers = [ProviderKind::Google, ProviderKind::OpenAi, ProviderKind::Rerank]
+    let providers = KEYED
         .into_iter()
         .map(|provider| ProviderDto {
             provider: provider.as_str().to_owned(),

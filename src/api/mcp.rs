@@ -21,6 +21,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
+use super::retrieve::RetrieveRequest;
 use crate::domain::{SourceId, SourceKey, WorldId};
 use crate::service::tokens::Principal;
 use crate::state::AppState;
@@ -52,32 +53,29 @@ pub struct QuarryMcp {
     tool_router: ToolRouter<Self>,
 }
 
-/// `retrieve`'s arguments: the world and the `/retrieve` body's fields.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct RetrieveArgs {
-    /// The world to search (its id, a UUID). Required.
-    #[schemars(required)]
-    pub world_id: Option<String>,
-    /// The question. Required.
-    #[schemars(required)]
-    pub query: Option<String>,
-    /// Results wanted (0–1000, default 8).
-    pub top_k: Option<u32>,
-    /// Drop results scoring below this (0–1).
-    pub min_score: Option<f64>,
-    /// `dense`, `hybrid`, `auto` or `full`.
-    pub mode: Option<String>,
-    /// Neighbouring chunks to add on each side of a hit (0–3).
-    pub neighbors: Option<u32>,
-    /// `parent` (the default: each hit's section, read forward from the hit), `neighbors` or
-    /// `none`.
-    pub expand: Option<String>,
-    /// The context's token budget.
-    pub max_context_tokens: Option<u32>,
-    /// As `/retrieve`'s `filter` (`source_ids`, `book_numbers`, `filenames`, `metadata`).
-    pub filter: Option<Value>,
-    /// As `/retrieve`'s `fusion` (`method`, `dense_weight`, `sparse_weight`).
-    pub fusion: Option<Value>,
+/// `retrieve`'s arguments: `world_id` and the fields of a `/retrieve` body, read by the same
+/// [`RetrieveRequest`] (its JSON Schema is the OpenAPI document's, with `world_id` added).
+#[derive(Debug, Deserialize)]
+pub struct RetrieveArgs(Map<String, Value>);
+
+impl schemars::JsonSchema for RetrieveArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RetrieveArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = super::openapi::inline_schema::<RetrieveRequest>();
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties.insert(
+                "world_id".into(),
+                json!({"type": "string", "format": "uuid", "description": "The world to search (its id)."}),
+            );
+        }
+        if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+            required.push(json!("world_id"));
+        }
+        schemars::Schema::try_from(schema).unwrap_or_default()
+    }
 }
 
 /// `get_source_text`'s arguments.
@@ -169,35 +167,20 @@ impl QuarryMcp {
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<RetrieveArgs>,
     ) -> CallToolResult {
-        let world = match uuid_of("world_id", args.world_id.as_deref()) {
+        let RetrieveArgs(mut args) = args;
+        let world_id = args.remove("world_id");
+        let world = match uuid_of("world_id", world_id.as_ref().and_then(Value::as_str)) {
             Ok(id) => WorldId(id),
             Err(message) => return tool_error("invalid_request", message),
         };
         if let Some(refused) = reach(&parts, world) {
             return refused;
         }
-        let mut body = Map::new();
-        if let Some(query) = args.query {
-            body.insert("query".into(), Value::String(query));
-        }
-        let mut put = |name: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                body.insert(name.into(), value);
-            }
+        let request = match RetrieveRequest::parse(args.into()) {
+            Ok(request) => request,
+            Err(err) => return api_error(err),
         };
-        put("top_k", args.top_k.map(Value::from));
-        put("min_score", args.min_score.map(Value::from));
-        put("mode", args.mode.map(Value::from));
-        put("neighbors", args.neighbors.map(Value::from));
-        put("expand", args.expand.map(Value::from));
-        put("max_context_tokens", args.max_context_tokens.map(Value::from));
-        put("filter", args.filter);
-        put("fusion", args.fusion);
-        let fields: super::retrieve::RawFields = match serde_json::from_value(Value::Object(body)) {
-            Ok(fields) => fields,
-            Err(err) => return tool_error("invalid_request", err),
-        };
-        match super::retrieve::answer(&self.state, world, &fields).await {
+        match super::retrieve::answer(&self.state, world, &request).await {
             Ok(answer) => {
                 let text = answer.context.text.clone();
                 let mut result = CallToolResult::structured(serde_json::to_value(&answer).unwrap_or(Value::Null));

@@ -554,6 +554,81 @@ pub fn document() -> String {
     json
 }
 
+/// Declares `$name`, the schema of a string whose values are the names `$values` lists (an
+/// enumeration the domain owns, which the handlers parse into): the document and the parser
+/// read one list.
+macro_rules! names_schema {
+    ($(#[$doc:meta])* $name:ident, $description:literal, $values:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                $crate::api::openapi::string_names($description, $values)
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
+}
+pub(crate) use names_schema;
+
+/// A string schema with `description` whose values are `names`.
+pub fn string_names<'a>(
+    description: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(description))
+        .enum_values(Some(names))
+        .build()
+        .into()
+}
+
+/// The JSON Schema of `T` as the document has it, every `$ref` to a component replaced by the
+/// component itself: a schema that stands alone, for MCP's tool arguments.
+pub fn inline_schema<T: utoipa::ToSchema>() -> serde_json::Value {
+    let document = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+    let components = document["components"]["schemas"].clone();
+    let own = serde_json::to_value(T::schema()).unwrap_or_default();
+    inline(own, &components, 0)
+}
+
+/// `value` with each `{"$ref": "#/components/schemas/X"}` replaced by `components[X]`, inlined
+/// in turn (to a depth that no schema of quarry's reaches; deeper refs are left as they are).
+fn inline(value: serde_json::Value, components: &serde_json::Value, depth: usize) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            if depth < 16
+                && let Some(name) = map
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                && let Some(target) = components.get(name)
+            {
+                let mut target = inline(target.clone(), components, depth + 1);
+                // Keywords beside the `$ref` (a description, say) stay with it.
+                if let Value::Object(target) = &mut target {
+                    for (key, value) in map.into_iter().filter(|(k, _)| k != "$ref") {
+                        target.insert(key, inline(value, components, depth + 1));
+                    }
+                }
+                return target;
+            }
+            Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (k, inline(v, components, depth)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| inline(v, components, depth)).collect()),
+        other => other,
+    }
+}
+
 /// `/openapi.json` and `/docs`.
 pub fn router() -> Router {
     Router::from(SwaggerUi::new("/docs").url("/openapi.json", ApiDoc::openapi()))

@@ -31,16 +31,12 @@ pub fn router() -> Router<AppState> {
         .route("/v1/tokens/{token_id}/rotate", post(rotate_token))
 }
 
-/// What a token may do.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)] // documents `scopes`
-pub enum ScopeName {
-    Read,
-    Ingest,
-    Admin,
-    Metrics,
-}
+super::openapi::names_schema!(
+    /// What a token may do: [`Scope::ALL`].
+    ScopeName,
+    "What a token may do.",
+    Scope::ALL.map(Scope::as_str)
+);
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

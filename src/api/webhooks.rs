@@ -24,19 +24,12 @@ pub fn router() -> Router<AppState> {
         .route("/v1/webhooks/{webhook_id}/deliveries", get(list_deliveries))
 }
 
-/// The job lifecycle events a subscription can ask for.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[allow(dead_code)] // documents `events`, which the service parses itself
-pub enum WebhookEventName {
-    #[serde(rename = "job.completed")]
-    JobCompleted,
-    #[serde(rename = "job.failed")]
-    JobFailed,
-    #[serde(rename = "job.cancelled")]
-    JobCancelled,
-    #[serde(rename = "job.waiting")]
-    JobWaiting,
-}
+super::openapi::names_schema!(
+    /// The job lifecycle events a subscription can ask for: [`WebhookEvent::ALL`].
+    WebhookEventName,
+    "The job lifecycle events a subscription can ask for.",
+    crate::domain::WebhookEvent::ALL.map(crate::domain::WebhookEvent::as_str)
+);
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -118,15 +111,12 @@ pub struct WebhookList {
     pub next_offset: Option<u64>,
 }
 
-/// Where a delivery is.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)] // documents `status`
-pub enum DeliveryStatusName {
-    Pending,
-    Delivered,
-    Failed,
-}
+super::openapi::names_schema!(
+    /// Where a delivery is: [`DeliveryStatus::ALL`].
+    DeliveryStatusName,
+    "Where a delivery is.",
+    crate::domain::DeliveryStatus::ALL.map(crate::domain::DeliveryStatus::as_str)
+);
 
 /// One event sent (or to be sent) to a subscription.
 #[derive(Debug, Serialize, ToSchema)]

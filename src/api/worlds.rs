@@ -28,15 +28,12 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// The providers a world can embed with.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)] // documents `provider`, which the handler parses itself
-pub enum EmbeddingProvider {
-    Google,
-    Openai,
-    Local,
-}
+super::openapi::names_schema!(
+    /// The providers a world can embed with: [`ProviderKind::ALL`], as `provider` is parsed.
+    EmbeddingProvider,
+    "The providers a world can embed with.",
+    crate::domain::ProviderKind::ALL.map(crate::domain::ProviderKind::as_str)
+);
 
 /// The embedding profile of a new world.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -127,7 +127,8 @@ impl SourceUrl {
 
 /// Flat string metadata: at most 64 keys of 1 to 64 characters from `A–Z a–z 0–9 _ . -`, each
 /// with a string value of at most 1024 characters. Keys are kept sorted.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
 pub struct Metadata(BTreeMap<String, String>);
 
 impl Metadata {

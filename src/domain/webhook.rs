@@ -98,6 +98,12 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
+    pub const ALL: [DeliveryStatus; 3] = [
+        DeliveryStatus::Pending,
+        DeliveryStatus::Delivered,
+        DeliveryStatus::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryStatus::Pending => "pending",
