@@ -377,7 +377,7 @@ impl From<Retrieval> for RetrieveResponse {
                 .warnings
                 .into_iter()
                 .map(|w| RetrievalWarning {
-                    code: w.code.to_owned(),
+                    code: w.code.as_str().to_owned(),
                     message: w.message,
                 })
                 .collect(),
@@ -386,7 +386,7 @@ impl From<Retrieval> for RetrieveResponse {
                 .into_iter()
                 .map(|r| RetrievalRepair {
                     point_id: r.point_id,
-                    kind: r.kind.to_owned(),
+                    kind: r.kind.as_str().to_owned(),
                 })
                 .collect(),
             timing: RetrievalTiming {
@@ -396,6 +396,36 @@ impl From<Retrieval> for RetrieveResponse {
                 rerank_ms: r.timing.rerank_ms,
                 total_ms: r.timing.total_ms,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    use crate::service::retrieval::{RepairKind, WarningCode};
+
+    /// The document names every code the service's tables hold, and no other.
+    #[test]
+    fn the_document_names_every_warning_and_repair_the_service_can_give() {
+        let described = |schema: serde_json::Value, field: &str| -> String {
+            schema["properties"][field]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let warnings = described(serde_json::to_value(super::RetrievalWarning::schema()).unwrap(), "code");
+        for code in WarningCode::ALL {
+            assert!(
+                warnings.contains(&format!("`{}`", code.as_str())),
+                "{code:?}: {warnings}"
+            );
+        }
+        assert_eq!(warnings.matches('`').count(), 2 * WarningCode::ALL.len(), "{warnings}");
+        let repairs = described(serde_json::to_value(super::RetrievalRepair::schema()).unwrap(), "kind");
+        for kind in RepairKind::ALL {
+            assert!(repairs.contains(&format!("`{}`", kind.as_str())), "{kind:?}: {repairs}");
         }
     }
 }

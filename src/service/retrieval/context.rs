@@ -92,7 +92,7 @@ impl RetrievalService {
                 }
                 if orphans > 0 {
                     answer.warnings.push(Warning {
-                        code: "parents_missing",
+                        code: WarningCode::ParentsMissing,
                         message: format!("{orphans} hit(s) have no parent stored; they stand alone in the context"),
                     });
                 }
@@ -256,7 +256,7 @@ impl RetrievalService {
         answer.search_used = Some(SearchUsed::FullContext);
         if sizes.iter().all(|s| s.chunks == 0) {
             answer.warnings.push(Warning {
-                code: "no_embedded_chunks",
+                code: WarningCode::NoEmbeddedChunks,
                 message: "the world has no chunks yet; the context is empty".into(),
             });
             return Ok(());
@@ -290,7 +290,7 @@ impl RetrievalService {
             .saturating_sub(fitted.chunks.len());
         if fitted.left_out > 0 {
             answer.warnings.push(Warning {
-                code: "context_truncated",
+                code: WarningCode::ContextTruncated,
                 message: format!(
                     "the corpus is larger than the context budget of {budget} tokens (max_context_tokens): \
                      {} chunk(s) at its end were left out",

@@ -325,18 +325,86 @@ impl Quality {
     }
 }
 
-/// A warning about the answer (`no_embedded_chunks`, `chunk_missing`, `stale_point`).
+/// Why an answer warns: every code a retrieval answers with, in one table (beside the job
+/// warnings' [`crate::domain::WarningCode`]). The answer is still an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarningCode {
+    /// The world has nothing embedded yet: nothing was searched.
+    NoEmbeddedChunks,
+    /// No source matches the filter: nothing was searched.
+    FilterMatchedNothing,
+    /// Hits pointed at chunks that no longer exist (skipped; their points deleted).
+    ChunkMissing,
+    /// Hits pointed at chunks whose text changed (skipped; queued for embedding again).
+    StalePoint,
+    /// Chunks were left out of the context to keep it within the budget.
+    ContextTruncated,
+    /// The best hit was larger than the budget and is cut at a sentence boundary.
+    ContextCut,
+    /// Parents could not be built for some hits: those hits stand alone.
+    ParentsMissing,
+    /// The reranker failed or timed out: the search's order stands.
+    RerankUnavailable,
+}
+
+impl WarningCode {
+    pub const ALL: [WarningCode; 8] = [
+        WarningCode::NoEmbeddedChunks,
+        WarningCode::FilterMatchedNothing,
+        WarningCode::ChunkMissing,
+        WarningCode::StalePoint,
+        WarningCode::ContextTruncated,
+        WarningCode::ContextCut,
+        WarningCode::ParentsMissing,
+        WarningCode::RerankUnavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningCode::NoEmbeddedChunks => "no_embedded_chunks",
+            WarningCode::FilterMatchedNothing => "filter_matched_nothing",
+            WarningCode::ChunkMissing => "chunk_missing",
+            WarningCode::StalePoint => "stale_point",
+            WarningCode::ContextTruncated => "context_truncated",
+            WarningCode::ContextCut => "context_cut",
+            WarningCode::ParentsMissing => "parents_missing",
+            WarningCode::RerankUnavailable => "rerank_unavailable",
+        }
+    }
+}
+
+/// A warning about the answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    pub code: &'static str,
+    pub code: WarningCode,
     pub message: String,
 }
 
-/// A repair made while verifying (`stale_point_deleted`, `orphan_point_deleted`).
+/// What a retrieval repaired while verifying its hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepairKind {
+    /// The point's chunk changed: the point is deleted and the slot queued for embedding again.
+    StalePointDeleted,
+    /// The point's chunk no longer exists: the point is deleted.
+    OrphanPointDeleted,
+}
+
+impl RepairKind {
+    pub const ALL: [RepairKind; 2] = [RepairKind::StalePointDeleted, RepairKind::OrphanPointDeleted];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairKind::StalePointDeleted => "stale_point_deleted",
+            RepairKind::OrphanPointDeleted => "orphan_point_deleted",
+        }
+    }
+}
+
+/// A repair made while verifying.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repair {
     pub point_id: Uuid,
-    pub kind: &'static str,
+    pub kind: RepairKind,
 }
 
 /// Milliseconds spent per phase.
@@ -668,7 +736,7 @@ impl RetrievalService {
                 .collect();
                 if sources.is_empty() {
                     answer.warnings.push(Warning {
-                        code: "filter_matched_nothing",
+                        code: WarningCode::FilterMatchedNothing,
                         message: "no source of the world matches the filter; nothing was searched".into(),
                     });
                     answer.timing.total_ms = ms(started.elapsed());
@@ -707,7 +775,7 @@ impl RetrievalService {
         }
         if embedded == 0 {
             answer.warnings.push(Warning {
-                code: "no_embedded_chunks",
+                code: WarningCode::NoEmbeddedChunks,
                 message: "the world has no embedded chunks yet; nothing was searched".into(),
             });
             answer.timing.total_ms = ms(started.elapsed());
@@ -747,7 +815,7 @@ impl RetrievalService {
             let warned = answer.warnings.len();
             self.verify(&world, deeper, &mut answer).await?;
             // A drop said again by the second reading is said once.
-            let again: Vec<&'static str> = answer.warnings[warned..].iter().map(|w| w.code).collect();
+            let again: Vec<WarningCode> = answer.warnings[warned..].iter().map(|w| w.code).collect();
             let mut index = 0;
             answer.warnings.retain(|w| {
                 index += 1;
@@ -797,7 +865,7 @@ impl RetrievalService {
             .await?;
         if fitted.cut {
             answer.warnings.push(Warning {
-                code: "context_cut",
+                code: WarningCode::ContextCut,
                 message: format!(
                     "the best hit is larger than the context budget of {budget} tokens (max_context_tokens); \
                      the context holds its beginning, up to a sentence boundary"
@@ -806,7 +874,7 @@ impl RetrievalService {
         }
         if fitted.left_out > 0 {
             answer.warnings.push(Warning {
-                code: "context_truncated",
+                code: WarningCode::ContextTruncated,
                 message: format!(
                     "{} chunk(s) were left out of the context to keep it within {budget} tokens \
                      (max_context_tokens); the results are complete",

@@ -70,7 +70,7 @@ impl RetrievalService {
             Err(reason) => {
                 tracing::warn!(%reason, "the rerank failed; answering in the search's order");
                 answer.warnings.push(Warning {
-                    code: "rerank_unavailable",
+                    code: WarningCode::RerankUnavailable,
                     message: format!("the results are not reranked: {reason}"),
                 });
             }

@@ -63,7 +63,7 @@ impl RetrievalService {
         }
         if !orphans.is_empty() {
             answer.warnings.push(Warning {
-                code: "chunk_missing",
+                code: WarningCode::ChunkMissing,
                 message: format!(
                     "{} hit(s) pointed at chunks that no longer exist; they were skipped",
                     orphans.len()
@@ -72,14 +72,14 @@ impl RetrievalService {
             match self.vectors.delete_points(&world.collection, &orphans).await {
                 Ok(()) => answer.repairs.extend(orphans.iter().map(|&point_id| Repair {
                     point_id,
-                    kind: "orphan_point_deleted",
+                    kind: RepairKind::OrphanPointDeleted,
                 })),
                 Err(err) => tracing::warn!(world = %world.id, error = %err, "deleting orphan points failed"),
             }
         }
         if !stale.is_empty() {
             answer.warnings.push(Warning {
-                code: "stale_point",
+                code: WarningCode::StalePoint,
                 message: format!(
                     "{} hit(s) were made from text that has since changed; they were skipped and queued for embedding again",
                     stale.len()
@@ -90,7 +90,7 @@ impl RetrievalService {
                 Ok(()) => {
                     answer.repairs.extend(points.iter().map(|&point_id| Repair {
                         point_id,
-                        kind: "stale_point_deleted",
+                        kind: RepairKind::StalePointDeleted,
                     }));
                     // The answer stands whatever happens here: an entry left `embedded` without
                     // its point is found by the next repair (startup or on demand).
