@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod keys;
 pub mod maintenance;
 pub mod mcp;
+pub mod metrics;
 pub mod models;
 pub mod openapi;
 pub mod retrieve;
@@ -174,7 +175,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
     Router::new()
         .merge(v1)
         .merge(health::router())
-        .merge(keys::metrics_router().route_layer(middleware::from_fn_with_state(metrics_token, require_metrics_token)))
+        .merge(metrics::router().route_layer(middleware::from_fn_with_state(metrics_token, require_metrics_token)))
         .with_state(state)
         .merge(dify)
         .merge(openapi::router())

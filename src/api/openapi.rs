@@ -9,7 +9,8 @@ use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    audit, cluster, error, health, jobs, keys, maintenance, models, retrieve, sources, tokens, webhooks, worlds,
+    audit, cluster, error, health, jobs, keys, maintenance, metrics, models, retrieve, sources, tokens, webhooks,
+    worlds,
 };
 
 #[derive(OpenApi)]
@@ -55,7 +56,7 @@ use super::{
         keys::update_key,
         keys::delete_key,
         keys::list_providers,
-        keys::metrics,
+        metrics::metrics,
         webhooks::create_webhook,
         webhooks::list_webhooks,
         webhooks::get_webhook,
