@@ -61,6 +61,21 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
         fields
     };
     assert_eq!(required("retrieve"), ["query", "world_id"]);
+    // Every /retrieve setting, described as the OpenAPI document describes the body.
+    let retrieve_tool = listed.iter().find(|t| t.name == "retrieve").unwrap();
+    let properties = retrieve_tool.input_schema["properties"].as_object().unwrap();
+    for field in [
+        "top_k", "mode", "fusion", "expand", "rerank", "explain", "hnsw_ef", "filter",
+    ] {
+        assert!(properties.contains_key(field), "{field}: {properties:?}");
+    }
+    assert_eq!(properties["top_k"]["maximum"], 1000, "{properties:?}");
+    assert!(
+        !serde_json::to_string(&*retrieve_tool.input_schema)
+            .unwrap()
+            .contains("$ref"),
+        "the schema stands alone"
+    );
     assert_eq!(required("get_source_text"), ["world_id"]);
 
     let call = |name: &'static str, arguments: Value| {
@@ -90,6 +105,18 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
     );
     let structured = answer.structured_content.clone().unwrap();
     assert_eq!(structured["results"].as_array().unwrap().len(), 1);
+    // A setting the tool's old argument list lacked reaches the service.
+    let explained = call(
+        "retrieve",
+        json!({"world_id": world, "query": "who climbs the tower", "top_k": 1, "explain": true}),
+    )
+    .await;
+    assert_ne!(explained.is_error, Some(true), "{explained:?}");
+    let explained = explained.structured_content.clone().unwrap();
+    assert!(
+        explained["results"][0]["explain"]["dense"]["rank"].is_number(),
+        "{explained}"
+    );
     let citation = &structured["context"]["citations"][0];
     assert_eq!(citation["source_id"], source.as_str(), "{structured}");
 
@@ -129,6 +156,16 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
             "retrieve",
             json!({"world_id": world, "query": "x", "mode": "psychic"}),
             "invalid_retrieval_settings",
+        ),
+        (
+            "retrieve",
+            json!({"world_id": world, "query": "x", "top_k": "5"}),
+            "invalid_retrieval_settings",
+        ),
+        (
+            "retrieve",
+            json!({"world_id": world, "query": "x", "topk": 5}),
+            "invalid_request",
         ),
         (
             "retrieve",
