@@ -80,7 +80,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(url: &str, token: Option<String>, json: bool) -> Self {
-        crate::providers::http::install_tls_provider();
+        quarry::providers::http::install_tls_provider();
         Self {
             http: reqwest::Client::new(),
             url: url.trim_end_matches('/').to_owned(),
@@ -384,7 +384,7 @@ fn key_of(root: &Path, file: &Path) -> std::result::Result<String, String> {
         }
     }
     let key = parts.join("/");
-    crate::domain::SourceKey::parse(&key).map(|_| key)
+    quarry::domain::SourceKey::parse(&key).map(|_| key)
 }
 
 /// The files under `paths`, in order, without duplicates; with `follow_links` false, symbolic

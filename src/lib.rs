@@ -54,7 +54,6 @@
 pub mod api;
 pub mod app;
 pub mod chunking;
-pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod crypto;

@@ -1,5 +1,8 @@
 //! The `quarry` binary: parse the command line, load configuration, set up logging, then run
-//! the chosen command. Everything else lives in the library.
+//! the chosen command. The client subcommands are [`cli`], a module of the binary (it talks to
+//! quarry over HTTP, as any client does); everything else lives in the library.
+
+mod cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,13 +71,13 @@ enum Command {
         world: String,
         query: String,
         #[command(flatten)]
-        options: quarry::cli::RetrieveOptions,
+        options: crate::cli::RetrieveOptions,
     },
     /// Upload files and folders to a world and follow the embedding (client).
-    Ingest(quarry::cli::IngestOptions),
+    Ingest(crate::cli::IngestOptions),
     /// Make a world mirror a folder (client): add new files, replace changed ones, and with
     /// --delete delete the sources whose files are gone; --dry-run prints the plan only.
-    Sync(quarry::cli::SyncOptions),
+    Sync(crate::cli::SyncOptions),
 }
 
 #[derive(Subcommand)]
@@ -250,7 +253,7 @@ async fn vectors(settings: Settings, apply: bool) -> ExitCode {
 
 /// Runs a client command against `--url`.
 fn client(cli: Cli) -> ExitCode {
-    use quarry::cli::{self, Client, Exit};
+    use crate::cli::{self, Client, Exit};
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {

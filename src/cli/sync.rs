@@ -208,7 +208,7 @@ fn plan(found: Vec<Found>, mut remote: HashMap<String, Remote>, prefix: &str) ->
                 continue;
             }
         };
-        if let Err(why) = crate::domain::SourceKey::parse(&key) {
+        if let Err(why) = quarry::domain::SourceKey::parse(&key) {
             plan.skipped.push((found.path.display().to_string(), why));
             continue;
         }
