@@ -22,6 +22,9 @@ use super::TokenCounter;
 /// Longest title or heading kept, in chars.
 const MAX_PART_CHARS: usize = 120;
 
+/// The most lines a heading is read from.
+const HEADING_LINES: usize = 5;
+
 /// Sets `embed_prefix` (and its tokens) on `chunks` of `text`, a source of `format` named
 /// `title`.
 pub fn add_context_prefixes(
@@ -72,8 +75,11 @@ struct Heading {
 /// The heading that starts `rest` (a section's start): its first line with letters, `#`s and
 /// an overline dropped; a question's lines up to its blank line, joined.
 fn heading_at(rest: &str) -> Option<Heading> {
+    // A few lines at most: an overline, the title, a question's continuation. Never further,
+    // or a text of many letterless headings would be read once per heading.
     let mut lines = rest
         .lines()
+        .take(HEADING_LINES)
         .map(str::trim)
         .skip_while(|l| !l.chars().any(char::is_alphanumeric));
     let first = lines.next()?;
@@ -242,6 +248,15 @@ mod tests {
         }
         let body = chunks.iter().find(|c| c.chunk_text.contains("More body")).unwrap();
         assert!(!body.embed_prefix.is_empty());
+    }
+
+    #[test]
+    fn a_heading_is_read_from_its_first_lines_only() {
+        // Letterless headings one after another: each is read from a few lines, not the rest.
+        assert!(heading_at(&"#\n".repeat(10_000)).is_none());
+        let heading = heading_at("=====\nTitle\n=====\n\nBody.").unwrap();
+        assert_eq!((heading.level, heading.text.as_str()), (7, "Title"));
+        assert!(heading_at(&format!("{}Far away", "-\n".repeat(10))).is_none());
     }
 
     #[test]
