@@ -249,8 +249,10 @@ impl<'de> Deserialize<'de> for Entries {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
                 let mut entries: Vec<(String, Value)> = Vec::new();
+                // A hashed set: a hostile body of many keys costs linear time, not quadratic.
+                let mut seen = std::collections::HashSet::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if entries.iter().any(|(k, _)| *k == key) {
+                    if !seen.insert(key.clone()) {
                         return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")));
                     }
                     let value = map.next_value::<Value>()?;
