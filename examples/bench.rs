@@ -750,7 +750,7 @@ async fn reusable(quarry: &Quarry, name: &str, total: usize, points: bool) -> Re
             .await?
             .ok_or("the world vanished")?;
         let filter = PointFilter::world(stored.id).run(stored.active_run);
-        quarry.state.vectors.count(&corpus.collection, filter).await?
+        quarry.deps.vectors.count(&corpus.collection, filter).await?
     } else {
         let stats = &world["stats"];
         match (stats["embedded"].as_u64(), stats["chunks"].as_u64()) {
@@ -901,7 +901,7 @@ async fn preload_direct(o: &Options, quarry: &Quarry, name: &str, seed: u64, tab
         }
     }
     if !points.is_empty() {
-        quarry.state.vectors.upsert(&collection, points).await?;
+        quarry.deps.vectors.upsert(&collection, points).await?;
     }
     let loaded = started.elapsed();
     progress(format!(
@@ -981,7 +981,7 @@ async fn measure(
         }
     };
     let search = {
-        let (vectors, repo) = (vectors.clone(), quarry.state.vectors.clone());
+        let (vectors, repo) = (vectors.clone(), quarry.deps.vectors.clone());
         let (collection, filter) = (
             Arc::new(corpus.collection.clone()),
             PointFilter::world(world.id).run(world.active_run),
@@ -1070,7 +1070,7 @@ async fn measure(
 
     // The store query a retrieval makes before the search (the world with its embedded chunks
     // counted up to top_k), timed alone.
-    let store = quarry.state.store.clone();
+    let store = quarry.deps.store.clone();
     let world_id = world.id;
     let lookup = harness::run_load(1, 200, move |_| {
         let store = store.clone();
@@ -1107,7 +1107,7 @@ async fn measure(
         answers.push(hits.iter().map(|h| h.id).collect::<Vec<Uuid>>());
     }
     let answers = Arc::new(answers);
-    let store = quarry.state.store.clone();
+    let store = quarry.deps.store.clone();
     let run = world.active_run;
     let shared = answers.clone();
     let verify = harness::run_load(1, answers.len(), move |i| {
@@ -1126,7 +1126,7 @@ async fn measure(
     // retrieval does, and one statement per window, as it did before 52957d3.
     let mut windows = Vec::with_capacity(answers.len());
     for hits in answers.iter() {
-        let views = quarry.state.store.chunks_by_points(world_id, run, hits).await?;
+        let views = quarry.deps.store.chunks_by_points(world_id, run, hits).await?;
         windows.push(
             views
                 .iter()
@@ -1142,7 +1142,7 @@ async fn measure(
         ("store.chunk_windows (8 windows, one read)", true),
         ("store.chunk_windows (8 windows, 8 reads)", false),
     ] {
-        let (store, windows) = (quarry.state.store.clone(), windows.clone());
+        let (store, windows) = (quarry.deps.store.clone(), windows.clone());
         let stitch = harness::run_load(1, windows.len(), move |i| {
             let (store, windows) = (store.clone(), windows.clone());
             async move {

@@ -83,7 +83,7 @@ async fn main() -> Result<()> {
         let at = Instant::now();
         quarry.state.tokens.verify(&chosen).await?;
         cached.push(at.elapsed());
-        let fresh = TokenService::new(quarry.state.store.clone());
+        let fresh = TokenService::new(&quarry.deps);
         let at = Instant::now();
         fresh.verify(&chosen).await?;
         read.push(at.elapsed());

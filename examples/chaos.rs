@@ -448,7 +448,7 @@ async fn main() -> ExitCode {
 
 async fn chaos() -> Result<bool> {
     let o = options()?;
-    quarry::providers::http::install_tls_provider();
+    quarry::outbound::install_tls_provider();
     let mut rng = Rng(o.seed | 1);
     println!(
         "chaos: {} kills per backend, {} sources x {} sentences, {} workers, fake latency {} ms{}, seed {}",

@@ -12,9 +12,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::{self, Auth, Limits};
+use crate::api::jobs::EventStreams;
+use crate::api::{self, AppState, Auth, Limits};
+use crate::cluster::{Cluster, ClusterConfig};
 use crate::config::{ConfigError, Settings, VectorKind};
 use crate::crypto::SecretCipher;
+use crate::deps::Deps;
 use crate::domain::ProviderKind;
 use crate::jobs::JobEngine;
 use crate::providers::breaker::Breakers;
@@ -25,16 +28,20 @@ use crate::providers::openai::{OpenAiOptions, OpenAiProvider};
 use crate::providers::scheduler::{ConfigKey, KeyScheduler, PoolConfig};
 use crate::providers::{ModelRegistry, ModelSpec, Providers};
 use crate::serve::ConnectionLimits;
+use crate::service::audit::AuditLog;
 use crate::service::jobs::JobService;
 use crate::service::keys::KeyService;
+use crate::service::layout::DriftWatch;
 use crate::service::repair::RepairService;
 use crate::service::retrieval::{RetrievalLimits, RetrievalService};
-use crate::service::sources::SourceService;
+use crate::service::sources::{SourceService, Uploads};
+use crate::service::tokens::TokenService;
+use crate::service::webhooks::WebhookService;
 use crate::service::worlds::WorldService;
-use crate::state::AppState;
 use crate::store::{self, Store};
 use crate::vector::{self, VectorRepo, edge::EdgeRepo, server::ServerRepo};
 use crate::workers::embedding::{EmbeddingWorkers, WorkerConfig};
+use crate::workers::webhooks::WebhookDispatcher;
 
 /// Why the application could not start.
 #[derive(Debug, thiserror::Error)]
@@ -59,15 +66,15 @@ pub enum StartupError {
 pub struct App {
     listener: TcpListener,
     router: axum::Router,
+    /// What the handlers share.
     state: AppState,
-    store: Arc<dyn Store>,
-    vectors: Arc<dyn VectorRepo>,
+    /// What the services and workers were built from (its tracker holds every background
+    /// task, its token cancels them).
+    deps: Deps,
+    /// This process's embedding workers.
+    workers: EmbeddingWorkers,
     /// Whether this app opened `vectors` (and closes them when it stops) or shares them.
     owns_vectors: bool,
-    /// Cancelled when shutdown begins; every background task watches it.
-    cancel: CancellationToken,
-    /// Background tasks (embedding workers, …) to wait for at shutdown.
-    tracker: TaskTracker,
     shutdown_timeout: Duration,
     connections: ConnectionLimits,
 }
@@ -90,7 +97,7 @@ impl App {
     async fn build_on(settings: Settings, shared_vectors: Option<Arc<dyn VectorRepo>>) -> Result<App, StartupError> {
         settings.validate()?;
         settings.check_auth()?;
-        crate::providers::http::install_tls_provider();
+        crate::outbound::install_tls_provider();
         if settings.auth.disabled {
             tracing::warn!(
                 "authentication is DISABLED (auth.disabled = true): anyone who can reach the port can use /v1"
@@ -108,179 +115,25 @@ impl App {
             Some(vectors) => vectors,
             None => open_vectors(&settings)?,
         };
-        let registry = Arc::new(ModelRegistry::new((settings.providers.openai.models.iter()).map(|m| {
-            ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
-        })));
         let cipher = settings.master_key()?.map(SecretCipher::new);
         if let Some(cipher) = &cipher {
             crate::service::master_key::verify(store.as_ref(), cipher).await?;
         }
-        let shared_budgets = settings.cluster.shares_budgets(store.kind());
-        let scheduler = build_scheduler(&settings, store.clone(), cipher.clone(), shared_budgets).await?;
-        let meters = crate::meters::Metrics::new();
-        scheduler.set_meters(meters.clone());
-
-        let keys = Arc::new(KeyService::new(store.clone(), scheduler.clone(), cipher.clone()));
-        let destinations = crate::outbound::Destinations::new(settings.webhooks.allowed_networks.clone());
-        let webhooks = Arc::new(crate::service::webhooks::WebhookService::new(
-            store.clone(),
-            cipher.clone(),
-            destinations.clone(),
-        ));
-        let dispatcher = crate::workers::webhooks::WebhookDispatcher::new(
-            store.clone(),
-            cipher,
-            (&settings.webhooks).into(),
-            destinations,
-            meters.clone(),
-        )
-        .map_err(StartupError::Webhooks)?;
-        let providers = build_providers(&settings, &registry)?;
-        let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
-        let engine = JobEngine::new(
-            store.clone(),
-            vectors.clone(),
-            providers.clone(),
-            tracker.clone(),
-            cancel.clone(),
-        );
-        let breakers = Arc::new(Breakers::new(settings.embedding.breaker.config()));
-        let workers = EmbeddingWorkers::new(
-            store.clone(),
-            vectors.clone(),
-            providers.clone(),
-            registry.clone(),
-            scheduler.clone(),
-            engine.clone(),
-            breakers.clone(),
-            WorkerConfig {
-                workers: settings.embedding.workers,
-                max_attempts: settings.embedding.max_attempts,
-                reuse: settings.embedding.reuse,
-                lease: Duration::from_secs(settings.embedding.lease_s.max(1)),
-            },
-            meters.clone(),
-        );
-        let worlds = Arc::new(WorldService::new(
-            store.clone(),
-            vectors.clone(),
-            registry.clone(),
-            scheduler.clone(),
-            engine.clone(),
-            settings.retrieval.max_context_tokens,
-        ));
-        let sources = Arc::new(SourceService::new(
-            store.clone(),
-            vectors.clone(),
-            engine.clone(),
-            scheduler.clone(),
-            providers.clone(),
-            settings.server.max_body_bytes,
-            settings.sources.html,
-        ));
-        let jobs = Arc::new(JobService::new(store.clone(), engine.clone()));
-        let repair = RepairService::new(
-            store.clone(),
-            vectors.clone(),
-            engine.clone(),
-            tracker.clone(),
-            cancel.clone(),
-            meters.clone(),
-        );
-        let retrieval = Arc::new(RetrievalService::new(
-            store.clone(),
-            vectors.clone(),
-            registry.clone(),
-            scheduler.clone(),
-            providers,
-            engine.clone(),
-            RetrievalLimits::for_request_timeout(
-                settings.retrieval.max_context_tokens,
-                Duration::from_secs(settings.server.request_timeout_s),
-            )
-            .with_full_context_threshold(settings.retrieval.full_context_threshold)
-            .with_hnsw_ef_range(settings.vectors.search.min_hnsw_ef, settings.vectors.search.max_hnsw_ef),
-        ));
+        let deps = dependencies(&settings, store, vectors, cipher).await?;
+        let workers = EmbeddingWorkers::new(&deps, worker_config(&settings.embedding));
+        let dispatcher = WebhookDispatcher::new(&deps, (&settings.webhooks).into(), destinations(&settings))
+            .map_err(StartupError::Webhooks)?;
         let addr = settings.server.addr;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| StartupError::Bind { addr, source })?;
-        let cluster = Arc::new(crate::cluster::Cluster::new(
-            store.clone(),
-            scheduler.clone(),
-            crate::cluster::ClusterConfig {
-                address: (settings.cluster.address.clone())
-                    .unwrap_or_else(|| listener.local_addr().unwrap_or(addr).to_string()),
-                workers: u32::try_from(settings.embedding.workers).unwrap_or(u32::MAX),
-                heartbeat: Duration::from_secs(settings.cluster.heartbeat_s),
-                dead_after: Duration::from_secs(settings.cluster.dead_after_s),
-                shared_budgets,
-            },
+        let cluster = Arc::new(Cluster::new(
+            &deps,
+            cluster_config(&settings, &listener, deps.store.kind()),
         ));
-        let drift = Arc::new(crate::service::layout::DriftWatch::default());
-        let audit = Arc::new(crate::service::audit::AuditLog::new(
-            store.clone(),
-            settings.audit.keep_days,
-            meters.clone(),
-        ));
-        let state = AppState {
-            store: store.clone(),
-            vectors: vectors.clone(),
-            registry,
-            worlds,
-            keys,
-            webhooks,
-            tokens: Arc::new(crate::service::tokens::TokenService::new(store.clone())),
-            audit: audit.clone(),
-            sources,
-            jobs,
-            retrieval,
-            repair: repair.clone(),
-            engine,
-            workers: workers.clone(),
-            scheduler: scheduler.clone(),
-            drift: drift.clone(),
-            cluster: cluster.clone(),
-            meters,
-            metrics_token: (settings.auth.metrics_token.as_ref()).map(|t| Arc::new(crate::api::token_digest(t))),
-            breakers,
-            shutdown: cancel.clone(),
-            max_body_bytes: settings.server.max_body_bytes,
-            event_streams: Arc::new(crate::api::jobs::EventStreams::new(
-                settings.server.max_event_streams,
-                settings.server.max_event_streams_per_client,
-            )),
-            uploads: Arc::new(crate::service::sources::Uploads::new(
-                settings.server.max_concurrent_uploads,
-            )),
-            upload_wait: Duration::from_secs(settings.server.upload_wait_s),
-            sse_keep_alive: Duration::from_secs(15).min(Duration::from_secs(settings.server.idle_timeout_s) / 3),
-        };
-        let router_state = state.clone();
+        let state = handler_state(&settings, &deps, cluster.clone());
+        let router = api::router(state.clone(), auth(&settings, &state), limits(&settings.server));
 
-        let auth = Auth::new(
-            &settings.auth.tokens,
-            settings.auth.disabled,
-            state.tokens.clone(),
-            store.clone(),
-            audit.clone(),
-        );
-        let limits = Limits {
-            max_body_bytes: settings.server.max_body_bytes,
-            request_timeout: Duration::from_secs(settings.server.request_timeout_s),
-        };
-        let router = api::router(router_state, auth, limits);
-        tracing::info!(
-            addr = %listener.local_addr().unwrap_or(addr),
-            store = store.kind(),
-            vectors = vectors.kind(),
-            "quarry is listening"
-        );
-
-        // Background work starts once the port is ours: a process that cannot bind (the port
-        // taken) fails without having touched a job, a key or a vector.
-        tracker.spawn(refresh_keys(scheduler, cancel.clone()));
         // Joins the registry before any work starts (and finds replicas that died meanwhile).
         let released = cluster.beat().await?;
         if released > 0 {
@@ -289,74 +142,52 @@ impl App {
                 "gave back the claims of replicas that stopped heartbeating"
             );
         }
-        cluster.spawn(&tracker, &cancel);
-        tracker.spawn(drift.run(store.clone(), vectors.clone(), cancel.clone()));
-        dispatcher.spawn(format!("{}-webhooks", cluster.id()), &tracker, &cancel);
-        audit.spawn_forgetting(&tracker, &cancel);
-        {
-            // Parents for sources chunked before they existed (small-to-large retrieval).
-            let (store, cancel) = (store.clone(), cancel.clone());
-            tracker.spawn(async move {
-                tokio::select! {
-                    () = cancel.cancelled() => {}
-                    result = crate::jobs::parents::backfill(store.as_ref()) => {
-                        if let Err(err) = result {
-                            tracing::warn!(error = %crate::telemetry::error_chain(&err), "the parents pass failed");
-                        }
-                    }
-                }
-            });
-        }
         if settings.vectors.kind == VectorKind::Embedded && owns_vectors {
             // Embedded vectors are one process's (their folder is locked), so no other process
             // works on this store: the leases still held are this process's previous life's,
             // and its work resumes now instead of after they run out.
-            let released = store.release_all_leases(crate::domain::now()).await?;
+            let released = deps.store.release_all_leases(crate::domain::now()).await?;
             if released > 0 {
                 tracing::info!(entries = released, "gave back the leases a previous process held");
             }
         }
-        let run_workers = settings.embedding.workers > 0;
-        let start_workers = {
-            let (tracker, cancel) = (tracker.clone(), cancel.clone());
-            let replica = cluster.id().to_owned();
-            move || {
-                if run_workers {
-                    workers.spawn(&replica, &tracker, &cancel);
-                }
-            }
-        };
-        if settings.embedding.audit_interval_s > 0 {
-            repair.spawn_audits(Duration::from_secs(settings.embedding.audit_interval_s));
-        }
-        if settings.embedding.repair_on_startup {
-            repair.spawn_startup(start_workers);
-        } else {
-            start_workers();
-        }
+        tracing::info!(
+            addr = %listener.local_addr().unwrap_or(addr),
+            store = deps.store.kind(),
+            vectors = deps.vectors.kind(),
+            "quarry is listening"
+        );
+
+        // Nothing below can fail: background work starts only now, so a process that cannot
+        // start (the port taken, the store unreachable) has touched no job, key or vector.
+        start_background(&settings, &deps, &state, &cluster, &dispatcher, workers.clone());
         Ok(App {
             listener,
             router,
             state,
-            store,
-            vectors,
+            deps,
+            workers,
             owns_vectors,
-            cancel,
-            tracker,
             shutdown_timeout: Duration::from_secs(settings.server.shutdown_timeout_s),
-            connections: ConnectionLimits {
-                max_connections: settings.server.max_connections,
-                max_connections_per_client: settings.server.max_connections_per_client,
-                header_read_timeout: Duration::from_secs(settings.server.header_read_timeout_s),
-                idle_timeout: Duration::from_secs(settings.server.idle_timeout_s),
-            },
+            connections: connection_limits(&settings.server),
         })
     }
 
-    /// The shared state (store, vector repository, services), e.g. for tests that seed data
-    /// through the real stores.
+    /// The services the handlers call, e.g. for tests and tools that use one directly.
     pub fn state(&self) -> AppState {
         self.state.clone()
+    }
+
+    /// The components everything was built from (store, vectors, job engine, …), e.g. for
+    /// tests that seed or inspect data through the real stores.
+    pub fn deps(&self) -> Deps {
+        self.deps.clone()
+    }
+
+    /// This process's embedding workers (tests with `embedding.workers = 0` drive them step by
+    /// step).
+    pub fn workers(&self) -> EmbeddingWorkers {
+        self.workers.clone()
     }
 
     /// The port actually bound (useful with port 0).
@@ -378,14 +209,19 @@ impl App {
             listener,
             router,
             state: _,
-            store,
-            vectors,
+            deps,
+            workers: _,
             owns_vectors,
-            cancel,
-            tracker,
             shutdown_timeout,
             connections,
         } = self;
+        let Deps {
+            store,
+            vectors,
+            tasks: tracker,
+            cancel,
+            ..
+        } = deps;
         let signal = cancel.clone();
         let serve = crate::serve::serve(listener, router, connections, async move {
             shutdown.await;
@@ -415,6 +251,188 @@ impl App {
         tracing::info!("quarry stopped");
         served
     }
+}
+
+/// The dependency bundle: everything but the store and the vectors is built here.
+async fn dependencies(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    vectors: Arc<dyn VectorRepo>,
+    cipher: Option<SecretCipher>,
+) -> Result<Deps, StartupError> {
+    let registry = Arc::new(ModelRegistry::new((settings.providers.openai.models.iter()).map(|m| {
+        ModelSpec::openai_compatible(&m.name, m.dimensions, m.max_input_tokens, m.dimensions_adjustable)
+    })));
+    let shared_budgets = settings.cluster.shares_budgets(store.kind());
+    let scheduler = build_scheduler(settings, store.clone(), cipher.clone(), shared_budgets).await?;
+    let meters = crate::meters::Metrics::new();
+    scheduler.set_meters(meters.clone());
+    let providers = build_providers(settings, &registry)?;
+    let (tasks, cancel) = (TaskTracker::new(), CancellationToken::new());
+    let engine = JobEngine::new(
+        store.clone(),
+        vectors.clone(),
+        providers.clone(),
+        tasks.clone(),
+        cancel.clone(),
+    );
+    Ok(Deps {
+        store,
+        vectors,
+        registry,
+        providers,
+        scheduler,
+        engine,
+        breakers: Arc::new(Breakers::new((&settings.embedding.breaker).into())),
+        cipher,
+        meters,
+        tasks,
+        cancel,
+    })
+}
+
+/// The services and settings the handlers share.
+fn handler_state(settings: &Settings, deps: &Deps, cluster: Arc<Cluster>) -> AppState {
+    let server = &settings.server;
+    let retrieval = RetrievalLimits::for_request_timeout(
+        settings.retrieval.max_context_tokens,
+        Duration::from_secs(server.request_timeout_s),
+    )
+    .with_full_context_threshold(settings.retrieval.full_context_threshold)
+    .with_hnsw_ef_range(settings.vectors.search.min_hnsw_ef, settings.vectors.search.max_hnsw_ef);
+    AppState {
+        worlds: Arc::new(WorldService::new(deps, settings.retrieval.max_context_tokens)),
+        sources: Arc::new(SourceService::new(deps, server.max_body_bytes, settings.sources.html)),
+        jobs: Arc::new(JobService::new(deps)),
+        retrieval: Arc::new(RetrievalService::new(deps, retrieval)),
+        repair: RepairService::new(deps),
+        keys: Arc::new(KeyService::new(deps)),
+        webhooks: Arc::new(WebhookService::new(deps, destinations(settings))),
+        tokens: Arc::new(TokenService::new(deps)),
+        audit: Arc::new(AuditLog::new(deps, settings.audit.keep_days)),
+        cluster,
+        registry: deps.registry.clone(),
+        breakers: deps.breakers.clone(),
+        store: deps.store.clone(),
+        vectors: deps.vectors.clone(),
+        drift: Arc::new(DriftWatch::default()),
+        meters: deps.meters.clone(),
+        metrics_token: (settings.auth.metrics_token.as_ref()).map(|t| Arc::new(crate::api::token_digest(t))),
+        shutdown: deps.cancel.clone(),
+        max_body_bytes: server.max_body_bytes,
+        event_streams: Arc::new(EventStreams::new(
+            server.max_event_streams,
+            server.max_event_streams_per_client,
+        )),
+        uploads: Arc::new(Uploads::new(server.max_concurrent_uploads)),
+        upload_wait: Duration::from_secs(server.upload_wait_s),
+        sse_keep_alive: Duration::from_secs(15).min(Duration::from_secs(server.idle_timeout_s) / 3),
+    }
+}
+
+/// Where webhook deliveries may go (`webhooks.allowed_networks`).
+fn destinations(settings: &Settings) -> crate::outbound::Destinations {
+    crate::outbound::Destinations::new(settings.webhooks.allowed_networks.clone())
+}
+
+fn worker_config(embedding: &crate::config::EmbeddingSettings) -> WorkerConfig {
+    WorkerConfig {
+        workers: embedding.workers,
+        max_attempts: embedding.max_attempts,
+        reuse: embedding.reuse,
+        lease: Duration::from_secs(embedding.lease_s.max(1)),
+    }
+}
+
+fn cluster_config(settings: &Settings, listener: &TcpListener, store_kind: &str) -> ClusterConfig {
+    let addr = settings.server.addr;
+    ClusterConfig {
+        address: (settings.cluster.address.clone())
+            .unwrap_or_else(|| listener.local_addr().unwrap_or(addr).to_string()),
+        workers: u32::try_from(settings.embedding.workers).unwrap_or(u32::MAX),
+        heartbeat: Duration::from_secs(settings.cluster.heartbeat_s),
+        dead_after: Duration::from_secs(settings.cluster.dead_after_s),
+        shared_budgets: settings.cluster.shares_budgets(store_kind),
+    }
+}
+
+fn connection_limits(server: &crate::config::ServerSettings) -> ConnectionLimits {
+    ConnectionLimits {
+        max_connections: server.max_connections,
+        max_connections_per_client: server.max_connections_per_client,
+        header_read_timeout: Duration::from_secs(server.header_read_timeout_s),
+        idle_timeout: Duration::from_secs(server.idle_timeout_s),
+    }
+}
+
+/// Every background task, in order: the key refresh, the replica heartbeat, the drift watch,
+/// webhook deliveries, the audit log's forgetting, the parents pass, the repairs and audits of
+/// vectors, and the embedding workers (after the startup repair, when it runs).
+fn start_background(
+    settings: &Settings,
+    deps: &Deps,
+    state: &AppState,
+    cluster: &Arc<Cluster>,
+    dispatcher: &WebhookDispatcher,
+    workers: EmbeddingWorkers,
+) {
+    let (tracker, cancel) = (&deps.tasks, &deps.cancel);
+    tracker.spawn(refresh_keys(deps.scheduler.clone(), cancel.clone()));
+    cluster.spawn(tracker, cancel);
+    tracker.spawn((state.drift.clone()).run(deps.store.clone(), deps.vectors.clone(), cancel.clone()));
+    dispatcher.spawn(format!("{}-webhooks", cluster.id()), tracker, cancel);
+    state.audit.spawn_forgetting(tracker, cancel);
+    {
+        // Parents for sources chunked before they existed (small-to-large retrieval).
+        let (store, cancel) = (deps.store.clone(), cancel.clone());
+        tracker.spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                result = crate::jobs::parents::backfill(store.as_ref()) => {
+                    if let Err(err) = result {
+                        tracing::warn!(error = %crate::telemetry::error_chain(&err), "the parents pass failed");
+                    }
+                }
+            }
+        });
+    }
+    let start_workers = {
+        let (tracker, cancel) = (tracker.clone(), cancel.clone());
+        let replica = cluster.id().to_owned();
+        let run = settings.embedding.workers > 0;
+        move || {
+            if run {
+                workers.spawn(&replica, &tracker, &cancel);
+            }
+        }
+    };
+    if settings.embedding.audit_interval_s > 0 {
+        state
+            .repair
+            .spawn_audits(Duration::from_secs(settings.embedding.audit_interval_s));
+    }
+    if settings.embedding.repair_on_startup {
+        state.repair.spawn_startup(start_workers);
+    } else {
+        start_workers();
+    }
+}
+
+fn limits(server: &crate::config::ServerSettings) -> Limits {
+    Limits {
+        max_body_bytes: server.max_body_bytes,
+        request_timeout: Duration::from_secs(server.request_timeout_s),
+    }
+}
+
+fn auth(settings: &Settings, state: &AppState) -> Auth {
+    Auth::new(
+        &settings.auth.tokens,
+        settings.auth.disabled,
+        state.tokens.clone(),
+        state.store.clone(),
+        state.audit.clone(),
+    )
 }
 
 fn build_providers(settings: &Settings, registry: &ModelRegistry) -> Result<Providers, StartupError> {

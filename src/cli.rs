@@ -80,7 +80,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(url: &str, token: Option<String>, json: bool) -> Self {
-        quarry::providers::http::install_tls_provider();
+        quarry::outbound::install_tls_provider();
         Self {
             http: reqwest::Client::new(),
             url: url.trim_end_matches('/').to_owned(),

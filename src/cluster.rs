@@ -40,11 +40,11 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(store: Arc<dyn Store>, scheduler: KeyScheduler, config: ClusterConfig) -> Self {
+    pub fn new(deps: &crate::deps::Deps, config: ClusterConfig) -> Self {
         let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_owned();
         Self {
-            store,
-            scheduler,
+            store: deps.store.clone(),
+            scheduler: deps.scheduler.clone(),
             id,
             started_at: now(),
             config,

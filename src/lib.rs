@@ -57,7 +57,10 @@ pub mod chunking;
 pub mod cluster;
 pub mod config;
 pub mod crypto;
+pub mod deps;
 pub mod domain;
+#[cfg(test)]
+mod import_graph;
 pub mod jobs;
 pub mod meters;
 pub mod outbound;
@@ -65,7 +68,6 @@ pub mod providers;
 pub mod serve;
 pub mod service;
 pub mod sparse;
-pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod vector;

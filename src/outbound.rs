@@ -1,5 +1,5 @@
-//! Requests quarry sends to URLs its users give (webhook receivers): which destinations they
-//! may reach.
+//! Requests quarry sends: the TLS set-up every outbound client needs, and, for URLs its users
+//! give (webhook receivers), which destinations they may reach.
 //!
 //! A user-given URL is assumed to point inside the network quarry runs in. Only *global*
 //! addresses are reached by default: loopback, private (RFC 1918), shared (CGNAT), link-local
@@ -18,6 +18,16 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
+
+/// Installs rustls' `ring` backend as the process-wide default crypto provider. Idempotent:
+/// a provider installed earlier (by us or anyone else) is kept.
+///
+/// Every reqwest `Client` in the process needs this before it is built (reqwest is compiled
+/// with `rustls-no-provider`), including test clients.
+pub fn install_tls_provider() {
+    // `Err` only means a default is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
 
 /// Which destinations outbound requests may reach.
 #[derive(Clone, Debug, Default)]

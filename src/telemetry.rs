@@ -54,7 +54,7 @@ pub fn init_with(format: LogFormat, settings: &crate::config::TelemetrySettings)
         None => None,
         Some(endpoint) => {
             // The exporter's HTTP client is a reqwest client too.
-            crate::providers::http::install_tls_provider();
+            crate::outbound::install_tls_provider();
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_endpoint(endpoint.clone())

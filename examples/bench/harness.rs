@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use quarry::api::AppState;
 use quarry::app::App;
 use quarry::config::Settings;
-use quarry::state::AppState;
+use quarry::deps::Deps;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -26,6 +27,7 @@ pub const TOKEN: &str = "bench-token";
 pub struct Quarry {
     pub addr: SocketAddr,
     pub state: AppState,
+    pub deps: Deps,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<std::io::Result<()>>>,
@@ -94,7 +96,7 @@ impl Quarry {
             None => App::build(settings).await?,
         };
         let addr = app.local_addr();
-        let state = app.state();
+        let (state, deps) = (app.state(), app.deps());
         let (stop, stopped) = oneshot::channel::<()>();
         let handle = tokio::spawn(app.run_until(async move {
             let _ = stopped.await;
@@ -102,6 +104,7 @@ impl Quarry {
         Ok(Quarry {
             addr,
             state,
+            deps,
             client: http_client(),
             stop: Some(stop),
             handle: Some(handle),
@@ -187,7 +190,7 @@ impl Drop for Quarry {
 }
 
 pub fn http_client() -> reqwest::Client {
-    quarry::providers::http::install_tls_provider();
+    quarry::outbound::install_tls_provider();
     reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .timeout(Duration::from_secs(120))

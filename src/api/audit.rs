@@ -11,9 +11,9 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
+use crate::api::AppState;
 use crate::domain::{AuditAction, AuditEvent};
 use crate::service::{Invalid, ServiceError};
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/audit", get(list_audit))

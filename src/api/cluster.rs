@@ -8,8 +8,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
+use crate::api::AppState;
 use crate::service::error::ServiceError;
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/cluster", get(cluster))

@@ -29,11 +29,11 @@ use serde_json::{Value, json};
 use super::Auth;
 use super::error::ApiError;
 use super::retrieve::request::{RetrieveMode, RetrieveRequest};
-use crate::domain::{Scope, World, WorldId};
+use crate::api::AppState;
+use crate::domain::{Scope, World};
 use crate::service::retrieval::SourceFilter;
 use crate::service::retrieval::conditions::{Comparison, Condition, Conditions, MAX_CONDITIONS};
 use crate::service::tokens::Principal;
-use crate::state::AppState;
 
 /// The most results one request may ask for.
 pub const MAX_TOP_K: u64 = 100;
@@ -280,28 +280,15 @@ async fn knowledge(state: &AppState, principal: &Principal, knowledge_id: &str) 
             format!("The knowledge does not exist: no world has the id or name `{knowledge_id}`"),
         )
     };
-    if let Ok(id) = uuid::Uuid::try_parse(knowledge_id.trim()) {
-        let world = WorldId(id);
-        if !principal.sees(world) {
-            return Err(missing());
-        }
-        // The row only: its counts are not needed.
-        return match state.store.get_world(world).await {
-            Ok(Some(world)) => Ok(world),
-            Ok(None) => Err(missing()),
-            Err(err) => Err(ApiError::from(crate::service::ServiceError::from(err)).into()),
-        };
-    }
-    // The rows only: no world's counts are needed to find one by name.
-    let worlds = state
-        .store
-        .list_worlds(crate::domain::Window::ALL)
+    match state
+        .worlds
+        .find_row(knowledge_id.trim(), |world| principal.sees(world))
         .await
-        .map_err(|err| ApiError::from(crate::service::ServiceError::from(err)))?;
-    worlds
-        .into_iter()
-        .find(|w| w.name.as_str() == knowledge_id.trim() && principal.sees(w.id))
-        .ok_or_else(missing)
+    {
+        Ok(Some(world)) => Ok(world),
+        Ok(None) => Err(missing()),
+        Err(err) => Err(ApiError::from(err).into()),
+    }
 }
 
 fn conditions(condition: MetadataCondition) -> Result<Conditions, DifyError> {

@@ -282,7 +282,7 @@ impl From<ServiceError> for ApiError {
                     None => err,
                 }
             }
-            ServiceError::Conflict { kind, message } => {
+            ServiceError::Conflict { kind, message, field } => {
                 let code = match kind {
                     Conflict::NoEligibleProviderKey => C::NoEligibleProviderKey,
                     Conflict::JobState => C::JobStateConflict,
@@ -294,7 +294,11 @@ impl From<ServiceError> for ApiError {
                     Conflict::NothingToRetry => C::NothingToRetry,
                     Conflict::WebhookLimit => C::WebhookLimitReached,
                 };
-                ApiError::new(code, message)
+                let err = ApiError::new(code, message);
+                match field {
+                    Some(field) => err.with_details(json!({ "field": field })),
+                    None => err,
+                }
             }
             ServiceError::Unprocessable { kind, message } => {
                 let code = match kind {

@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::ApiError;
+use crate::api::AppState;
 use crate::domain::Window;
 use crate::service::sources::Paging;
-use crate::state::AppState;
 
 /// `Json<T>` whose rejections are [`ApiError`]s: bad JSON, wrong types and unknown fields are
 /// `invalid_request` naming the field where serde knows it; an oversized body is

@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ErrorDetail;
-use crate::state::AppState;
+use crate::api::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiPath, ApiQuery};
+use crate::api::AppState;
 use crate::domain::{Job, JobId, JobKind, JobStatus, WaitReason, WorldId};
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -347,9 +347,6 @@ pub async fn retry_failed(
     }))
 }
 
-/// How often the event stream looks for new events.
-const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// The job event streams open now: in all, and per client address.
 #[derive(Debug)]
 pub struct EventStreams {
@@ -443,18 +440,6 @@ fn last_event_id(headers: &axum::http::HeaderMap) -> Result<i64, ApiError> {
         })
 }
 
-struct EventCursor {
-    _slot: StreamSlot,
-    state: AppState,
-    job: JobId,
-    last: i64,
-    pending: std::collections::VecDeque<crate::domain::JobEvent>,
-    /// The last status event sent was terminal (the stream ends unless more follows).
-    done: bool,
-    /// The job was seen finished; the next empty read ends the stream.
-    over: bool,
-}
-
 /// Server-sent events of a job: `progress`, `warning`, `error` and `status`, each with its id.
 /// Replays from `Last-Event-ID` (everything when absent) and ends after a terminal status that
 /// nothing follows (a retried job's stream goes on past its `failed`).
@@ -473,8 +458,10 @@ pub async fn job_events(
     extensions: axum::http::Extensions,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures_util::StreamExt as _;
     let last = last_event_id(&headers)?;
-    let job = state.jobs.get(id).await?;
+    // 404 before a slot is taken (nothing is read until the stream is polled).
+    let events = state.jobs.events(id, last, state.shutdown.clone()).await?;
     // Each open stream polls the store: their number is bounded, in all and per client.
     let client = crate::serve::peer(&extensions).map(|addr| crate::serve::client_key(addr.ip()));
     let slot = state.event_streams.take(client).map_err(|full| {
@@ -489,64 +476,15 @@ pub async fn job_events(
         };
         ApiError::new(ErrorCode::ServerBusy, message)
     })?;
-    let keep_alive = state.sse_keep_alive;
-    let cursor = EventCursor {
-        _slot: slot,
-        state,
-        job: job.id,
-        last,
-        pending: Default::default(),
-        done: false,
-        over: false,
-    };
-    let stream = futures_util::stream::unfold(cursor, |mut c| async move {
-        loop {
-            if let Some(event) = c.pending.pop_front() {
-                c.last = event.id;
-                // A terminal status ends the stream unless more follows it (a retried job runs
-                // again after `failed`).
-                if let Some(status) = event.status() {
-                    c.done = status.is_terminal();
-                }
-                let sse = Event::default()
-                    .id(event.id.to_string())
-                    .event(event.kind.as_str())
-                    .data(event.data);
-                return Some((Ok::<_, std::convert::Infallible>(sse), c));
-            }
-            if c.state.shutdown.is_cancelled() {
-                // Shutting down: the client reconnects with Last-Event-ID and misses nothing.
-                return None;
-            }
-            match c.state.store.job_events_after(c.job, c.last, 100).await {
-                Ok(events) if !events.is_empty() => c.pending.extend(events),
-                // The last event sent was a terminal status and nothing followed it.
-                Ok(_) if c.done => return None,
-                Ok(_) if c.over => {
-                    // Read after the job was seen finished: its final status event, written
-                    // with the status itself, predates Last-Event-ID.
-                    return None;
-                }
-                Ok(_) => {
-                    // Nothing new: if the job is over, read once more (its final status event
-                    // may have landed since the read above), else wait.
-                    match c.state.store.job_status(c.job).await {
-                        Ok(Some(status)) if status.is_terminal() => c.over = true,
-                        Ok(Some(_)) => {
-                            tokio::select! {
-                                () = tokio::time::sleep(EVENT_POLL) => {}
-                                () = c.state.shutdown.cancelled() => return None,
-                            }
-                        }
-                        Ok(None) | Err(_) => return None,
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, "reading job events failed; ending the stream");
-                    return None;
-                }
-            }
-        }
+    // The slot is held for as long as the stream is open.
+    let stream = events.map(move |event| {
+        let _held = &slot;
+        Ok::<_, std::convert::Infallible>(
+            Event::default()
+                .id(event.id.to_string())
+                .event(event.kind.as_str())
+                .data(event.data),
+        )
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(keep_alive)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
 }

@@ -13,11 +13,11 @@ use uuid::Uuid;
 use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::AppState;
 use crate::domain::{KeyId, ProviderKind, StoredKey};
 use crate::providers::breaker::BreakerState;
 use crate::providers::scheduler::KeyStatus;
 use crate::service::keys::CreateKey;
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -12,9 +12,9 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath};
 use super::jobs::JobDto;
 use super::worlds::{ChunkingRequest, EmbeddingRequest};
+use crate::api::AppState;
 use crate::domain::WorldId;
 use crate::service::worlds::Reingest;
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

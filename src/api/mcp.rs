@@ -22,9 +22,9 @@ use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
 use super::retrieve::RetrieveRequest;
+use crate::api::AppState;
 use crate::domain::{SourceId, SourceKey, WorldId};
 use crate::service::tokens::Principal;
-use crate::state::AppState;
 
 /// The most chars `get_source_text` returns at once.
 pub const MAX_SOURCE_TEXT_CHARS: u64 = 100_000;

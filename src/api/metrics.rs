@@ -9,9 +9,9 @@ use axum::routing::get;
 use chrono::Utc;
 
 use super::error::ErrorBody;
+use crate::api::AppState;
 use crate::providers::breaker::BreakerState;
 use crate::providers::scheduler::KeyStatus;
-use crate::state::AppState;
 
 /// The route, which the caller puts behind its own token check.
 pub fn router() -> Router<AppState> {
@@ -72,7 +72,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         .absolute(head_starts.used);
     m.counter("quarry_retrieval_head_starts_total", &[("outcome", "discarded")])
         .absolute(head_starts.discarded);
-    match state.store.job_counts().await {
+    match state.jobs.counts().await {
         Ok(counts) => m.snapshot(
             "quarry_jobs",
             (counts.into_iter())
@@ -81,7 +81,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ),
         Err(err) => tracing::warn!(error = %err, "/metrics: counting jobs failed"),
     }
-    match state.store.queue_depth().await {
+    match state.jobs.queue_depth().await {
         Ok(depths) => {
             let now = Utc::now();
             let labels =

@@ -23,6 +23,7 @@ pub mod openapi;
 pub mod retrieve;
 pub mod scopes;
 pub mod sources;
+mod state;
 pub mod tokens;
 pub mod webhooks;
 pub mod worlds;
@@ -44,8 +45,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use self::error::{ApiError, ErrorCode};
+pub use self::state::AppState;
 use crate::service::tokens::Principal;
-use crate::state::AppState;
 
 /// Who may call `/v1/*`: the bootstrap tokens of `auth.tokens` (kept as digests so comparison
 /// time does not depend on where a guess first differs; every scope, every world), and the

@@ -7,8 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
+use crate::api::AppState;
 use crate::providers::ModelSpec;
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/models", get(list_models))

@@ -18,13 +18,13 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::jobs::JobDto;
+use crate::api::AppState;
 use crate::domain::{
     ChunkPage, ChunkState, Metadata, SourceFormat, SourceId, SourceKey, SourceTitle, SourceUrl, WorldId,
 };
 use crate::service::sources::{
     AddSource, Document, Idempotent, Precondition, SourceService, SourceView, UploadSlot, Written as SourceWritten,
 };
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

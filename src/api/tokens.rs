@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::AppState;
 use crate::domain::{ApiToken, Scope, TokenId, WorldId};
 use crate::service::tokens::{NewToken, Principal};
 use crate::service::{Invalid, ServiceError};
-use crate::state::AppState;
 
 /// Longest grace a rotation keeps the old secret for (a week).
 pub const MAX_GRACE_S: u64 = 7 * 24 * 3600;

@@ -13,9 +13,9 @@ use uuid::Uuid;
 use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::AppState;
 use crate::domain::{Delivery, Webhook, WebhookId, WorldId};
 use crate::service::webhooks::CreateWebhook;
-use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

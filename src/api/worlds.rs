@@ -13,11 +13,10 @@ use uuid::Uuid;
 use super::audit::AuditTarget;
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::AppState;
 use crate::domain::{WorldId, WorldName};
 use crate::service::tokens::Principal;
-use crate::service::worlds::{CreateWorld, ProfileRequest, WorldView};
-use crate::service::{Conflict, ServiceError};
-use crate::state::AppState;
+use crate::service::worlds::{CreateWorld, ProfileRequest, WorldPatch, WorldUpdated, WorldView};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -118,8 +117,7 @@ pub struct UpdateWorldRequest {
     #[schema(value_type = Option<Object>)]
     pub chunking: Option<Value>,
     /// `true` alone turns a dense world hybrid.
-    #[schema(value_type = Option<bool>)]
-    pub hybrid: Option<Value>,
+    pub hybrid: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -334,40 +332,20 @@ pub async fn update_world(
     ApiPath(world_id): ApiPath<WorldId>,
     ApiJson(req): ApiJson<UpdateWorldRequest>,
 ) -> Result<(StatusCode, axum::Json<WorldUpdate>), ApiError> {
-    // `hybrid: true` alone on a dense world starts the backfill of its BM25 vectors (202, the job).
-    if req.hybrid == Some(Value::Bool(true)) && req.embedding.is_none() && req.chunking.is_none() && req.name.is_none()
-    {
-        return match state.worlds.enable_hybrid(world_id).await? {
-            Some(job) => Ok((StatusCode::ACCEPTED, axum::Json(WorldUpdate::Job(Box::new(job.into()))))),
-            None => Ok((
-                StatusCode::OK,
-                axum::Json(WorldUpdate::World(Box::new(state.worlds.get(world_id).await?.into()))),
-            )),
-        };
-    }
-    let locked = [
-        ("embedding", req.embedding.is_some()),
-        ("chunking", req.chunking.is_some()),
-        ("hybrid", req.hybrid.is_some()),
-    ];
-    if let Some((field, _)) = locked.iter().find(|(_, sent)| *sent) {
-        // A conflict with the world's state needs a world: a missing one is 404 first.
-        state.worlds.get(world_id).await?;
-        let err: ApiError = ServiceError::conflict(
-            Conflict::ProfileLocked,
-            "a world's embedding profile, chunking and hybrid flag are locked; \
-             use POST /v1/worlds/{world_id}/reingest to rebuild it with new ones",
-        )
-        .into();
-        return Err(err.with_details(serde_json::json!({ "field": field })));
-    }
-    let Some(name) = req.name else {
-        return Err(ApiError::invalid_request("nothing to update: send {\"name\": \"...\"}")
-            .with_details(serde_json::json!({ "field": "name" })));
+    let patch = WorldPatch {
+        name: req.name.as_deref().map(parse_name).transpose()?,
+        hybrid: req.hybrid,
+        locked: [
+            ("embedding", req.embedding.is_some()),
+            ("chunking", req.chunking.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(field, sent)| sent.then_some(field)),
     };
-    let name = parse_name(&name)?;
-    let world = state.worlds.rename(world_id, name).await?.into();
-    Ok((StatusCode::OK, axum::Json(WorldUpdate::World(Box::new(world)))))
+    Ok(match state.worlds.update(world_id, patch).await? {
+        WorldUpdated::World(world) => (StatusCode::OK, axum::Json(WorldUpdate::World(Box::new(world.into())))),
+        WorldUpdated::Backfill(job) => (StatusCode::ACCEPTED, axum::Json(WorldUpdate::Job(Box::new(job.into())))),
+    })
 }
 
 /// What a `PATCH` answers: the world (200), or the backfill job that turns it hybrid (202).

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use crate::config::BreakerSettings;
 use crate::domain::ProviderKind;
 
 /// When breakers open and how long they stay open.
@@ -39,11 +40,18 @@ pub struct BreakerConfig {
 
 impl Default for BreakerConfig {
     fn default() -> Self {
+        Self::from(&BreakerSettings::default())
+    }
+}
+
+impl From<&BreakerSettings> for BreakerConfig {
+    fn from(settings: &BreakerSettings) -> Self {
+        let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
         Self {
-            failures_to_open: 5,
-            open_for: Duration::from_secs(5),
-            max_open_for: Duration::from_secs(300),
-            failure_budget: Duration::from_secs(30 * 60),
+            failures_to_open: settings.failures_to_open,
+            open_for: secs(settings.open_s),
+            max_open_for: secs(settings.max_open_s),
+            failure_budget: secs(settings.failure_budget_s),
         }
     }
 }

@@ -79,19 +79,9 @@ pub enum BuildError {
     },
 }
 
-/// Installs rustls' `ring` backend as the process-wide default crypto provider. Idempotent:
-/// a provider installed earlier (by us or anyone else) is kept.
-///
-/// Every reqwest `Client` in the process needs this before it is built (reqwest is compiled
-/// with `rustls-no-provider`), including test clients.
-pub fn install_tls_provider() {
-    // `Err` only means a default is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// Builds the one client of a provider.
 pub(crate) fn build_client(provider: ProviderKind, options: HttpOptions) -> Result<reqwest::Client, BuildError> {
-    install_tls_provider();
+    crate::outbound::install_tls_provider();
     if options.connect_timeout.is_zero() {
         return Err(BuildError::Zero {
             provider,

@@ -30,12 +30,12 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    pub fn new(store: Arc<dyn Store>, keep_days: u64, meters: crate::meters::Metrics) -> Self {
+    pub fn new(deps: &crate::deps::Deps, keep_days: u64) -> Self {
         let keep_days = i64::try_from(keep_days).unwrap_or(i64::MAX).min(1_000_000);
         Self {
-            store,
+            store: deps.store.clone(),
             keep_for: chrono::Duration::days(keep_days),
-            meters,
+            meters: deps.meters.clone(),
         }
     }
 

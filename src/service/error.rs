@@ -76,7 +76,12 @@ pub enum ServiceError {
         field: Option<String>,
     },
     #[error("{message}")]
-    Conflict { kind: Conflict, message: String },
+    Conflict {
+        kind: Conflict,
+        message: String,
+        /// The request field that ran into the conflict, when one did.
+        field: Option<&'static str>,
+    },
     #[error("{message}")]
     Unprocessable { kind: Unprocessable, message: String },
     /// The input is larger than the server takes (`limit` bytes).
@@ -187,6 +192,16 @@ impl ServiceError {
         Self::Conflict {
             kind,
             message: message.into(),
+            field: None,
+        }
+    }
+
+    /// [`ServiceError::conflict`] caused by the request's `field`.
+    pub fn conflict_on(kind: Conflict, field: &'static str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            kind,
+            message: message.into(),
+            field: Some(field),
         }
     }
 }

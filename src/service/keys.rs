@@ -32,11 +32,11 @@ pub struct KeyService {
 }
 
 impl KeyService {
-    pub fn new(store: Arc<dyn Store>, scheduler: KeyScheduler, cipher: Option<SecretCipher>) -> Self {
+    pub fn new(deps: &crate::deps::Deps) -> Self {
         Self {
-            store,
-            scheduler,
-            cipher,
+            store: deps.store.clone(),
+            scheduler: deps.scheduler.clone(),
+            cipher: deps.cipher.clone(),
         }
     }
 

@@ -63,22 +63,15 @@ pub struct RepairService {
 }
 
 impl RepairService {
-    pub fn new(
-        store: Arc<dyn Store>,
-        vectors: Arc<dyn VectorRepo>,
-        engine: JobEngine,
-        tracker: TaskTracker,
-        cancel: CancellationToken,
-        meters: crate::meters::Metrics,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps) -> Self {
         Self {
             inner: Arc::new(Inner {
-                meters,
-                store,
-                vectors,
-                engine,
-                tracker,
-                cancel,
+                meters: deps.meters.clone(),
+                store: deps.store.clone(),
+                vectors: deps.vectors.clone(),
+                engine: deps.engine.clone(),
+                tracker: deps.tasks.clone(),
+                cancel: deps.cancel.clone(),
                 reconciling: std::sync::Mutex::new(HashMap::new()),
             }),
         }

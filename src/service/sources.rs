@@ -248,21 +248,13 @@ pub struct SourceService {
 }
 
 impl SourceService {
-    pub fn new(
-        store: Arc<dyn Store>,
-        vectors: Arc<dyn VectorRepo>,
-        engine: JobEngine,
-        scheduler: KeyScheduler,
-        providers: Providers,
-        max_text_bytes: usize,
-        html: chunking::HtmlContent,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps, max_text_bytes: usize, html: chunking::HtmlContent) -> Self {
         Self {
-            store,
-            vectors,
-            engine,
-            scheduler,
-            providers,
+            store: deps.store.clone(),
+            vectors: deps.vectors.clone(),
+            engine: deps.engine.clone(),
+            scheduler: deps.scheduler.clone(),
+            providers: deps.providers.clone(),
             max_text_bytes,
             html,
         }

@@ -130,9 +130,9 @@ pub struct TokenService {
 }
 
 impl TokenService {
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(deps: &crate::deps::Deps) -> Self {
         Self {
-            store,
+            store: deps.store.clone(),
             cache: Mutex::new(HashMap::new()),
             buckets: Mutex::new(HashMap::new()),
         }

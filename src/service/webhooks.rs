@@ -126,14 +126,10 @@ fn generated_secret() -> (SecretString, Vec<u8>) {
 }
 
 impl WebhookService {
-    pub fn new(
-        store: Arc<dyn Store>,
-        cipher: Option<SecretCipher>,
-        destinations: crate::outbound::Destinations,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps, destinations: crate::outbound::Destinations) -> Self {
         Self {
-            store,
-            cipher,
+            store: deps.store.clone(),
+            cipher: deps.cipher.clone(),
             destinations,
         }
     }

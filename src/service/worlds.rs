@@ -54,6 +54,22 @@ pub struct WorldView {
     pub stats: WorldStats,
 }
 
+/// A `PATCH` of a world, parsed.
+#[derive(Debug, Default)]
+pub struct WorldPatch {
+    pub name: Option<WorldName>,
+    pub hybrid: Option<bool>,
+    /// The first locked field the request sent (`embedding`, `chunking`), if any.
+    pub locked: Option<&'static str>,
+}
+
+/// What a `PATCH` did.
+pub enum WorldUpdated {
+    World(WorldView),
+    /// The re-ingest that adds BM25 vectors to a dense world's points.
+    Backfill(Job),
+}
+
 pub struct WorldService {
     store: Arc<dyn Store>,
     vectors: Arc<dyn VectorRepo>,
@@ -78,20 +94,13 @@ pub struct Reingest {
 }
 
 impl WorldService {
-    pub fn new(
-        store: Arc<dyn Store>,
-        vectors: Arc<dyn VectorRepo>,
-        registry: Arc<ModelRegistry>,
-        scheduler: KeyScheduler,
-        engine: JobEngine,
-        max_context_tokens: u32,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps, max_context_tokens: u32) -> Self {
         Self {
-            store,
-            vectors,
-            registry,
-            scheduler,
-            engine,
+            store: deps.store.clone(),
+            vectors: deps.vectors.clone(),
+            registry: deps.registry.clone(),
+            scheduler: deps.scheduler.clone(),
+            engine: deps.engine.clone(),
             max_context_tokens,
         }
     }
@@ -262,6 +271,48 @@ impl WorldService {
             .await?
             .ok_or(ServiceError::NotFound(Missing::World))?;
         Ok(Some(self.reingest(id, Reingest::default()).await?))
+    }
+
+    /// Applies a `PATCH`: `hybrid: true` alone on a dense world starts the backfill of its
+    /// BM25 vectors (the job); a name renames it. The embedding and chunking profiles and the
+    /// hybrid flag are otherwise locked (409 `profile_locked` naming the first field sent; a
+    /// missing world is 404 first).
+    pub async fn update(&self, id: WorldId, patch: WorldPatch) -> ServiceResult<WorldUpdated> {
+        let WorldPatch { name, hybrid, locked } = patch;
+        if hybrid == Some(true) && name.is_none() && locked.is_none() {
+            return Ok(match self.enable_hybrid(id).await? {
+                Some(job) => WorldUpdated::Backfill(job),
+                None => WorldUpdated::World(self.get(id).await?),
+            });
+        }
+        if let Some(field) = locked.or(hybrid.map(|_| "hybrid")) {
+            self.get(id).await?;
+            return Err(ServiceError::conflict_on(
+                Conflict::ProfileLocked,
+                field,
+                "a world's embedding profile, chunking and hybrid flag are locked; \
+                 use POST /v1/worlds/{world_id}/reingest to rebuild it with new ones",
+            ));
+        }
+        let Some(name) = name else {
+            return Err(ServiceError::invalid(
+                Invalid::Request,
+                "name",
+                "nothing to update: send {\"name\": \"...\"}",
+            ));
+        };
+        Ok(WorldUpdated::World(self.rename(id, name).await?))
+    }
+
+    /// The row of the world whose id (a UUID) or name is `key` and that `visible` lets the
+    /// caller see; its counts are not read.
+    pub async fn find_row(&self, key: &str, visible: impl Fn(WorldId) -> bool) -> ServiceResult<Option<World>> {
+        if let Ok(id) = uuid::Uuid::try_parse(key) {
+            let id = WorldId(id);
+            return Ok(self.store.get_world(id).await?.filter(|_| visible(id)));
+        }
+        let worlds = self.store.list_worlds(crate::domain::Window::ALL).await?;
+        Ok(worlds.into_iter().find(|w| w.name.as_str() == key && visible(w.id)))
     }
 
     pub async fn rename(&self, id: WorldId, name: WorldName) -> ServiceResult<WorldView> {

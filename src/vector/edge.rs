@@ -67,7 +67,7 @@ use crate::domain::{SourceId, WorldId};
 use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, Point, PointFilter, PointHome, PointPayload, PointRecord,
-    Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
+    Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo, rules,
 };
 
 /// Lock file inside the vector directory. The leading dot keeps it out of the collection
@@ -391,7 +391,7 @@ async fn ensure(inner: Arc<Inner>, spec: CollectionSpec) -> Result<()> {
     let _guard = inner.open_lock.lock().await;
     if let Some(shard) = inner.open_existing(&spec.name).await? {
         // Its indexes were ensured when it was created or loaded.
-        return match incompatibility(&shard.engine.config(), &spec) {
+        return match rules::incompatibility(&shape(&shard.engine.config()), &spec) {
             Some(reason) => Err(Error::Incompatible {
                 name: spec.name,
                 reason,
@@ -593,31 +593,14 @@ fn dense_params(layout: &Layout, hnsw_ef: Option<u32>) -> Option<SearchParams> {
     })
 }
 
-/// Why an existing shard does not match `spec`, if it does not.
-fn incompatibility(config: &EdgeConfig, spec: &CollectionSpec) -> Option<String> {
-    match config.vectors.get(DENSE) {
-        None => return Some(format!("it has no dense vector `{DENSE}`")),
-        Some(dense) if dense.size != spec.dimensions as usize => {
-            return Some(format!(
-                "dense vector `{DENSE}` has {} dimensions, wanted {}",
-                dense.size, spec.dimensions
-            ));
-        }
-        Some(dense) if dense.distance != Distance::Cosine => {
-            return Some(format!(
-                "dense vector `{DENSE}` uses {:?} distance, wanted Cosine",
-                dense.distance
-            ));
-        }
-        Some(_) => {}
-    }
-    match (config.sparse_vectors.get(SPARSE), spec.sparse) {
-        (None, true) => Some(format!("it has no sparse vector `{SPARSE}`")),
-        (Some(_), false) => Some(format!("it has a sparse vector `{SPARSE}`, wanted dense only")),
-        (Some(sparse), true) if sparse.modifier != Some(Modifier::Idf) => {
-            Some(format!("sparse vector `{SPARSE}` lacks the IDF modifier"))
-        }
-        (Some(_), true) | (None, false) => None,
+/// The vectors of an existing shard, for [`rules::incompatibility`].
+fn shape(config: &EdgeConfig) -> rules::Shape {
+    rules::Shape {
+        dense: (config.vectors.get(DENSE)).map(|dense| rules::DenseShape {
+            size: dense.size as u64,
+            distance: format!("{:?}", dense.distance),
+        }),
+        sparse_idf: (config.sparse_vectors.get(SPARSE)).map(|sparse| sparse.modifier == Some(Modifier::Idf)),
     }
 }
 
@@ -975,13 +958,7 @@ impl VectorRepo for EdgeRepo {
             .with_vector(WithVector::Bool(false))
             .build();
         let records = blocking(move || shard.engine.retrieve(request).map_err(engine_error)).await?;
-        // Follow the request's order (and list a repeated id once), as the server backend does.
-        let mut by_id: HashMap<Uuid, PointRecord> = records
-            .into_iter()
-            .filter_map(record)
-            .map(|record| (record.id, record))
-            .collect();
-        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+        Ok(rules::in_request_order(ids, records.into_iter().filter_map(record)))
     }
 
     async fn dense_vectors(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<f32>)>> {

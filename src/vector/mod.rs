@@ -10,6 +10,7 @@
 //! against it. Every query is filtered by world (a tenant-indexed UUID) and usually by run.
 
 pub mod edge;
+mod rules;
 pub mod server;
 pub mod settings;
 

@@ -37,7 +37,7 @@ use crate::domain::{SourceId, WorldId};
 use super::settings::{CollectionSettings, Layout, Observed, Quantization, SettingDrift, drift};
 use super::{
     CollectionSpec, DENSE, DenseSearch, Error, HybridSearch, NodeState, Point, PointFilter, PointHome, PointPayload,
-    PointRecord, Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo,
+    PointRecord, Result, SPARSE, ScoredPoint, ScrollPage, SparseSearch, SparseVector, VectorRepo, rules,
 };
 
 const WORLD_ID: &str = "world_id";
@@ -241,7 +241,7 @@ impl ServerRepo {
     async fn check_existing(&self, name: &str, spec: &CollectionSpec) -> Result<()> {
         let info = self.info(name).await?;
         let params = info.config.as_ref().and_then(|c| c.params.as_ref());
-        if let Some(reason) = incompatibility(params, spec) {
+        if let Some(reason) = rules::incompatibility(&shape(params), spec) {
             return Err(Error::Incompatible {
                 name: spec.name.clone(),
                 reason,
@@ -457,8 +457,8 @@ fn node_unreachable(e: &QdrantError) -> bool {
     }
 }
 
-/// Why a collection's parameters do not match `spec`, if they do not.
-fn incompatibility(params: Option<&pb::CollectionParams>, spec: &CollectionSpec) -> Option<String> {
+/// The vectors of an existing collection, for [`rules::incompatibility`].
+fn shape(params: Option<&pb::CollectionParams>) -> rules::Shape {
     let dense = params
         .and_then(|p| p.vectors_config.as_ref())
         .and_then(|v| v.config.as_ref())
@@ -466,29 +466,16 @@ fn incompatibility(params: Option<&pb::CollectionParams>, spec: &CollectionSpec)
             VectorsConfigKind::ParamsMap(map) => map.map.get(DENSE),
             VectorsConfigKind::Params(_) => None,
         });
-    match dense {
-        None => return Some(format!("it has no named dense vector `{DENSE}`")),
-        Some(dense) if dense.size != u64::from(spec.dimensions) => {
-            return Some(format!(
-                "dense vector `{DENSE}` has {} dimensions, wanted {}",
-                dense.size, spec.dimensions
-            ));
-        }
-        Some(dense) if dense.distance != pb::Distance::Cosine as i32 => {
-            return Some(format!("dense vector `{DENSE}` does not use cosine distance"));
-        }
-        Some(_) => {}
-    }
     let sparse = params
         .and_then(|p| p.sparse_vectors_config.as_ref())
         .and_then(|s| s.map.get(SPARSE));
-    match (sparse, spec.sparse) {
-        (None, true) => Some(format!("it has no sparse vector `{SPARSE}`")),
-        (Some(_), false) => Some(format!("it has a sparse vector `{SPARSE}`, wanted dense only")),
-        (Some(sparse), true) if sparse.modifier != Some(pb::Modifier::Idf as i32) => {
-            Some(format!("sparse vector `{SPARSE}` lacks the IDF modifier"))
-        }
-        (Some(_), true) | (None, false) => None,
+    rules::Shape {
+        dense: dense.map(|dense| rules::DenseShape {
+            size: dense.size,
+            distance: pb::Distance::try_from(dense.distance)
+                .map_or_else(|_| format!("unknown ({})", dense.distance), |d| format!("{d:?}")),
+        }),
+        sparse_idf: sparse.map(|sparse| sparse.modifier == Some(pb::Modifier::Idf as i32)),
     }
 }
 
@@ -814,13 +801,7 @@ impl VectorRepo for ServerRepo {
             .with_payload(true)
             .with_vectors(false);
         let points = self.points(request).await?;
-        // The server does not promise the request's order: restore it.
-        let mut by_id: HashMap<Uuid, PointRecord> = points
-            .into_iter()
-            .filter_map(record)
-            .map(|record| (record.id, record))
-            .collect();
-        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+        Ok(rules::in_request_order(ids, points.into_iter().filter_map(record)))
     }
 
     async fn dense_vectors(&self, collection: &str, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<f32>)>> {

@@ -136,27 +136,17 @@ struct Target {
 
 impl EmbeddingWorkers {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        store: Arc<dyn Store>,
-        vectors: Arc<dyn VectorRepo>,
-        providers: Providers,
-        registry: Arc<ModelRegistry>,
-        scheduler: KeyScheduler,
-        engine: JobEngine,
-        breakers: Arc<Breakers>,
-        config: WorkerConfig,
-        meters: crate::meters::Metrics,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps, config: WorkerConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
-                meters,
-                store,
-                vectors,
-                providers,
-                registry,
-                scheduler,
-                engine,
-                breakers,
+                meters: deps.meters.clone(),
+                store: deps.store.clone(),
+                vectors: deps.vectors.clone(),
+                providers: deps.providers.clone(),
+                registry: deps.registry.clone(),
+                scheduler: deps.scheduler.clone(),
+                engine: deps.engine.clone(),
+                breakers: deps.breakers.clone(),
                 config,
                 sizers: std::sync::Mutex::new(HashMap::new()),
                 outages: AtomicU32::new(0),

@@ -150,13 +150,11 @@ pub struct WebhookDispatcher {
 
 impl WebhookDispatcher {
     pub fn new(
-        store: Arc<dyn Store>,
-        cipher: Option<SecretCipher>,
+        deps: &crate::deps::Deps,
         config: DispatchConfig,
         destinations: crate::outbound::Destinations,
-        meters: crate::meters::Metrics,
     ) -> Result<Self, reqwest::Error> {
-        crate::providers::http::install_tls_provider();
+        crate::outbound::install_tls_provider();
         // Names are resolved by a resolver that drops internal addresses; no redirect is
         // followed and no proxy used, so the address checked is the one connected to.
         let client = reqwest::Client::builder()
@@ -168,12 +166,12 @@ impl WebhookDispatcher {
             .user_agent(concat!("quarry/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {
-            store,
-            cipher,
+            store: deps.store.clone(),
+            cipher: deps.cipher.clone(),
             client,
             config,
             destinations,
-            meters,
+            meters: deps.meters.clone(),
         })
     }
 

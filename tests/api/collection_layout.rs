@@ -98,7 +98,7 @@ async fn a_collection_made_under_other_settings_is_reported_and_changed_only_by_
     let app = spawn_app_in(dir, store_url, on_fake_google(dead, int8)).await;
     app.state
         .drift
-        .check(app.state.store.as_ref(), app.state.vectors.as_ref())
+        .check(app.deps.store.as_ref(), app.deps.vectors.as_ref())
         .await;
     let vectors = readyz_vectors(&app, false).await;
     assert!(vectors.get("drift").is_none(), "{vectors}");

@@ -5,10 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use quarry::api::AppState;
 use quarry::app::App;
 use quarry::config::Settings;
+use quarry::deps::Deps;
 use quarry::domain::WorldId;
-use quarry::state::AppState;
 use quarry::vector::PointFilter;
 use quarry::workers::embedding::{EmbeddingWorkers, Step};
 use reqwest::StatusCode;
@@ -22,7 +23,11 @@ pub const TOKEN: &str = "test-token";
 pub struct TestApp {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
+    /// The services the handlers call.
     pub state: AppState,
+    /// What they were built from: the real stores, the job engine, …
+    pub deps: Deps,
+    workers: EmbeddingWorkers,
     pub dir: Arc<tempfile::TempDir>,
     store_url: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -184,7 +189,7 @@ async fn start_on(
     }
     .expect("app builds");
     let addr = app.local_addr();
-    let state = app.state();
+    let (state, deps, workers) = (app.state(), app.deps(), app.workers());
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(app.run_until(async move {
         let _ = rx.await;
@@ -193,6 +198,8 @@ async fn start_on(
         addr,
         client: http_client(),
         state,
+        deps,
+        workers,
         dir,
         store_url,
         shutdown: Some(tx),
@@ -349,7 +356,7 @@ impl TestApp {
     /// read under the API.
     pub async fn world_points(&self, world: &Value) -> u64 {
         let wid = WorldId(uuid::Uuid::parse_str(world["id"].as_str().unwrap()).unwrap());
-        self.state
+        self.deps
             .vectors
             .count(world["collection"].as_str().unwrap(), PointFilter::world(wid))
             .await
@@ -362,29 +369,29 @@ impl TestApp {
 impl TestApp {
     /// Waits for the re-ingest preparations under way.
     pub async fn wait_prepared(&self) {
-        self.state.engine.prepared().await;
+        self.deps.engine.prepared().await;
     }
 
     /// Waits for re-ingest preparations, runs worker steps until nothing is left that can be
     /// done now and finishes stalled jobs; returns how many entries were embedded.
     pub async fn drain(&self) -> u64 {
-        drain(&self.state.workers).await
+        drain(&self.workers).await
     }
 
     /// [`TestApp::drain`] on a task of its own, for a test that acts while it runs.
     pub fn spawn_drain(&self) -> JoinHandle<u64> {
-        let workers = self.state.workers.clone();
+        let workers = self.workers.clone();
         tokio::spawn(async move { drain(&workers).await })
     }
 
     /// One worker step as `owner`: claims one set of entries and processes it.
     pub async fn work_step(&self, owner: &str) -> Step {
-        work_step(&self.state.workers, owner).await
+        work_step(&self.workers, owner).await
     }
 
     /// [`TestApp::work_step`] on a task of its own, for a test that acts while it runs.
     pub fn spawn_work_step(&self, owner: &str) -> JoinHandle<Step> {
-        let workers = self.state.workers.clone();
+        let workers = self.workers.clone();
         let owner = owner.to_owned();
         tokio::spawn(async move { work_step(&workers, &owner).await })
     }
@@ -469,7 +476,7 @@ impl TestApp {
     pub async fn job_events_now(&self, job_id: &str) -> Vec<(i64, String, Value)> {
         let job = quarry::domain::JobId(job_id.parse().expect("a job id"));
         let events = self
-            .state
+            .deps
             .store
             .job_events_after(job, 0, 10_000)
             .await
@@ -570,7 +577,7 @@ fn skip<T>(test: &str, why: &str) -> Option<T> {
 /// An HTTP client for talking to the app (quarry's TLS backend needs its crypto provider
 /// installed before any reqwest client is built).
 pub fn http_client() -> reqwest::Client {
-    quarry::providers::http::install_tls_provider();
+    quarry::outbound::install_tls_provider();
     reqwest::Client::new()
 }
 
@@ -602,7 +609,7 @@ pub async fn spawn_app_with_unreachable_vectors(
         s.vectors.url = Some(format!("http://127.0.0.1:{port}"));
     })
     .await;
-    let store = &app.state.store;
+    let store = &app.deps.store;
     let world = store
         .create_world(NewWorld {
             id: WorldId::new(),

@@ -360,7 +360,7 @@ async fn a_rotated_master_key_serves_every_secret_and_the_old_one_is_refused() {
     let listed = &list["keys"][0];
     assert_eq!((&listed["id"], &listed["usable"]), (&key["id"], &json!(true)), "{list}");
     assert!(listed["problem"].is_null(), "{list}");
-    let hooks = app.state.store.sealed_secrets().await.unwrap();
+    let hooks = app.deps.store.sealed_secrets().await.unwrap();
     let cipher = quarry::crypto::SecretCipher::new(
         <[u8; 32]>::try_from(
             base64::Engine::decode(&base64::engine::general_purpose::STANDARD, NEW_MASTER_KEY).unwrap(),
@@ -408,7 +408,7 @@ async fn a_store_without_a_check_value_takes_only_the_key_its_secrets_open() {
     let (_, list) = app.get("/v1/provider-keys").await;
     assert_eq!(list["keys"][0]["usable"], true, "{list}");
     assert!(
-        app.state.store.master_key_check().await.unwrap().is_some(),
+        app.deps.store.master_key_check().await.unwrap().is_some(),
         "the check is stored"
     );
 }

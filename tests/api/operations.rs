@@ -25,7 +25,7 @@ async fn probes_answer_without_a_token() {
 #[tokio::test]
 async fn readyz_reports_503_when_the_store_is_gone() {
     let app = spawn_app().await;
-    app.state.store.close().await;
+    app.deps.store.close().await;
     let (status, body) = read(app.client.get(app.url("/readyz")).send().await.unwrap()).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "store_unavailable");
     assert_eq!(body["status"], "unavailable");
@@ -359,7 +359,7 @@ async fn chunks_wait_without_spending_attempts_while_their_model_is_missing_from
         "{waiting}"
     );
     let job_id = quarry::domain::JobId(uuid::Uuid::parse_str(accepted["job"]["id"].as_str().unwrap()).unwrap());
-    let events = app.state.store.job_events_after(job_id, 0, 100).await.unwrap();
+    let events = app.deps.store.job_events_after(job_id, 0, 100).await.unwrap();
     let warnings: Vec<serde_json::Value> = events
         .iter()
         .filter(|e| e.kind == quarry::domain::JobEventKind::Warning)

@@ -96,7 +96,7 @@ async fn with_the_store_gone_every_route_that_needs_it_is_503_store_unavailable(
     let source = accepted["source"]["id"].as_str().unwrap().to_owned();
     let key = uuid::Uuid::new_v4();
 
-    app.state.store.close().await;
+    app.deps.store.close().await;
     let calls: Vec<(reqwest::Method, String, Option<Value>)> = vec![
         (reqwest::Method::POST, "/v1/worlds".into(), Some(google_world_body("B"))),
         (reqwest::Method::GET, format!("/v1/worlds/{w}"), None),

@@ -61,7 +61,7 @@ async fn the_world_switches_to_the_new_profile_only_when_the_new_run_is_complete
     let new_chunks = job["counts"]["total"].as_u64().unwrap();
     assert!((1..6).contains(&new_chunks), "bigger chunks, fewer of them: {job}");
     // Each source's parents went into the new run with its chunks.
-    let without = s.app.state.store.sources_without_parents().await.unwrap();
+    let without = s.app.deps.store.sources_without_parents().await.unwrap();
     assert!(without.is_empty(), "{without:?}");
 
     // Until the new run is embedded, nothing changes for readers.
@@ -327,7 +327,7 @@ async fn a_reingest_cancelled_before_its_sources_are_chunked_builds_nothing() {
     after["updated_at"] = before["updated_at"].clone();
     assert_eq!(after, before);
     let wid = wid(&s);
-    let runs = s.app.state.store.world_runs(wid).await.unwrap();
+    let runs = s.app.deps.store.world_runs(wid).await.unwrap();
     assert!(
         runs.iter().all(|r| r.status != quarry::domain::RunStatus::Building),
         "{runs:?}"
@@ -462,7 +462,7 @@ async fn deleting_sources_during_a_reingest_leaves_it_to_switch_and_never_stuck(
     let after = world(&s).await;
     assert_eq!(after["chunking"]["max_tokens"], 40, "{after}");
     assert_eq!(after["stats"]["sources"], 0);
-    let runs = s.app.state.store.world_runs(wid(&s)).await.unwrap();
+    let runs = s.app.deps.store.world_runs(wid(&s)).await.unwrap();
     assert!(
         runs.iter().all(|r| r.status != quarry::domain::RunStatus::Building),
         "no run is left half-built: {runs:?}"

@@ -52,7 +52,7 @@ async fn repair_reembeds_missing_points_and_deletes_stale_and_orphan_ones() {
     let s = setup().await;
     s.ingest(&[("isles.txt", ISLES)]).await;
     let collection = s.world["collection"].as_str().unwrap().to_owned();
-    let vectors = &s.app.state.vectors;
+    let vectors = &s.app.deps.vectors;
 
     // 1. A point lost from the vector store, of a chunk embedded before the store kept vectors
     //    (a point whose vector is kept is written again without the provider: kept_vectors.rs).
@@ -152,7 +152,7 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
     // Each adopted entry keeps its point's vector, so a later loss of the points is restored
     // without a provider call too.
     let world = world_id(&s);
-    let run = s.app.state.store.get_world(world).await.unwrap().unwrap().active_run;
+    let run = s.app.deps.store.get_world(world).await.unwrap().unwrap().active_run;
     let entries = s
         .app
         .state
@@ -161,11 +161,11 @@ async fn lost_manifest_state_is_rebuilt_from_the_points_without_provider_calls()
         .await
         .unwrap();
     let chunks: Vec<_> = entries.iter().map(|e| e.chunk_id).collect();
-    let kept = s.app.state.store.kept_points(world, run, &chunks).await.unwrap();
+    let kept = s.app.deps.store.kept_points(world, run, &chunks).await.unwrap();
     assert_eq!(kept.len(), 6, "a kept vector per adopted entry");
     let collection = s.world["collection"].as_str().unwrap().to_owned();
     let points: Vec<uuid::Uuid> = entries.iter().map(|e| e.point_id).collect();
-    s.app.state.vectors.delete_points(&collection, &points).await.unwrap();
+    s.app.deps.vectors.delete_points(&collection, &points).await.unwrap();
     let job = start_repair(&s).await;
     wait_for_job(&s, &id(&job), |j| j["status"] == "completed").await;
     assert_eq!(s.point_count().await, 6);
@@ -195,7 +195,7 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
     s.ingest(&[("isles.txt", ISLES)]).await;
     // What a crash right after the 202 leaves: the new run and its queued job, nothing chunked.
     let wid = WorldId(uuid::Uuid::parse_str(&s.world_id()).unwrap());
-    let world = s.app.state.store.get_world(wid).await.unwrap().unwrap();
+    let world = s.app.deps.store.get_world(wid).await.unwrap().unwrap();
     let run = quarry::store::NewRun {
         id: RunId::new(),
         world: wid,
@@ -331,7 +331,7 @@ async fn a_lost_collection_of_a_reingest_into_another_profile_is_made_again_at_s
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
     s.app.wait_prepared().await;
     let job = id(&job);
-    let runs = s.app.state.store.world_runs(world_id(&s)).await.unwrap();
+    let runs = s.app.deps.store.world_runs(world_id(&s)).await.unwrap();
     let building = runs
         .iter()
         .find(|r| r.status == quarry::domain::RunStatus::Building)

@@ -569,7 +569,7 @@ async fn audit_entries_older_than_keep_days_are_forgotten() {
             target: Some(target.clone()),
             address: Some("10.0.0.7".into()),
         };
-        app.state.store.record_audit(&event).await.unwrap();
+        app.deps.store.record_audit(&event).await.unwrap();
     }
     // Each replica also forgets at start (racing this test's writes): either pass removes the
     // entry four days old, never the one two days old.

@@ -301,7 +301,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
                 key: None,
                 id: source,
                 world_id: id,
-                run: app.state.store.get_world(id).await.unwrap().unwrap().active_run,
+                run: app.deps.store.get_world(id).await.unwrap().unwrap().active_run,
                 filename: "book.txt".into(),
                 content_type: "text/plain".into(),
                 text,
@@ -333,7 +333,7 @@ async fn seed(app: &TestApp, world: &Value, n: u32) -> (SourceId, JobId) {
             },
         })
         .collect();
-    app.state.vectors.upsert(&collection, points).await.unwrap();
+    app.deps.vectors.upsert(&collection, points).await.unwrap();
     (source, job)
 }
 
@@ -359,7 +359,7 @@ async fn delete_removes_everything_the_world_owns_and_nothing_else() {
 
     let (status, body) = app.get(&format!("/v1/worlds/{doomed_id}")).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "world_not_found");
-    let store = &app.state.store;
+    let store = &app.deps.store;
     assert!(store.get_source(doomed_id, doomed_source).await.unwrap().is_none());
     assert!(
         store
@@ -420,7 +420,7 @@ async fn worlds_and_vectors_survive_a_restart() {
             .unwrap(),
         4
     );
-    let run: RunId = app.state.store.get_world(id).await.unwrap().unwrap().active_run;
+    let run: RunId = app.deps.store.get_world(id).await.unwrap().unwrap().active_run;
     assert_eq!(
         app.state
             .vectors
@@ -452,8 +452,8 @@ async fn the_worlds_api_works_on_postgres() {
     assert_eq!(status, StatusCode::OK);
     let (status, _) = app.delete(&format!("/v1/worlds/{id}")).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert!(app.state.store.get_source(id, source).await.unwrap().is_none());
-    assert!(app.state.store.get_job(job).await.unwrap().is_none());
+    assert!(app.deps.store.get_source(id, source).await.unwrap().is_none());
+    assert!(app.deps.store.get_job(job).await.unwrap().is_none());
     app.stop().await;
     db.drop_db().await;
 }

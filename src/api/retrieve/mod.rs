@@ -11,9 +11,9 @@ use axum::routing::post;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath};
+use crate::api::AppState;
 use crate::domain::WorldId;
 use crate::service::retrieval::Settings;
-use crate::state::AppState;
 
 pub use request::{Entries, RetrieveRequest};
 pub use response::RetrieveResponse;

@@ -550,22 +550,14 @@ fn same_target(a: &World, b: &World) -> bool {
 }
 
 impl RetrievalService {
-    pub fn new(
-        store: Arc<dyn Store>,
-        vectors: Arc<dyn VectorRepo>,
-        registry: Arc<ModelRegistry>,
-        scheduler: KeyScheduler,
-        providers: Providers,
-        engine: JobEngine,
-        limits: RetrievalLimits,
-    ) -> Self {
+    pub fn new(deps: &crate::deps::Deps, limits: RetrievalLimits) -> Self {
         Self {
-            store,
-            vectors,
-            registry,
-            scheduler,
-            providers,
-            engine,
+            store: deps.store.clone(),
+            vectors: deps.vectors.clone(),
+            registry: deps.registry.clone(),
+            scheduler: deps.scheduler.clone(),
+            providers: deps.providers.clone(),
+            engine: deps.engine.clone(),
             hints: Mutex::new(HashMap::new()),
             head_starts: HeadStarts::default(),
             limits,

@@ -278,7 +278,7 @@ async fn a_429_storm_across_two_keys_fails_nothing_and_spends_no_attempt() {
 /// The job's events so far, read from the store (the stream only ends with the job).
 async fn events_so_far(app: &TestApp, job: &str) -> Vec<(String, Value)> {
     let job = quarry::domain::JobId(uuid::Uuid::parse_str(job).unwrap());
-    let events = app.state.store.job_events_after(job, 0, 1000).await.unwrap();
+    let events = app.deps.store.job_events_after(job, 0, 1000).await.unwrap();
     events
         .into_iter()
         .map(|e| (e.kind.as_str().to_owned(), serde_json::from_str(&e.data).unwrap()))

@@ -184,7 +184,7 @@ async fn a_job_left_running_with_nothing_to_claim_is_finished_by_the_workers() {
     let accepted = add(&app, &world, TEXT).await;
     // A worker marked the job's last entries and its process stopped before finishing the job
     // (the points would be written; they do not matter here).
-    let store = &app.state.store;
+    let store = &app.deps.store;
     let now = chrono::Utc::now();
     let items = store
         .claim_work("gone", 100, now + chrono::Duration::minutes(5), now)
