@@ -21,15 +21,8 @@ fn guide(install_heading: &str) -> String {
 }
 
 async fn world(app: &TestApp, prefix: bool) -> String {
-    let embedding: Value = serde_json::from_str(GOOGLE).unwrap();
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": "Harbour", "embedding": embedding,
-                   "chunking": {"max_tokens": 40, "overlap_tokens": 0, "context_prefix": prefix}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let chunking = json!({"max_tokens": 40, "overlap_tokens": 0, "context_prefix": prefix});
+    let world = app.create_google_world("Harbour", json!({"chunking": chunking})).await;
     assert_eq!(world["chunking"]["context_prefix"], prefix, "{world}");
     world["id"].as_str().unwrap().to_owned()
 }
@@ -48,15 +41,8 @@ async fn put_guide(app: &TestApp, world: &str, heading: &str) {
 /// The texts of the source's chunks, as stored.
 async fn chunk_texts(app: &TestApp, world: &str) -> Vec<String> {
     let (_, listed) = app.get(&format!("/v1/worlds/{world}/sources")).await;
-    let source = listed["sources"][0]["id"].as_str().unwrap().to_owned();
-    let (status, chunks) = app.get(&format!("/v1/worlds/{world}/sources/{source}/chunks")).await;
-    assert_eq!(status, StatusCode::OK, "{chunks}");
-    chunks["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["chunk_text"].as_str().unwrap().to_owned())
-        .collect()
+    app.chunk_texts(world, listed["sources"][0]["id"].as_str().unwrap())
+        .await
 }
 
 macro_rules! on_both_stores {

@@ -57,19 +57,6 @@ async fn upload(app: &TestApp, world: &str, page: &Path) -> Value {
     body
 }
 
-async fn chunk_texts(app: &TestApp, world: &str, source: &str) -> Vec<String> {
-    let (status, body) = app
-        .get(&format!("/v1/worlds/{world}/sources/{source}/chunks?limit=1000"))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["chunk_text"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// What the manual's theme puts around every page (Read the Docs' Sphinx theme).
 const NAVIGATION: [&str; 4] = ["Edit on GitHub", "Built with Sphinx", "© Copyright", "¶"];
 
@@ -94,7 +81,7 @@ async fn a_real_manual_keeps_its_main_content_and_no_navigation() {
         }
         let accepted = upload(&app, &world, page).await;
         let source = accepted["source"]["id"].as_str().unwrap();
-        for text in chunk_texts(&app, &world, source).await {
+        for text in app.chunk_texts(&world, source).await {
             for mark in NAVIGATION {
                 assert!(
                     !text.contains(mark),

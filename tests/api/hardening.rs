@@ -21,14 +21,7 @@ async fn keyed_app(tweak: impl FnOnce(&mut quarry::config::Settings)) -> (FakeGo
 
 /// A world on the fake Google provider, named `name`.
 async fn world(app: &TestApp, name: &str) -> Value {
-    let (status, body) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": name, "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body
+    app.create_google_world(name, json!({})).await
 }
 
 /// Waits up to `within` for the server to close `socket` (EOF or a reset); false if it did not.

@@ -58,15 +58,31 @@ pub fn on_fake_google(base: String, tweak: impl FnOnce(&mut Settings)) -> impl F
 
 /// A Google world whose chunks are one short sentence each.
 pub async fn google_world(app: &TestApp) -> String {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            serde_json::json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    world["id"].as_str().unwrap().to_owned()
+    id(&app
+        .create_google_world("Aerth", serde_json::json!({"chunking": sentence_chunks()}))
+        .await)
+}
+
+/// Chunking that makes every short sentence a chunk of its own.
+pub fn sentence_chunks() -> Value {
+    serde_json::json!({"max_tokens": 16, "overlap_tokens": 0})
+}
+
+/// The `id` of an object the API answered.
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_owned()
+}
+
+/// The id of a world the API answered, typed.
+pub fn world_id(world: &Value) -> WorldId {
+    WorldId(uuid::Uuid::parse_str(&id(world)).expect("a world id"))
+}
+
+/// How many `warning` events with `code` are among `events`.
+pub fn warning_count(events: &[(i64, String, Value)], code: &str) -> usize {
+    (events.iter())
+        .filter(|(_, kind, data)| kind == "warning" && data["code"] == code)
+        .count()
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -661,4 +677,38 @@ pub async fn spawn_app_with_unreachable_vectors(
         .await
         .expect("source stored");
     (app, world, source, job)
+}
+
+impl TestApp {
+    /// Creates a world on the fake Google provider (`gemini-embedding-001`, 768 dimensions)
+    /// named `name`, with `extra`'s fields (`chunking`, `hybrid`, …) added to the body; answers
+    /// its JSON.
+    pub async fn create_google_world(&self, name: &str, extra: Value) -> Value {
+        let mut body = serde_json::json!({"name": name,
+            "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768}});
+        if let Value::Object(fields) = extra {
+            body.as_object_mut().expect("an object").extend(fields);
+        }
+        let (status, world) = self.post("/v1/worlds", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{world}");
+        world
+    }
+
+    /// `GET /v1/jobs/{id}`, which must answer 200.
+    pub async fn job(&self, id: &str) -> Value {
+        let (status, job) = self.get(&format!("/v1/jobs/{id}")).await;
+        assert_eq!(status, StatusCode::OK, "{job}");
+        job
+    }
+
+    /// The stored texts of a source's chunks, in order.
+    pub async fn chunk_texts(&self, world: &str, source: &str) -> Vec<String> {
+        let (status, body) = self
+            .get(&format!("/v1/worlds/{world}/sources/{source}/chunks?limit=1000"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        (body["chunks"].as_array().expect("chunks").iter())
+            .map(|c| c["chunk_text"].as_str().expect("a chunk text").to_owned())
+            .collect()
+    }
 }

@@ -14,6 +14,7 @@ mod reuse;
 mod uploads;
 mod waiting;
 
+use crate::helpers::id;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -68,10 +69,6 @@ async fn add(app: &TestApp, world: &Value, text: &str) -> Value {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
     accepted
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_owned()
 }
 
 /// Twenty-four one-sentence chunks at `max_tokens: 16`.

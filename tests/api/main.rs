@@ -17,6 +17,7 @@ mod fake_providers;
 mod fake_rerank;
 mod hardening;
 mod ingestion;
+mod job_engine;
 mod kept_vectors;
 mod keys;
 mod living_sources;

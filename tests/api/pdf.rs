@@ -26,15 +26,8 @@ fn document(test: &str, path: &str, package: &str) -> Option<Vec<u8>> {
 
 /// A Google world (fake provider) with chunks of up to 256 tokens.
 async fn world(app: &TestApp) -> String {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": "Manuals", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 256, "overlap_tokens": 16}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    world["id"].as_str().unwrap().to_owned()
+    let chunking = json!({"chunking": {"max_tokens": 256, "overlap_tokens": 16}});
+    crate::helpers::id(&app.create_google_world("Manuals", chunking).await)
 }
 
 async fn chunks(app: &TestApp, world: &str, source: &str) -> Vec<Value> {

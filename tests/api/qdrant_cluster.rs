@@ -231,14 +231,7 @@ async fn app_on(cluster: &Cluster, fake: &FakeGoogle, replication: u32) -> TestA
 }
 
 async fn create_world(app: &TestApp) -> (String, String) {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": "Aerth", "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
+    let world = (app.create_google_world("Aerth", json!({"chunking": crate::helpers::sentence_chunks()}))).await;
     (
         world["id"].as_str().unwrap().to_owned(),
         world["collection"].as_str().unwrap().to_owned(),

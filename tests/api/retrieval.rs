@@ -124,15 +124,8 @@ async fn add_to(app: &TestApp, world: &Value, filename: &str, text: &str) -> Val
 }
 
 async fn create_world(app: &TestApp, name: &str, hybrid: bool) -> Value {
-    let (status, world) = app
-        .post(
-            "/v1/worlds",
-            json!({"name": name, "embedding": {"provider": "google", "model": "gemini-embedding-001", "dimensions": 768},
-                   "chunking": {"max_tokens": 16, "overlap_tokens": 0}, "hybrid": hybrid}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{world}");
-    world
+    let extra = json!({"chunking": crate::helpers::sentence_chunks(), "hybrid": hybrid});
+    app.create_google_world(name, extra).await
 }
 
 /// A fake Google server with one key, an app on it without background workers (tests drain

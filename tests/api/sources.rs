@@ -3,6 +3,7 @@
 //! real app runs against a fake Google server and the embedded vector store; tests drain the
 //! embedding queue themselves.
 
+use crate::helpers::id;
 use std::time::Duration;
 
 use quarry::domain::{SourceId, WorldId};
@@ -108,10 +109,6 @@ impl Setup {
         assert_eq!(status, StatusCode::OK, "{answer}");
         answer
     }
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_owned()
 }
 
 fn google(base: String) -> impl FnOnce(&mut quarry::config::Settings) {

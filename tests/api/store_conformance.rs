@@ -43,7 +43,7 @@ macro_rules! conformance {
     };
 }
 
-fn new_world(name: &str) -> NewWorld {
+pub(crate) fn new_world(name: &str) -> NewWorld {
     NewWorld {
         id: WorldId::new(),
         name: name.into(),
@@ -64,7 +64,7 @@ fn new_world(name: &str) -> NewWorld {
     }
 }
 
-fn chunks(n: u32) -> Vec<NewChunk> {
+pub(crate) fn chunks(n: u32) -> Vec<NewChunk> {
     (0..n)
         .map(|i| NewChunk {
             chunk_number: i,
@@ -80,7 +80,11 @@ fn chunks(n: u32) -> Vec<NewChunk> {
         .collect()
 }
 
-async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::domain::Source, quarry::domain::Job) {
+pub(crate) async fn add_source(
+    store: &Arc<dyn Store>,
+    world: WorldId,
+    n: u32,
+) -> (quarry::domain::Source, quarry::domain::Job) {
     let run = store.get_world(world).await.unwrap().expect("the world").active_run;
     store
         .add_source(
@@ -103,7 +107,7 @@ async fn add_source(store: &Arc<dyn Store>, world: WorldId, n: u32) -> (quarry::
 }
 
 /// Claims everything claimable for `owner` now, with a five-minute lease.
-async fn claim(store: &Arc<dyn Store>, owner: &str, limit: u32) -> Vec<quarry::domain::WorkItem> {
+pub(crate) async fn claim(store: &Arc<dyn Store>, owner: &str, limit: u32) -> Vec<quarry::domain::WorkItem> {
     let now = Utc::now().trunc_subsecs(6);
     store
         .claim_work(owner, limit, now + chrono::Duration::minutes(5), now)
@@ -113,7 +117,7 @@ async fn claim(store: &Arc<dyn Store>, owner: &str, limit: u32) -> Vec<quarry::d
 
 /// What a worker reports for `items`: each with a vector of its profile's length, whose values
 /// tell the chunks apart.
-fn vectors_of(items: &[quarry::domain::WorkItem]) -> Vec<quarry::domain::EmbeddedVector> {
+pub(crate) fn vectors_of(items: &[quarry::domain::WorkItem]) -> Vec<quarry::domain::EmbeddedVector> {
     items
         .iter()
         .map(|i| quarry::domain::EmbeddedVector {

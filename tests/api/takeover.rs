@@ -21,12 +21,6 @@ async fn add(app: &TestApp, world: &str) -> (String, u64) {
     (accepted["job"]["id"].as_str().unwrap().to_owned(), chunks)
 }
 
-async fn job(app: &TestApp, id: &str) -> Value {
-    let (status, job) = app.get(&format!("/v1/jobs/{id}")).await;
-    assert_eq!(status, StatusCode::OK, "{job}");
-    job
-}
-
 #[tokio::test]
 async fn a_restarted_embedded_quarry_takes_its_old_claims_back_at_once() {
     let fake = FakeGoogle::start(&["key-a"]).await;
@@ -52,7 +46,7 @@ async fn a_restarted_embedded_quarry_takes_its_old_claims_back_at_once() {
 
     let app = app.restart_with(settings(&fake)).await;
     assert_eq!(app.drain().await, chunks, "the restarted process embeds at once");
-    assert_eq!(job(&app, &job_id).await["status"], "completed");
+    assert_eq!(app.job(&job_id).await["status"], "completed");
 }
 
 #[tokio::test]
@@ -88,7 +82,7 @@ async fn a_dead_replicas_claims_are_taken_over_within_one_lease() {
     let step = b.work_step("replica-b").await;
     assert_eq!(step.claimed as u64, chunks, "B took A's claims over");
     assert_eq!(step.embedded, chunks);
-    assert_eq!(job(&b, &job_id).await["status"], "completed");
+    assert_eq!(b.job(&job_id).await["status"], "completed");
     drop((a, b));
     db.drop_db().await;
 }

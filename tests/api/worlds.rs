@@ -1,6 +1,7 @@
 //! The worlds API: create (validated, preflighted), list, get with stats, rename, delete with
 //! everything the world owns, and data surviving a restart.
 
+use crate::helpers::world_id;
 use chrono::Utc;
 use quarry::domain::{JobId, NewChunk, NewSource, RunId, SourceId, WorldId, point_id};
 use quarry::vector::{Point, PointFilter, PointPayload};
@@ -9,15 +10,6 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::helpers::{PgDatabase, TestApp, assert_error, spawn_app, spawn_app_on, spawn_app_with};
-
-fn world_id(world: &Value) -> WorldId {
-    WorldId(
-        world["id"]
-            .as_str()
-            .and_then(|s| uuid::Uuid::parse_str(s).ok())
-            .expect("world id"),
-    )
-}
 
 #[tokio::test]
 async fn create_returns_the_world_with_its_locked_profile() {

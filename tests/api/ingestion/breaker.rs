@@ -2,11 +2,12 @@
 //! circuit breaker (visible in `/v1/providers`, said once per job), and the work is done when
 //! the provider recovers.
 
+use crate::helpers::warning_count;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use secrecy::SecretString;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::fake_providers::{Failure, FakeGoogle};
 use crate::helpers::{TestApp, spawn_app_with};
@@ -158,9 +159,9 @@ async fn an_open_breaker_shows_in_providers_and_on_the_job_and_is_said_once() {
     app.drain().await;
     assert_eq!(fake.stats().embed_requests(), calls, "an open breaker sends nothing");
     let second = job_events(&app, &id(&accepted["job"])).await;
-    assert_eq!(warnings(&second, "provider_unavailable"), 1, "{second:?}");
+    assert_eq!(warning_count(&second, "provider_unavailable"), 1, "{second:?}");
     let events = job_events(&app, &job_id).await;
-    assert_eq!(warnings(&events, "provider_unavailable"), 1, "{events:?}");
+    assert_eq!(warning_count(&events, "provider_unavailable"), 1, "{events:?}");
 }
 
 #[tokio::test]
@@ -177,11 +178,4 @@ async fn past_the_failure_budget_transient_failures_spend_attempts() {
 
 async fn job_events(app: &TestApp, job: &str) -> Vec<(i64, String, Value)> {
     app.job_events_now(job).await
-}
-
-fn warnings(events: &[(i64, String, Value)], code: &str) -> usize {
-    events
-        .iter()
-        .filter(|(_, kind, data)| kind == "warning" && data["code"] == json!(code))
-        .count()
 }

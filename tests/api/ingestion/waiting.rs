@@ -1,5 +1,6 @@
 //! A job that cannot move says why on the job object (`waiting`) and once in its event stream.
 
+use crate::helpers::warning_count;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -15,13 +16,6 @@ async fn waiting(app: &crate::helpers::TestApp, job: &str) -> (Value, Option<Dat
     let waiting = job["waiting"].clone();
     let until = waiting["until"].as_str().map(|u| u.parse().unwrap());
     (waiting, until)
-}
-
-fn warnings(events: &[(i64, String, Value)], code: &str) -> usize {
-    events
-        .iter()
-        .filter(|(_, kind, data)| kind == "warning" && data["code"] == code)
-        .count()
 }
 
 #[tokio::test]
@@ -44,7 +38,7 @@ async fn a_job_whose_keys_are_rate_limited_says_until_when_it_waits() {
         "until {until} is about a minute ahead of {before}"
     );
     let events = app.job_events_now(&job).await;
-    assert_eq!(warnings(&events, "rate_limited"), 1, "{events:?}");
+    assert_eq!(warning_count(&events, "rate_limited"), 1, "{events:?}");
     let warning = events.iter().find(|(_, kind, _)| kind == "warning").unwrap();
     assert!(warning.2["message"].as_str().unwrap().contains("until"), "{warning:?}");
 }
@@ -67,13 +61,13 @@ async fn a_spent_daily_quota_shows_the_reset_as_the_eta() {
         "until {until}, reset {reset}"
     );
     let events = app.job_events_now(&job).await;
-    assert_eq!(warnings(&events, "daily_quota"), 1, "{events:?}");
+    assert_eq!(warning_count(&events, "daily_quota"), 1, "{events:?}");
 
     // Another pass waits again without telling twice.
     tokio::time::sleep(Duration::from_millis(50)).await;
     app.drain().await;
     let events = app.job_events_now(&job).await;
-    assert_eq!(warnings(&events, "daily_quota"), 1, "{events:?}");
+    assert_eq!(warning_count(&events, "daily_quota"), 1, "{events:?}");
 
     // Paused, the job is not waiting for a key any more.
     let (_, paused) = app.post(&format!("/v1/jobs/{job}/pause"), Value::Null).await;
