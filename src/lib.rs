@@ -7,11 +7,12 @@
 //!
 //! ## Layout
 //! ```text
-//!   api ──► service ──► jobs ◄── workers        (and app.rs, which wires them)
-//!              │          │         │
-//!              ▼          ▼         ▼
-//!        store · vector · providers · chunking · domain
+//!   app ──► api ──► service ──► jobs ◄── workers
+//!                          │          │         │
+//!                          ▼          ▼         ▼
+//!      deps · store · vector · providers · config · chunking · domain
 //! ```
+//! No two modules import each other (the unit test in `import_graph.rs` walks every path).
 //! - [`api`]: axum routers per resource, the middleware stack, the table of error codes,
 //!   OpenAPI. Handlers parse their input into typed values (ids, settings, paging, profiles),
 //!   call one service method and convert the answer to DTOs.
@@ -30,11 +31,15 @@
 //!   OpenAI-compatible, the local model), failure classification and the key scheduler.
 //! - [`chunking`]: upload text preparation and the sentence-aware token splitter.
 //! - [`domain`]: ids and domain types shared by every layer.
-//! - [`config`], [`telemetry`], [`meters`], [`app`]: configuration, logging, Prometheus metrics,
-//!   assembly and lifecycle; [`cluster`]: the registry of replicas sharing a store.
+//! - [`app`]: the composition root: builds the dependency bundle ([`deps::Deps`]) once, the
+//!   services from it, the handlers' [`api::AppState`], then starts background work.
+//! - [`config`], [`telemetry`], [`meters`]: configuration by section, logging and traces,
+//!   Prometheus metrics; [`cluster`]: the registry of replicas sharing a store.
 //!
-//! `docs/DESIGN.md` walks an upload and a retrieval through these, draws the job, run and
-//! manifest-entry state machines and gives the reasons behind the less obvious choices.
+//! `docs/DESIGN.md`, section "How a request flows", follows one upload, one retrieval (plain
+//! and through MCP) and one webhook delivery through these modules hop by hop; the rest of it
+//! draws the job, run and manifest-entry state machines and gives the reasons behind the less
+//! obvious choices.
 //!
 //! ## Data flow
 //! HTTP request → `api` handler → `service` → `store` (rows, in transactions) and `vector`
@@ -44,10 +49,11 @@
 //!
 //! ## Who owns what
 //! - The tokio runtime's request tasks run handlers; they own nothing long-lived.
-//! - [`app::App`] owns the listener, the cancellation token and the task tracker that
-//!   background work runs on (embedding workers, the key refresh, repair passes, re-ingest
-//!   preparations), all started once the port is bound; shutdown cancels the token and waits
-//!   for the tracker, bounded by `server.shutdown_timeout_s`.
+//! - [`app::App`] owns the listener and the dependency bundle, whose cancellation token and
+//!   task tracker background work runs on (embedding workers, the key refresh, heartbeats,
+//!   webhook deliveries, repair passes, re-ingest preparations), all started after the last
+//!   step of startup that can fail; shutdown cancels the token and waits for the tracker,
+//!   bounded by `server.shutdown_timeout_s`.
 //! - The embedded vector store owns its folder (an exclusive lock file) and one maintenance
 //!   task that flushes and optimizes after writes; `VectorRepo::close` stops it and flushes.
 

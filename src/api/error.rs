@@ -357,6 +357,29 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The error as the body a client reads, for answers that are not HTTP responses (an MCP
+    /// tool's error): its cause, which no response carries to [`log_errors`] then, is logged
+    /// here, once.
+    pub fn into_body(self, surface: &'static str) -> ErrorBody {
+        if let Some(cause) = &self.cause {
+            tracing::error!(
+                surface,
+                code = self.code.as_str(),
+                error = %crate::telemetry::error_chain(cause.as_ref()),
+                "request failed"
+            );
+        }
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code.as_str().to_owned(),
+                message: self.message,
+                details: self.details.map(|d| *d),
+            },
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {

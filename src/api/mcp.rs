@@ -8,6 +8,7 @@
 //! with the API's error code and message), never a transport failure.
 
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use axum::http::request::Parts;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -99,8 +100,13 @@ fn tool_error(code: &str, message: impl std::fmt::Display) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))])
 }
 
+/// A tool error from the API's error: the text as [`tool_error`] writes it, and the API's whole
+/// error body (`details` included) as the structured content.
 fn api_error(err: ApiError) -> CallToolResult {
-    tool_error(err.code.as_str(), err.message)
+    let body = err.into_body("mcp");
+    let mut result = tool_error(&body.error.code, &body.error.message);
+    result.structured_content = serde_json::to_value(&body).ok();
+    result
 }
 
 /// Whether the request's token reaches `world` (the auth layer put its [`Principal`] on the
@@ -165,6 +171,7 @@ impl QuarryMcp {
     async fn retrieve(
         &self,
         Extension(parts): Extension<Parts>,
+        cancelled: CancellationToken,
         Parameters(args): Parameters<RetrieveArgs>,
     ) -> CallToolResult {
         let RetrieveArgs(mut args) = args;
@@ -180,7 +187,14 @@ impl QuarryMcp {
             Ok(request) => request,
             Err(err) => return api_error(err),
         };
-        match super::retrieve::answer(&self.state, world, &request).await {
+        // rmcp runs the tool on a task of its own: the retrieval is dropped when the request's
+        // token fires (the client went away, the request timed out, the server stops), as a
+        // `/retrieve` is dropped with its connection.
+        let answered = tokio::select! {
+            () = cancelled.cancelled() => return tool_error("request_cancelled", "the request was given up"),
+            answered = super::retrieve::answer(&self.state, world, &request) => answered,
+        };
+        match answered {
             Ok(answer) => {
                 let text = answer.context.text.clone();
                 let mut result = CallToolResult::structured(serde_json::to_value(&answer).unwrap_or(Value::Null));

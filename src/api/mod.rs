@@ -2,9 +2,11 @@
 //!
 //! Handlers extract input with the wrappers of [`extract`] (so every rejection is the
 //! contract's JSON error), call one service method and convert the result into a DTO. The
-//! middleware stack, outermost first: request id → tracing span → JSON errors for anything
-//! the router itself answers (unknown route, wrong method, timeout, body limit) → request
-//! timeout → body limit; `/v1/*` additionally requires a bearer token.
+//! middleware stack, outermost first: request id → tracing span → error logging → HTTP metrics
+//! → JSON errors for anything the router itself answers (unknown route, wrong method, timeout,
+//! body limit) → request timeout → body limit; `/v1/*` and `/mcp` additionally require a
+//! bearer token. `docs/DESIGN.md`, "How a request flows", follows an upload, a retrieval and an
+//! MCP call through these layers.
 
 pub mod audit;
 pub mod cluster;

@@ -1,5 +1,7 @@
 //! The service layer: the operations the API exposes, written against the store and vector
-//! traits. Handlers call exactly one service method; services never see HTTP types.
+//! traits. Handlers call exactly one service method; services never see HTTP types. Each
+//! service is built from the dependency bundle ([`crate::deps::Deps`]); `docs/DESIGN.md`, "How a
+//! request flows", shows where each is called.
 
 pub mod audit;
 pub mod error;

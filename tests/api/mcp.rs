@@ -202,7 +202,19 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
         let result = call(name, arguments.clone()).await;
         assert_eq!(result.is_error, Some(true), "{name} {arguments}: {result:?}");
         assert!(text(&result).starts_with(code), "{name} {arguments}: {}", text(&result));
+        // The API's whole error body, structured, where a parsed argument failed.
+        let body = result.structured_content.clone();
+        if code == "invalid_retrieval_settings" {
+            assert_eq!(
+                body.as_ref().map(|b| &b["error"]["code"]),
+                Some(&json!(code)),
+                "{body:?}"
+            );
+        }
     }
+    let result = call("retrieve", json!({"world_id": world, "query": "x", "top_k": 5000})).await;
+    let body = result.structured_content.expect("the error body");
+    assert_eq!(body["error"]["details"]["field"], "top_k", "{body}");
     client.cancel().await.unwrap();
 }
 
@@ -321,4 +333,48 @@ async fn a_token_limited_to_one_world_reaches_that_world_only_through_mcp() {
         assert!(text(&refused).starts_with("world_not_found"), "{}", text(&refused));
     }
     client.cancel().await.unwrap();
+}
+
+/// A `tools/call` of `retrieve` as one JSON-RPC POST (MCP's stateless HTTP), given up by the
+/// client after `wait`: answers whether an answer came.
+async fn abandoned_retrieve(app: &crate::helpers::TestApp, world: &str, wait: std::time::Duration) -> bool {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "retrieve", "arguments": {"world_id": world, "query": "who keeps the tower"}}});
+    let sent = (app.client.post(app.url("/mcp")))
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .json(&call)
+        .timeout(wait)
+        .send()
+        .await;
+    sent.is_ok()
+}
+
+#[tokio::test]
+async fn a_retrieval_its_mcp_client_gave_up_stops_and_frees_its_key() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 0)).await;
+    let world = google_world(&app).await;
+    app.add_text(&world, "isles.txt", "The keeper climbs the tower every evening.")
+        .await;
+    app.drain().await;
+    // The provider now takes far longer than the client waits.
+    fake.set_latency(std::time::Duration::from_secs(40));
+    let before = fake.stats().requests;
+    assert!(!abandoned_retrieve(&app, &world, std::time::Duration::from_millis(800)).await);
+    assert_eq!(fake.stats().requests, before + 1, "the query reached the provider");
+    // The retrieval is dropped with its request: its key leaves the provider call at once
+    // instead of waiting the provider out. Checked step by step, for at most 100 steps of 50 ms
+    // (the provider answers after 40 s).
+    let scheduler = app.deps.scheduler.clone();
+    let mut steps = 0;
+    while scheduler.in_flight() > 0 && steps < 100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        steps += 1;
+    }
+    assert_eq!(
+        scheduler.in_flight(),
+        0,
+        "the abandoned retrieval still holds its key after {steps} steps"
+    );
 }
