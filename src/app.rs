@@ -305,6 +305,7 @@ fn handler_state(settings: &Settings, deps: &Deps, cluster: Arc<Cluster>) -> App
         sources: Arc::new(SourceService::new(deps, server.max_body_bytes, settings.sources.html)),
         jobs: Arc::new(JobService::new(deps)),
         retrieval: Arc::new(RetrievalService::new(deps, retrieval)),
+        evals: Arc::new(crate::service::evals::EvalService::new(deps)),
         repair: RepairService::new(deps),
         keys: Arc::new(KeyService::new(deps)),
         webhooks: Arc::new(WebhookService::new(deps, destinations(settings))),

@@ -87,6 +87,7 @@ error_codes! {
     JobNotFound => "job_not_found", NOT_FOUND, No, "no job has this id";
     KeyNotFound => "key_not_found", NOT_FOUND, No, "no provider key has this id";
     WebhookNotFound => "webhook_not_found", NOT_FOUND, No, "no webhook subscription has this id";
+    EvalNotFound => "eval_not_found", NOT_FOUND, No, "the world has no evaluation test set with this id";
     TokenNotFound => "token_not_found", NOT_FOUND, No, "no API token has this id";
     NotFound => "not_found", NOT_FOUND, No, "no route has this path";
     MethodNotAllowed => "method_not_allowed", METHOD_NOT_ALLOWED, No, "the route does not take this method";
@@ -107,6 +108,8 @@ error_codes! {
         "the job (or world) has no failed chunk in a run its world serves or is building";
     WebhookLimitReached => "webhook_limit_reached", CONFLICT, No,
         "as many webhook subscriptions as quarry keeps (100) exist already; delete one first";
+    EvalLimitReached => "eval_limit_reached", CONFLICT, No,
+        "the world has as many evaluation test sets as quarry keeps per world (100); delete one first";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
     IdempotencyKeyInUse => "idempotency_key_in_use", CONFLICT, No,
         "a request with this `Idempotency-Key` is still being processed; retry once it has answered";
@@ -264,6 +267,7 @@ impl From<ServiceError> for ApiError {
                     Missing::Job => (C::JobNotFound, "job not found"),
                     Missing::Key => (C::KeyNotFound, "provider key not found"),
                     Missing::Webhook => (C::WebhookNotFound, "webhook subscription not found"),
+                    Missing::EvalSet => (C::EvalNotFound, "evaluation test set not found"),
                     Missing::Token => (C::TokenNotFound, "API token not found"),
                 };
                 ApiError::new(code, message)
@@ -293,6 +297,7 @@ impl From<ServiceError> for ApiError {
                     Conflict::Duplicate => C::Conflict,
                     Conflict::NothingToRetry => C::NothingToRetry,
                     Conflict::WebhookLimit => C::WebhookLimitReached,
+                    Conflict::EvalLimit => C::EvalLimitReached,
                 };
                 let err = ApiError::new(code, message);
                 match field {

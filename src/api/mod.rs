@@ -13,6 +13,7 @@ pub mod cluster;
 mod de;
 pub mod dify;
 pub mod error;
+pub mod evals;
 pub mod extract;
 pub mod health;
 pub mod jobs;
@@ -167,6 +168,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(maintenance::router())
         .merge(cluster::router())
         .merge(webhooks::router())
+        .merge(evals::router())
         .merge(tokens::router())
         .merge(audit::router())
         .nest_service("/mcp", mcp::service(state.clone()))

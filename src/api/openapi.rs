@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    audit, cluster, error, health, jobs, keys, maintenance, metrics, models, retrieve, sources, tokens, webhooks,
-    worlds,
+    audit, cluster, error, evals, health, jobs, keys, maintenance, metrics, models, retrieve, sources, tokens,
+    webhooks, worlds,
 };
 
 #[derive(OpenApi)]
@@ -51,6 +51,11 @@ use super::{
         maintenance::repair_world,
         maintenance::reingest_world,
         retrieve::retrieve,
+        evals::create_eval,
+        evals::list_evals,
+        evals::get_eval,
+        evals::replace_eval,
+        evals::delete_eval,
         keys::create_key,
         keys::list_keys,
         keys::update_key,
@@ -78,6 +83,7 @@ use super::{
         (name = "worlds", description = "Isolated corpora with a locked embedding profile"),
         (name = "models", description = "Embedding models a world can use"),
         (name = "sources", description = "Source documents and their chunks"),
+        (name = "evaluation", description = "Test sets of questions to measure retrieval on a world's own documents"),
         (name = "jobs", description = "Background ingestion jobs"),
         (name = "retrieval", description = "Search a world and get verified chunk text"),
         (name = "providers", description = "Provider API keys and the key scheduler's live view"),
@@ -435,8 +441,9 @@ impl Modify for Links {
 }
 
 /// Rules the derived schemas cannot state: a source's and a webhook's `url` pattern and a
-/// webhook's `secret` pattern (constants the server matches too), and that a world update sets at least one field (`{}`, or only
-/// `null`s, is `invalid_request`: there is nothing to update).
+/// webhook's `secret` pattern (constants the server matches too), that a world update sets at
+/// least one field (`{}`, or only `null`s, is `invalid_request`: there is nothing to update),
+/// and that an evaluation item's `expected` names at least one thing.
 struct Rules;
 
 impl Modify for Rules {
@@ -473,13 +480,13 @@ impl Modify for Rules {
         let Some(components) = openapi.components.as_mut() else {
             return;
         };
+        let set = |field: &str, kind: Type| {
+            ObjectBuilder::new()
+                .required(field)
+                .property(field, ObjectBuilder::new().schema_type(kind))
+                .build()
+        };
         if let Some(update) = components.schemas.remove("UpdateWorldRequest") {
-            let set = |field: &str, kind: Type| {
-                ObjectBuilder::new()
-                    .required(field)
-                    .property(field, ObjectBuilder::new().schema_type(kind))
-                    .build()
-            };
             let one_field = AnyOfBuilder::new()
                 .item(set("name", Type::String))
                 .item(set("embedding", Type::Object))
@@ -490,6 +497,22 @@ impl Modify for Rules {
             components
                 .schemas
                 .insert("UpdateWorldRequest".to_owned(), RefOr::T(Schema::AllOf(schema)));
+        }
+        // An evaluation item names something a good answer holds: one field, not `null`.
+        if let Some(expected) = components.schemas.remove("Expected") {
+            let one_field = AnyOfBuilder::new()
+                .item(set("sources", Type::Array))
+                .item(set("source_keys", Type::Array))
+                .item(set("chunks", Type::Array))
+                .item(set("answer", Type::String))
+                .build();
+            let schema = AllOfBuilder::new()
+                .item(expected)
+                .item(Schema::AnyOf(one_field))
+                .build();
+            components
+                .schemas
+                .insert("Expected".to_owned(), RefOr::T(Schema::AllOf(schema)));
         }
     }
 }

@@ -26,6 +26,8 @@ pub struct AppState {
     pub sources: Arc<SourceService>,
     pub jobs: Arc<JobService>,
     pub retrieval: Arc<RetrievalService>,
+    /// Evaluation test sets.
+    pub evals: Arc<crate::service::evals::EvalService>,
     pub repair: RepairService,
     pub keys: Arc<KeyService>,
     pub webhooks: Arc<WebhookService>,

@@ -72,6 +72,10 @@ id_type!(
     WebhookId
 );
 id_type!(
+    /// An evaluation test set of a world.
+    EvalSetId
+);
+id_type!(
     /// An API token managed through the API.
     TokenId
 );

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod eval;
 pub mod ids;
 pub mod job;
 pub mod key;
@@ -15,7 +16,8 @@ pub mod world;
 
 pub use audit::{Actor, AuditAction, AuditEvent, NewAuditEvent};
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use ids::{ChunkId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run};
+pub use eval::{EvalItem, EvalSet, EvalSetSummary, Expected};
+pub use ids::{ChunkId, EvalSetId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
     RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,

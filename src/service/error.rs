@@ -15,6 +15,7 @@ pub enum Missing {
     Key,
     Webhook,
     Token,
+    EvalSet,
 }
 
 /// Which rule a bad input broke.
@@ -46,6 +47,8 @@ pub enum Conflict {
     NothingToRetry,
     /// As many webhook subscriptions as quarry keeps exist already.
     WebhookLimit,
+    /// As many evaluation test sets as quarry keeps per world exist already.
+    EvalLimit,
 }
 
 /// Why an input could not be processed although it was well formed.

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod error;
+pub mod evals;
 pub mod jobs;
 pub mod keys;
 pub mod layout;

@@ -51,6 +51,7 @@
 mod audit;
 mod backend;
 mod cluster;
+mod evals;
 mod idempotency;
 mod jobs;
 mod keys;
@@ -99,6 +100,7 @@ use crate::domain::{
     ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
     StoredKey, WorkItem, World, WorldId, WorldStats,
 };
+use crate::domain::{EvalSet, EvalSetId, EvalSetSummary};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
@@ -386,6 +388,19 @@ pub trait ClusterStore: Send + Sync {
     async fn draw_budget(&self, draw: &BudgetDraw) -> Result<Drawn>;
     /// Forgets per-day spending of days before `before`. Returns how many rows went.
     async fn forget_budget_days(&self, before: &str) -> Result<u64>;
+}
+
+/// Evaluation test sets, per world (deleted with it).
+#[async_trait]
+pub trait EvalStore: Send + Sync {
+    async fn insert_eval_set(&self, set: &EvalSet) -> Result<()>;
+    async fn get_eval_set(&self, world: WorldId, id: EvalSetId) -> Result<Option<EvalSet>>;
+    /// A world's test sets by creation, the rows of `window`, their items counted.
+    async fn list_eval_sets(&self, world: WorldId, window: Window) -> Result<Vec<EvalSetSummary>>;
+    async fn count_eval_sets(&self, world: WorldId) -> Result<u64>;
+    /// Replaces a test set's name and items (and `updated_at`); false when there was none.
+    async fn replace_eval_set(&self, set: &EvalSet) -> Result<bool>;
+    async fn delete_eval_set(&self, world: WorldId, id: EvalSetId) -> Result<bool>;
 }
 
 /// Webhook subscriptions and their deliveries. Deliveries are written by the store itself
@@ -839,6 +854,7 @@ pub trait Store:
     + ClusterStore
     + OpsStore
     + WebhookStore
+    + EvalStore
     + IdempotencyStore
     + SecretStore
     + TokenStore

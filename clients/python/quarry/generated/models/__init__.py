@@ -33,6 +33,12 @@ from .error_body import ErrorBody
 from .error_code import ErrorCode
 from .error_detail import ErrorDetail
 from .error_detail_details_type_0 import ErrorDetailDetailsType0
+from .eval_item import EvalItem
+from .eval_set import EvalSet
+from .eval_set_list import EvalSetList
+from .eval_set_request import EvalSetRequest
+from .eval_set_summary import EvalSetSummary
+from .expected import Expected
 from .health import Health
 from .hit_explanation import HitExplanation
 from .job import Job
@@ -136,6 +142,12 @@ __all__ = (
     "ErrorCode",
     "ErrorDetail",
     "ErrorDetailDetailsType0",
+    "EvalItem",
+    "EvalSet",
+    "EvalSetList",
+    "EvalSetRequest",
+    "EvalSetSummary",
+    "Expected",
     "Health",
     "HitExplanation",
     "Job",

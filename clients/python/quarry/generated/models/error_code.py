@@ -5,6 +5,8 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     DESTINATION_NOT_ALLOWED = "destination_not_allowed"
     EMPTY_QUERY = "empty_query"
+    EVAL_LIMIT_REACHED = "eval_limit_reached"
+    EVAL_NOT_FOUND = "eval_not_found"
     EXPIRY_IN_PAST = "expiry_in_past"
     IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"

@@ -1,0 +1,225 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.eval_set import EvalSet
+from ...models.eval_set_request import EvalSetRequest
+from ...types import Response
+
+
+def _get_kwargs(
+    world_id: UUID,
+    *,
+    body: EvalSetRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/worlds/{world_id}/evals".format(
+            world_id=quote(str(world_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | EvalSet | None:
+    if response.status_code == 201:
+        response_201 = EvalSet.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorBody.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | EvalSet]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EvalSetRequest,
+) -> Response[ErrorBody | EvalSet]:
+    """Create a test set: up to 1,000 questions, each with what a good answer holds. The CLI
+    imports one from JSON Lines (`quarry eval`).
+
+     Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (EvalSetRequest): A test set as sent to create or replace one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | EvalSet]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EvalSetRequest,
+) -> ErrorBody | EvalSet | None:
+    """Create a test set: up to 1,000 questions, each with what a good answer holds. The CLI
+    imports one from JSON Lines (`quarry eval`).
+
+     Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (EvalSetRequest): A test set as sent to create or replace one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | EvalSet
+    """
+
+    return sync_detailed(
+        world_id=world_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EvalSetRequest,
+) -> Response[ErrorBody | EvalSet]:
+    """Create a test set: up to 1,000 questions, each with what a good answer holds. The CLI
+    imports one from JSON Lines (`quarry eval`).
+
+     Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (EvalSetRequest): A test set as sent to create or replace one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | EvalSet]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    world_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EvalSetRequest,
+) -> ErrorBody | EvalSet | None:
+    """Create a test set: up to 1,000 questions, each with what a good answer holds. The CLI
+    imports one from JSON Lines (`quarry eval`).
+
+     Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        body (EvalSetRequest): A test set as sent to create or replace one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | EvalSet
+    """
+
+    return (
+        await asyncio_detailed(
+            world_id=world_id,
+            client=client,
+            body=body,
+        )
+    ).parsed
