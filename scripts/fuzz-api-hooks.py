@@ -68,8 +68,16 @@ def seed(base: str, token: str, out: str, scope: str | None = None) -> None:
         job = _call(base, token, "GET", f"/v1/jobs/{job['id']}")
     if job["status"] != "completed":
         sys.exit(f"fuzz-api: the seed source's job ended {job['status']}: {job}")
+    evals = _call(
+        base,
+        token,
+        "POST",
+        f"/v1/worlds/{world['id']}/evals",
+        {"name": "fuzz seed", "items": [{"query": "Who keeps the tower?", "expected": {"answer": "the keeper"}}]},
+    )
     with open(out, "w", encoding="utf-8") as fd:
         fd.write(f"QUARRY_FUZZ_WORLD_ID={world['id']}\n")
+        fd.write(f"QUARRY_FUZZ_EVAL_ID={evals['eval_id']}\n")
         fd.write(f"QUARRY_FUZZ_SOURCE_ID={added['source']['id']}\n")
         fd.write(f"QUARRY_FUZZ_JOB_ID={job['id']}\n")
         if scope:
@@ -165,6 +173,7 @@ def _register_hooks() -> None:
     seeded = {
         "world_id": os.environ.get("QUARRY_FUZZ_WORLD_ID"),
         "source_id": os.environ.get("QUARRY_FUZZ_SOURCE_ID"),
+        "eval_id": os.environ.get("QUARRY_FUZZ_EVAL_ID"),
     }
 
     @schemathesis.hook

@@ -194,10 +194,9 @@ pub struct EvalSetList {
     pub next_offset: Option<u64>,
 }
 
-/// `ApiJson` with this route's own body limit named in the 413.
-async fn body(req: axum::extract::Request, state: &AppState) -> Result<EvalSetRequest, ApiError> {
-    use axum::extract::FromRequest as _;
-    match ApiJson::<EvalSetRequest>::from_request(req, state).await {
+/// The body, or why not: a 413 names this route's own limit.
+fn body(sent: Result<ApiJson<EvalSetRequest>, ApiError>) -> Result<EvalSetRequest, ApiError> {
+    match sent {
         Ok(ApiJson(body)) => Ok(body),
         Err(err) if err.status == StatusCode::PAYLOAD_TOO_LARGE => {
             Err(ApiError::payload_too_large(MAX_EVAL_BODY_BYTES))
@@ -219,9 +218,9 @@ async fn body(req: axum::extract::Request, state: &AppState) -> Result<EvalSetRe
 pub async fn create_eval(
     State(state): State<AppState>,
     ApiPath(world): ApiPath<WorldId>,
-    req: axum::extract::Request,
+    sent: Result<ApiJson<EvalSetRequest>, ApiError>,
 ) -> Result<(StatusCode, axum::Json<EvalSetDto>), ApiError> {
-    let request = body(req, &state).await?;
+    let request = body(sent)?;
     let set = state.evals.create(world, request.into()).await?;
     Ok((StatusCode::CREATED, axum::Json(set.into())))
 }
@@ -273,9 +272,9 @@ pub async fn get_eval(
 pub async fn replace_eval(
     State(state): State<AppState>,
     ApiPath((world, id)): ApiPath<(WorldId, EvalSetId)>,
-    req: axum::extract::Request,
+    sent: Result<ApiJson<EvalSetRequest>, ApiError>,
 ) -> Result<axum::Json<EvalSetDto>, ApiError> {
-    let request = body(req, &state).await?;
+    let request = body(sent)?;
     Ok(axum::Json(state.evals.replace(world, id, request.into()).await?.into()))
 }
 

@@ -115,8 +115,15 @@ fn api_error(err: ApiError) -> CallToolResult {
 fn reach(parts: &Parts, world: WorldId) -> Option<CallToolResult> {
     match parts.extensions.get::<Principal>() {
         Some(principal) if principal.sees(world) => None,
-        _ => Some(tool_error("world_not_found", "world not found")),
+        _ => Some(api_error(
+            crate::service::ServiceError::NotFound(crate::service::Missing::World).into(),
+        )),
     }
+}
+
+/// A tool error for an argument that is wrong, naming it as the API does.
+fn invalid(field: &str, message: impl Into<String>) -> CallToolResult {
+    api_error(ApiError::invalid_request(message).with_details(serde_json::json!({ "field": field })))
 }
 
 /// A required UUID argument; the `invalid_request` message when it is missing or not a UUID.
@@ -142,7 +149,7 @@ impl QuarryMcp {
     async fn list_worlds(&self, Extension(parts): Extension<Parts>) -> CallToolResult {
         let window = crate::domain::Window { offset: 0, limit: 1000 };
         let Some(principal) = parts.extensions.get::<Principal>() else {
-            return tool_error("unauthorized", "no token");
+            return api_error(ApiError::new(super::error::ErrorCode::Unauthorized, "no token"));
         };
         let listed = if principal.sees_every_world() {
             self.state.worlds.list(window).await.map_err(ApiError::from)
@@ -178,7 +185,7 @@ impl QuarryMcp {
         let world_id = args.remove("world_id");
         let world = match uuid_of("world_id", world_id.as_ref().and_then(Value::as_str)) {
             Ok(id) => WorldId(id),
-            Err(message) => return tool_error("invalid_request", message),
+            Err(message) => return invalid("world_id", message),
         };
         if let Some(refused) = reach(&parts, world) {
             return refused;
@@ -220,17 +227,17 @@ impl QuarryMcp {
     ) -> CallToolResult {
         let world = match uuid_of("world_id", args.world_id.as_deref()) {
             Ok(w) => WorldId(w),
-            Err(message) => return tool_error("invalid_request", message),
+            Err(message) => return invalid("world_id", message),
         };
         if let Some(refused) = reach(&parts, world) {
             return refused;
         }
         let source = match (args.source_id.as_deref(), args.key.as_deref()) {
-            (Some(_), Some(_)) => return tool_error("invalid_request", "give source_id or key, not both"),
+            (Some(_), Some(_)) => return invalid("key", "give source_id or key, not both"),
             (None, Some(key)) => {
                 let key = match SourceKey::parse(key) {
                     Ok(key) => key,
-                    Err(message) => return tool_error("invalid_request", message),
+                    Err(message) => return invalid("key", message),
                 };
                 match self.state.sources.get_by_key(world, &key).await {
                     Ok(view) => view.source.id,
@@ -239,13 +246,13 @@ impl QuarryMcp {
             }
             (id, None) => match uuid_of("source_id", id) {
                 Ok(s) => SourceId(s),
-                Err(message) => return tool_error("invalid_request", message),
+                Err(message) => return invalid("source_id", message),
             },
         };
         let max = args.max_chars.unwrap_or(DEFAULT_SOURCE_TEXT_CHARS);
         if max == 0 || max > MAX_SOURCE_TEXT_CHARS {
-            return tool_error(
-                "invalid_request",
+            return invalid(
+                "max_chars",
                 format!("max_chars must be between 1 and {MAX_SOURCE_TEXT_CHARS}"),
             );
         }

@@ -202,19 +202,24 @@ async fn an_mcp_client_lists_worlds_retrieves_and_reads_a_source() {
         let result = call(name, arguments.clone()).await;
         assert_eq!(result.is_error, Some(true), "{name} {arguments}: {result:?}");
         assert!(text(&result).starts_with(code), "{name} {arguments}: {}", text(&result));
-        // The API's whole error body, structured, where a parsed argument failed.
+        // The API's whole error body, structured.
         let body = result.structured_content.clone();
-        if code == "invalid_retrieval_settings" {
-            assert_eq!(
-                body.as_ref().map(|b| &b["error"]["code"]),
-                Some(&json!(code)),
-                "{body:?}"
-            );
-        }
+        assert_eq!(
+            body.as_ref().map(|b| &b["error"]["code"]),
+            Some(&json!(code)),
+            "{body:?}"
+        );
     }
     let result = call("retrieve", json!({"world_id": world, "query": "x", "top_k": 5000})).await;
     let body = result.structured_content.expect("the error body");
     assert_eq!(body["error"]["details"]["field"], "top_k", "{body}");
+    let result = call(
+        "get_source_text",
+        json!({"world_id": world, "max_chars": 0, "key": "guides/isles.md"}),
+    )
+    .await;
+    let body = result.structured_content.expect("the error body");
+    assert_eq!(body["error"]["details"]["field"], "max_chars", "{body}");
     client.cancel().await.unwrap();
 }
 
