@@ -56,6 +56,21 @@ struct Inner {
     reconciling: std::sync::Mutex<HashMap<WorldId, JobId>>,
 }
 
+/// What a reconciliation's read of a world's points found.
+#[derive(Default)]
+struct Scan {
+    /// Points read.
+    checked: u64,
+    /// Points with a manifest entry of a kept run in their collection.
+    seen: HashSet<Uuid>,
+    /// Points without one, by collection.
+    orphans: HashMap<String, Vec<Uuid>>,
+    /// Points whose payload does not match their slot: collection, point, run and chunk.
+    stale: Vec<(String, Uuid, RunId, ChunkId)>,
+    /// Points of pending entries not held by a worker whose point is right, by run.
+    adopt: HashMap<RunId, Vec<Uuid>>,
+}
+
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct RepairService {
@@ -243,8 +258,6 @@ impl RepairService {
         Ok(())
     }
 
-    /// One reconciliation of `world` (see the module docs). Requeued slots of the active run go
-    /// to `job` when given.
     /// Makes the collections of `world`'s runs exist: the world's and that of a re-ingest
     /// building into another profile. Returns the runs.
     async fn ensure_collections(&self, world: &World) -> ServiceResult<Vec<RunInfo>> {
@@ -265,9 +278,9 @@ impl RepairService {
         Ok(runs)
     }
 
+    /// One reconciliation of `world` (see the module docs). Requeued slots of the active run go
+    /// to `job` when given.
     pub async fn reconcile(&self, world: &World, job: Option<JobId>) -> ServiceResult<RepairSummary> {
-        let store = &self.inner.store;
-        let vectors = &self.inner.vectors;
         let mut summary = RepairSummary::default();
         // A collection the vector store lost (a wiped folder, a new server) is made again first:
         // its embedded entries then miss their points below and get them back from the kept
@@ -278,45 +291,82 @@ impl RepairService {
             .filter(|r| r.status != RunStatus::Retired)
             .map(|r| (r.id, r.collection.clone()))
             .collect();
-        let mut collections: Vec<String> = runs.iter().map(|r| r.collection.clone()).collect();
-        collections.sort();
-        collections.dedup();
-
         // Entries first, then points: a point written after this read belongs to an entry that
         // is either in it already or re-checked below.
+        let entries = self.read_entries(world.id, &kept).await?;
+        summary.failed_chunks = entries.values().filter(|e| e.state == ManifestState::Failed).count() as u64;
+        let scan = self.scan_points(world.id, &runs, &kept, &entries).await?;
+        summary.points_checked = scan.checked;
+        summary.orphan_points_deleted = self.delete_orphans(world.id, scan.orphans).await?;
+        summary.stale_points_deleted = self.delete_stale(world, &scan.stale, job).await?;
+        let (restored, requeued) = self.restore_missing(world, &runs, &entries, &scan.seen, job).await?;
+        summary.points_restored = restored;
+        summary.missing_points_requeued = requeued;
+
+        // Pending entries whose point is already right: embedded, no provider call.
+        for (run, points) in scan.adopt {
+            let Some(collection) = kept.get(&run) else { continue };
+            let wanted: Vec<&ManifestEntry> = points.iter().filter_map(|p| entries.get(p)).collect();
+            summary.entries_adopted += self.adopt(world, run, collection, &wanted).await?;
+        }
+        if summary.changed_anything() {
+            self.inner.engine.wake();
+        }
+        self.show_drift(world.id, &summary);
+        Ok(summary)
+    }
+
+    /// The manifest entries of the runs in `kept`, by point id, as they are now.
+    async fn read_entries(
+        &self,
+        world: WorldId,
+        kept: &HashMap<RunId, String>,
+    ) -> ServiceResult<HashMap<Uuid, ManifestEntry>> {
         let read_at = now();
         let mut entries: HashMap<Uuid, ManifestEntry> = HashMap::new();
         for run in kept.keys() {
-            for entry in store.manifest_entries(world.id, *run, read_at).await? {
+            for entry in self.inner.store.manifest_entries(world, *run, read_at).await? {
                 entries.insert(entry.point_id, entry);
             }
         }
+        Ok(entries)
+    }
 
-        summary.failed_chunks = entries.values().filter(|e| e.state == ManifestState::Failed).count() as u64;
-        let mut seen: HashSet<Uuid> = HashSet::new();
-        let mut orphans: HashMap<String, Vec<Uuid>> = HashMap::new();
-        let mut stale: Vec<(String, Uuid, RunId, ChunkId)> = Vec::new();
-        let mut adopt: HashMap<RunId, Vec<Uuid>> = HashMap::new();
+    /// Reads every point of `world` in the collections of its `runs` and sorts each against
+    /// `entries`: an orphan (no entry of a kept run in that collection), stale (its payload does
+    /// not match its slot), or a pending entry's to adopt.
+    async fn scan_points(
+        &self,
+        world: WorldId,
+        runs: &[RunInfo],
+        kept: &HashMap<RunId, String>,
+        entries: &HashMap<Uuid, ManifestEntry>,
+    ) -> ServiceResult<Scan> {
+        let mut collections: Vec<String> = runs.iter().map(|r| r.collection.clone()).collect();
+        collections.sort();
+        collections.dedup();
+        let mut scan = Scan::default();
         for collection in &collections {
             let mut offset = None;
             loop {
-                let page = vectors
-                    .scroll(collection, PointFilter::world(world.id), offset, PAGE)
+                let page = (self.inner.vectors)
+                    .scroll(collection, PointFilter::world(world), offset, PAGE)
                     .await?;
                 for point in page.points {
-                    summary.points_checked += 1;
+                    scan.checked += 1;
                     let Some(entry) = entries
                         .get(&point.id)
                         .filter(|e| kept.get(&e.run_id) == Some(collection))
                     else {
-                        orphans.entry(collection.clone()).or_default().push(point.id);
+                        scan.orphans.entry(collection.clone()).or_default().push(point.id);
                         continue;
                     };
-                    seen.insert(point.id);
-                    if !payload_matches(world.id, entry, point.payload.as_ref()) {
-                        stale.push((collection.clone(), point.id, entry.run_id, entry.chunk_id));
+                    scan.seen.insert(point.id);
+                    if !payload_matches(world, entry, point.payload.as_ref()) {
+                        scan.stale
+                            .push((collection.clone(), point.id, entry.run_id, entry.chunk_id));
                     } else if entry.state == ManifestState::Pending && !entry.leased {
-                        adopt.entry(entry.run_id).or_default().push(point.id);
+                        scan.adopt.entry(entry.run_id).or_default().push(point.id);
                     }
                 }
                 match page.next {
@@ -325,61 +375,89 @@ impl RepairService {
                 }
             }
         }
+        Ok(scan)
+    }
 
-        // Orphans: delete only what still has no entry now, in any run the world has now (a
-        // re-ingest begun since the runs were read above writes into the same collection).
+    /// Orphans: deletes only what still has no entry now, in any run the world has now (a
+    /// re-ingest begun since the runs were read writes into the same collection). Returns how
+    /// many points were deleted.
+    async fn delete_orphans(&self, world: WorldId, orphans: HashMap<String, Vec<Uuid>>) -> ServiceResult<u64> {
+        let store = &self.inner.store;
         let live: Vec<(RunId, String)> = store
-            .world_runs(world.id)
+            .world_runs(world)
             .await?
             .into_iter()
             .filter(|r| r.status != RunStatus::Retired)
             .map(|r| (r.id, r.collection))
             .collect();
+        let mut deleted = 0;
         for (collection, points) in orphans {
             let mut still: HashSet<Uuid> = points.iter().copied().collect();
             for (run, run_collection) in &live {
                 if *run_collection == collection {
-                    for found in store.chunks_by_points(world.id, *run, &points).await? {
+                    for found in store.chunks_by_points(world, *run, &points).await? {
                         still.remove(&found.point_id);
                     }
                 }
             }
             let still: Vec<Uuid> = still.into_iter().collect();
             if !still.is_empty() {
-                vectors.delete_points(&collection, &still).await?;
-                summary.orphan_points_deleted += still.len() as u64;
+                self.inner.vectors.delete_points(&collection, &still).await?;
+                deleted += still.len() as u64;
             }
         }
+        Ok(deleted)
+    }
 
-        // Stale points: delete, then requeue their slots.
+    /// Stale points: deletes them, then requeues their slots. Returns how many points were
+    /// deleted.
+    async fn delete_stale(
+        &self,
+        world: &World,
+        stale: &[(String, Uuid, RunId, ChunkId)],
+        job: Option<JobId>,
+    ) -> ServiceResult<u64> {
         let mut requeue: HashMap<RunId, Vec<ChunkId>> = HashMap::new();
         let mut by_collection: HashMap<String, Vec<Uuid>> = HashMap::new();
-        for (collection, point, run, chunk) in &stale {
+        for (collection, point, run, chunk) in stale {
             by_collection.entry(collection.clone()).or_default().push(*point);
             requeue.entry(*run).or_default().push(*chunk);
         }
+        let mut deleted = 0;
         for (collection, points) in by_collection {
-            vectors.delete_points(&collection, &points).await?;
-            summary.stale_points_deleted += points.len() as u64;
+            self.inner.vectors.delete_points(&collection, &points).await?;
+            deleted += points.len() as u64;
         }
         for (run, chunks) in requeue {
             self.requeue(world, run, &chunks, "stale_point", job).await?;
         }
+        Ok(deleted)
+    }
 
-        // Embedded entries without a point, still missing now: written again from the vectors
-        // the store kept; those without one (embedded before vectors were kept) are requeued.
+    /// Embedded entries without a point (not `seen`), still missing now: written again from
+    /// the vectors the store kept; those without one (embedded before vectors were kept) are
+    /// requeued. Returns how many points were restored and how many slots requeued.
+    async fn restore_missing(
+        &self,
+        world: &World,
+        runs: &[RunInfo],
+        entries: &HashMap<Uuid, ManifestEntry>,
+        seen: &HashSet<Uuid>,
+        job: Option<JobId>,
+    ) -> ServiceResult<(u64, u64)> {
         let mut missing: HashMap<RunId, Vec<&ManifestEntry>> = HashMap::new();
         for entry in entries.values() {
             if entry.state == ManifestState::Embedded && !seen.contains(&entry.point_id) {
                 missing.entry(entry.run_id).or_default().push(entry);
             }
         }
+        let (mut restored_points, mut requeued) = (0, 0);
         for (run, lost) in missing {
             let Some(info) = runs.iter().find(|r| r.id == run && r.status != RunStatus::Retired) else {
                 continue;
             };
             let ids: Vec<Uuid> = lost.iter().map(|e| e.point_id).collect();
-            let present: HashSet<Uuid> = vectors
+            let present: HashSet<Uuid> = (self.inner.vectors)
                 .retrieve(&info.collection, &ids)
                 .await?
                 .into_iter()
@@ -391,21 +469,16 @@ impl RepairService {
                 .map(|e| e.chunk_id)
                 .collect();
             let restored = self.restore(world, info, &chunks).await?;
-            summary.points_restored += restored.len() as u64;
+            restored_points += restored.len() as u64;
             let chunks: Vec<ChunkId> = chunks.into_iter().filter(|c| !restored.contains(c)).collect();
-            summary.missing_points_requeued += self.requeue(world, run, &chunks, "point_missing", job).await?;
+            requeued += self.requeue(world, run, &chunks, "point_missing", job).await?;
         }
+        Ok((restored_points, requeued))
+    }
 
-        // Pending entries whose point is already right: embedded, no provider call.
-        for (run, points) in adopt {
-            let Some(collection) = kept.get(&run) else { continue };
-            let wanted: Vec<&ManifestEntry> = points.iter().filter_map(|p| entries.get(p)).collect();
-            summary.entries_adopted += self.adopt(world, run, collection, &wanted).await?;
-        }
-        if summary.changed_anything() {
-            self.inner.engine.wake();
-        }
-        let world_id = world.id.to_string();
+    /// Shows what a reconciliation of `world` found out of step on `quarry_drift_points`.
+    fn show_drift(&self, world: WorldId, summary: &RepairSummary) {
+        let world_id = world.to_string();
         for (kind, n) in [
             ("orphan", summary.orphan_points_deleted),
             ("stale", summary.stale_points_deleted),
@@ -415,7 +488,6 @@ impl RepairService {
                 .gauge("quarry_drift_points", &[("world", world_id.as_str()), ("kind", kind)])
                 .set(n as f64);
         }
-        Ok(summary)
     }
 
     /// Audits every world every `interval` until shutdown: the startup pass's reconciliation

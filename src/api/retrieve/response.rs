@@ -6,7 +6,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::service::retrieval::{QualityLevel, Retrieval, SearchUsed};
+use crate::service::retrieval::{
+    Citation, CorpusStats, Explanation, Hit, HitExplain, MatchedParent, Quality, QualityLevel, Removed, Repair,
+    Retrieval, SearchUsed, Timing, Warning,
+};
 use crate::vector::Fusion;
 
 /// One verified hit. Text comes from the store, never from the vector store.
@@ -255,88 +258,24 @@ pub struct RetrieveResponse {
 
 impl From<Retrieval> for RetrieveResponse {
     fn from(r: Retrieval) -> Self {
+        // One explanation per result, in the results' order.
         let mut explained = r.explain.as_ref().map(|e| e.hits.clone().into_iter());
         RetrieveResponse {
-            explain: r.explain.map(|e| RetrievalExplanation {
-                dense_candidates: e.dense_candidates,
-                sparse_candidates: e.sparse_candidates,
-                removed: e
-                    .removed
-                    .into_iter()
-                    .map(|c| RemovedCandidate {
-                        point_id: c.point_id,
-                        source_id: c.source_id.map(|s| s.0),
-                        book_number: c.book_number,
-                        chunk_number: c.chunk_number,
-                        dense: c.dense.map(Into::into),
-                        sparse: c.sparse.map(Into::into),
-                        reason: c.reason.to_owned(),
-                    })
-                    .collect(),
-            }),
+            explain: r.explain.map(Into::into),
             results: r
                 .results
                 .into_iter()
                 .map(|hit| {
-                    let explain = explained.as_mut().and_then(Iterator::next).map(|e| HitExplanation {
-                        dense: e.dense.map(Into::into),
-                        sparse: e.sparse.map(Into::into),
-                        fused_score: e.fused_score,
-                        rerank_score: e.rerank_score,
-                    });
-                    let c = hit.chunk.chunk;
-                    RetrievalResult {
-                        chunk_id: c.id.0,
-                        point_id: hit.chunk.point_id,
-                        score: hit.score,
-                        rerank_score: hit.rerank_score,
-                        explain,
-                        source_id: c.source_id.0,
-                        source_filename: hit.chunk.source_filename,
-                        title: hit.source.title.clone(),
-                        url: hit.source.url.clone(),
-                        metadata: hit.source.metadata.clone().into_map(),
-                        book_number: c.book_number,
-                        chunk_number: c.chunk_number,
-                        char_start: c.char_start,
-                        char_end: c.char_end,
-                        page: c.page,
-                        chunk_text: c.chunk_text,
-                        overlap_text: c.overlap_text,
-                        duplicates: hit.duplicates.into_iter().map(|id| id.0).collect(),
-                    }
+                    let explain = explained.as_mut().and_then(Iterator::next).map(Into::into);
+                    result(hit, explain)
                 })
                 .collect(),
             context: RetrievalContext {
                 chunks: r.context,
                 text: r.context_text,
-                citations: r
-                    .citations
-                    .into_iter()
-                    .map(|c| RetrievalCitation {
-                        n: c.n,
-                        result_index: c.result_index,
-                        chunk_id: c.chunk_id.0,
-                        source_id: c.source_id.0,
-                        book_number: c.book_number,
-                        chunk_number: c.chunk_number,
-                        char_start: c.char_start,
-                        char_end: c.char_end,
-                        page: c.page,
-                    })
-                    .collect(),
+                citations: r.citations.into_iter().map(Into::into).collect(),
             },
-            quality: RetrievalQuality {
-                level: match r.quality.level {
-                    QualityLevel::High => "high",
-                    QualityLevel::Low => "low",
-                    QualityLevel::None => "none",
-                    QualityLevel::Unrated => "unrated",
-                }
-                .to_owned(),
-                best_score: r.quality.best_score,
-                score_gap: r.quality.score_gap,
-            },
+            quality: r.quality.into(),
             mode_used: r.search_used.map(|used| {
                 match used {
                     SearchUsed::Dense => "dense",
@@ -345,57 +284,167 @@ impl From<Retrieval> for RetrieveResponse {
                 }
                 .to_owned()
             }),
-            parents: r
-                .parents
-                .into_iter()
-                .map(|m| RetrievalParent {
-                    source_id: m.parent.source_id.0,
-                    book_number: m.book_number,
-                    parent_number: m.parent.parent.parent_number,
-                    first_chunk: m.parent.parent.first_chunk,
-                    last_chunk: m.parent.parent.last_chunk,
-                    char_start: m.parent.parent.char_start,
-                    char_end: m.parent.parent.char_end,
-                    token_count: m.parent.parent.token_count,
-                    score: m.score,
-                    result_indexes: m.result_indexes,
-                    children: m.children.into_iter().map(|c| c.0).collect(),
-                })
-                .collect(),
-            corpus: r.corpus.map(|c| RetrievalCorpus {
-                sources: c.sources,
-                chunks: c.chunks,
-                tokens: c.tokens,
-            }),
+            parents: r.parents.into_iter().map(Into::into).collect(),
+            corpus: r.corpus.map(Into::into),
             fusion_used: match r.search_used {
                 Some(SearchUsed::Hybrid(fusion)) => Some(fusion.into()),
                 _ => None,
             },
             requested_top_k: r.requested_top_k,
             effective_top_k: r.effective_top_k,
-            warnings: r
-                .warnings
-                .into_iter()
-                .map(|w| RetrievalWarning {
-                    code: w.code.as_str().to_owned(),
-                    message: w.message,
-                })
-                .collect(),
-            repairs: r
-                .repairs
-                .into_iter()
-                .map(|r| RetrievalRepair {
-                    point_id: r.point_id,
-                    kind: r.kind.as_str().to_owned(),
-                })
-                .collect(),
-            timing: RetrievalTiming {
-                embed_ms: r.timing.embed_ms,
-                search_ms: r.timing.search_ms,
-                verify_ms: r.timing.verify_ms,
-                rerank_ms: r.timing.rerank_ms,
-                total_ms: r.timing.total_ms,
-            },
+            warnings: r.warnings.into_iter().map(Into::into).collect(),
+            repairs: r.repairs.into_iter().map(Into::into).collect(),
+            timing: r.timing.into(),
+        }
+    }
+}
+
+/// A verified hit as answered, with its explanation when one was asked for.
+fn result(hit: Hit, explain: Option<HitExplanation>) -> RetrievalResult {
+    let c = hit.chunk.chunk;
+    RetrievalResult {
+        chunk_id: c.id.0,
+        point_id: hit.chunk.point_id,
+        score: hit.score,
+        rerank_score: hit.rerank_score,
+        explain,
+        source_id: c.source_id.0,
+        source_filename: hit.chunk.source_filename,
+        title: hit.source.title.clone(),
+        url: hit.source.url.clone(),
+        metadata: hit.source.metadata.clone().into_map(),
+        book_number: c.book_number,
+        chunk_number: c.chunk_number,
+        char_start: c.char_start,
+        char_end: c.char_end,
+        page: c.page,
+        chunk_text: c.chunk_text,
+        overlap_text: c.overlap_text,
+        duplicates: hit.duplicates.into_iter().map(|id| id.0).collect(),
+    }
+}
+
+impl From<Explanation> for RetrievalExplanation {
+    fn from(e: Explanation) -> Self {
+        RetrievalExplanation {
+            dense_candidates: e.dense_candidates,
+            sparse_candidates: e.sparse_candidates,
+            removed: e.removed.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<Removed> for RemovedCandidate {
+    fn from(c: Removed) -> Self {
+        RemovedCandidate {
+            point_id: c.point_id,
+            source_id: c.source_id.map(|s| s.0),
+            book_number: c.book_number,
+            chunk_number: c.chunk_number,
+            dense: c.dense.map(Into::into),
+            sparse: c.sparse.map(Into::into),
+            reason: c.reason.to_owned(),
+        }
+    }
+}
+
+impl From<HitExplain> for HitExplanation {
+    fn from(e: HitExplain) -> Self {
+        HitExplanation {
+            dense: e.dense.map(Into::into),
+            sparse: e.sparse.map(Into::into),
+            fused_score: e.fused_score,
+            rerank_score: e.rerank_score,
+        }
+    }
+}
+
+impl From<Citation> for RetrievalCitation {
+    fn from(c: Citation) -> Self {
+        RetrievalCitation {
+            n: c.n,
+            result_index: c.result_index,
+            chunk_id: c.chunk_id.0,
+            source_id: c.source_id.0,
+            book_number: c.book_number,
+            chunk_number: c.chunk_number,
+            char_start: c.char_start,
+            char_end: c.char_end,
+            page: c.page,
+        }
+    }
+}
+
+impl From<Quality> for RetrievalQuality {
+    fn from(q: Quality) -> Self {
+        RetrievalQuality {
+            level: match q.level {
+                QualityLevel::High => "high",
+                QualityLevel::Low => "low",
+                QualityLevel::None => "none",
+                QualityLevel::Unrated => "unrated",
+            }
+            .to_owned(),
+            best_score: q.best_score,
+            score_gap: q.score_gap,
+        }
+    }
+}
+
+impl From<MatchedParent> for RetrievalParent {
+    fn from(m: MatchedParent) -> Self {
+        RetrievalParent {
+            source_id: m.parent.source_id.0,
+            book_number: m.book_number,
+            parent_number: m.parent.parent.parent_number,
+            first_chunk: m.parent.parent.first_chunk,
+            last_chunk: m.parent.parent.last_chunk,
+            char_start: m.parent.parent.char_start,
+            char_end: m.parent.parent.char_end,
+            token_count: m.parent.parent.token_count,
+            score: m.score,
+            result_indexes: m.result_indexes,
+            children: m.children.into_iter().map(|c| c.0).collect(),
+        }
+    }
+}
+
+impl From<CorpusStats> for RetrievalCorpus {
+    fn from(c: CorpusStats) -> Self {
+        RetrievalCorpus {
+            sources: c.sources,
+            chunks: c.chunks,
+            tokens: c.tokens,
+        }
+    }
+}
+
+impl From<Warning> for RetrievalWarning {
+    fn from(w: Warning) -> Self {
+        RetrievalWarning {
+            code: w.code.as_str().to_owned(),
+            message: w.message,
+        }
+    }
+}
+
+impl From<Repair> for RetrievalRepair {
+    fn from(r: Repair) -> Self {
+        RetrievalRepair {
+            point_id: r.point_id,
+            kind: r.kind.as_str().to_owned(),
+        }
+    }
+}
+
+impl From<Timing> for RetrievalTiming {
+    fn from(t: Timing) -> Self {
+        RetrievalTiming {
+            embed_ms: t.embed_ms,
+            search_ms: t.search_ms,
+            verify_ms: t.verify_ms,
+            rerank_ms: t.rerank_ms,
+            total_ms: t.total_ms,
         }
     }
 }

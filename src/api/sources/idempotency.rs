@@ -6,9 +6,10 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::api::error::{ApiError, ErrorCode};
 use crate::domain::WorldId;
-use crate::service::sources::SourceService;
+use crate::service::sources::{Idempotent, SourceService};
 
 use super::SourceAccepted;
 use super::with_etag;
@@ -36,13 +37,49 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 /// released too when the request is dropped before either (the client left, or timed out), so
 /// that the retry runs instead of finding it in use.
 pub(super) struct Reservation {
-    pub(super) sources: Arc<SourceService>,
-    pub(super) world: WorldId,
+    sources: Arc<SourceService>,
+    world: WorldId,
     /// `None` once recorded or released.
-    pub(super) key: Option<String>,
+    key: Option<String>,
+}
+
+/// What reserving an `Idempotency-Key` came to.
+pub(super) enum Reserved {
+    /// The key is this request's: the write goes ahead.
+    Fresh(Reservation),
+    /// A request with this key has answered already: its answer, replayed.
+    Answered(Response),
 }
 
 impl Reservation {
+    /// Reserves `key` for the request whose fingerprint is `fingerprint`. A key in use by
+    /// another request, or used before for a different one, is refused.
+    pub(super) async fn reserve(
+        state: &AppState,
+        world: WorldId,
+        key: String,
+        fingerprint: &str,
+    ) -> Result<Reserved, ApiError> {
+        match state.sources.reserve_idempotency(world, &key, fingerprint).await? {
+            Idempotent::Reserved => Ok(Reserved::Fresh(Reservation {
+                sources: state.sources.clone(),
+                world,
+                key: Some(key),
+            })),
+            Idempotent::Done { status, response } => Ok(Reserved::Answered(replay(status, response))),
+            Idempotent::Mismatch => Err(ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was used for a different request in this world; a new request needs a new key",
+            )
+            .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY}))),
+            Idempotent::InProgress => Err(ApiError::new(
+                ErrorCode::IdempotencyKeyInUse,
+                "a request with this Idempotency-Key is still being processed; retry once it has answered",
+            )
+            .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY}))),
+        }
+    }
+
     pub(super) async fn record(&mut self, status: StatusCode, body: &SourceAccepted) {
         let Some(key) = self.key.take() else { return };
         let response = serde_json::to_string(body).unwrap_or_default();
@@ -81,7 +118,7 @@ impl Drop for Reservation {
 }
 
 /// The first answer to an idempotent write, again, marked as a replay.
-pub(super) fn replay(status: u16, response: String) -> Response {
+fn replay(status: u16, response: String) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let version = serde_json::from_str::<serde_json::Value>(&response)
         .ok()

@@ -10,9 +10,9 @@ use crate::api::AppState;
 use crate::api::error::{ApiError, ErrorCode};
 use crate::api::extract::ApiJson;
 use crate::domain::{Metadata, SourceId, SourceKey, SourceTitle, SourceUrl, WorldId};
-use crate::service::sources::{AddSource, Document, Idempotent, Precondition, Written as SourceWritten};
+use crate::service::sources::{AddSource, Document, Precondition, UploadSlot, Written as SourceWritten};
 
-use super::idempotency::{IDEMPOTENCY_KEY, Reservation, idempotency_key, replay};
+use super::idempotency::{Reservation, Reserved, idempotency_key};
 use super::{AddSourceRequest, AddSourceUpload, Outcome, SourceAccepted, precondition, with_etag};
 
 /// Which bodies a route takes.
@@ -42,101 +42,14 @@ pub(super) async fn accept(
 ) -> Result<Response, ApiError> {
     let precondition = precondition(req.headers())?;
     let idempotency = idempotency_key(req.headers())?;
-
-    // Taken before the body is read: bodies in memory and chunking work are bounded too.
-    // The slot goes with the upload to the blocking work that reads and splits it, and is free
-    // again when that work ends (not when this request does).
-    let Some(slot) = state.uploads.acquire(state.upload_wait).await else {
-        return Err(ApiError::new(
-            ErrorCode::ServerBusy,
-            format!(
-                "{} uploads are being processed, the most this server takes at once (server.max_concurrent_uploads); \
-                 retry shortly",
-                state.uploads.max()
-            ),
-        ));
-    };
-    let is_multipart = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
-    if !is_multipart && routes == Written::Multipart {
-        return Err(ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "an upload is a multipart/form-data body (a JSON body goes to POST /v1/worlds/{world_id}/sources)",
-        ));
-    }
-    let mut add = if is_multipart {
-        let multipart = Multipart::from_request(req, state)
-            .await
-            .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
-        let (form, part) = AddSourceUpload::read(multipart, state.max_body_bytes).await?;
-        form.into_source(part, slot)?
-    } else {
-        let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, state).await?;
-        let (title, url, metadata) = parse_details(body.title.as_deref(), body.url.as_deref(), body.metadata.as_ref())?;
-        AddSource {
-            slot,
-            filename: body.filename,
-            content_type: body.content_type,
-            document: Document::Text(body.text),
-            title,
-            url,
-            metadata,
-            key: parse_key(body.key.as_deref())?,
-            target: None,
-            precondition: Precondition::default(),
-        }
-    };
-    match target {
-        Target::New => {}
-        Target::Id(id) => add.target = Some(id),
-        Target::Key(key) => {
-            if add.key.as_ref().is_some_and(|k| *k != key) {
-                return Err(ApiError::new(
-                    ErrorCode::KeyMismatch,
-                    "the body's `key` is not the one the query names",
-                )
-                .with_details(serde_json::json!({"field": "key"})));
-            }
-            add.key = Some(key);
-        }
-    }
-    if add.target.is_none() && add.key.is_none() && precondition != Precondition::default() {
-        return Err(ApiError::invalid_request(
-            "If-Match and If-None-Match apply to a source named by id or key; this upload names none",
-        )
-        .with_details(serde_json::json!({"field": "If-Match"})));
-    }
-    add.precondition = precondition;
+    let slot = upload_slot(state).await?;
+    let mut add = read_body(state, req, routes, slot).await?;
+    aim(&mut add, target, precondition)?;
     let mut reservation = match idempotency {
         None => None,
-        Some(key) => match state
-            .sources
-            .reserve_idempotency(world_id, &key, &add.fingerprint())
-            .await?
-        {
-            Idempotent::Reserved => Some(Reservation {
-                sources: state.sources.clone(),
-                world: world_id,
-                key: Some(key),
-            }),
-            Idempotent::Done { status, response } => return Ok(replay(status, response)),
-            Idempotent::Mismatch => {
-                return Err(ApiError::new(
-                    ErrorCode::IdempotencyKeyReused,
-                    "this Idempotency-Key was used for a different request in this world; a new request needs a new key",
-                )
-                .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY})));
-            }
-            Idempotent::InProgress => {
-                return Err(ApiError::new(
-                    ErrorCode::IdempotencyKeyInUse,
-                    "a request with this Idempotency-Key is still being processed; retry once it has answered",
-                )
-                .with_details(serde_json::json!({"field": IDEMPOTENCY_KEY})));
-            }
+        Some(key) => match Reservation::reserve(state, world_id, key, &add.fingerprint()).await? {
+            Reserved::Fresh(reservation) => Some(reservation),
+            Reserved::Answered(response) => return Ok(response),
         },
     };
     let written = match state.sources.add(world_id, add).await {
@@ -163,6 +76,88 @@ pub(super) async fn accept(
         reservation.record(status, &body).await;
     }
     Ok(with_etag(version, (status, axum::Json(body))))
+}
+
+/// One of the server's upload slots, taken before the body is read: bodies in memory and
+/// chunking work are bounded too. The slot goes with the upload to the blocking work that reads
+/// and splits it, and is free again when that work ends (not when this request does). None
+/// free within the upload wait: `server_busy`.
+async fn upload_slot(state: &AppState) -> Result<UploadSlot, ApiError> {
+    match state.uploads.acquire(state.upload_wait).await {
+        Some(slot) => Ok(slot),
+        None => Err(ApiError::new(
+            ErrorCode::ServerBusy,
+            format!(
+                "{} uploads are being processed, the most this server takes at once (server.max_concurrent_uploads); \
+                 retry shortly",
+                state.uploads.max()
+            ),
+        )),
+    }
+}
+
+/// The source a request's body describes: a multipart form, or a JSON body where `routes`
+/// takes one. Its target and precondition are left for [`aim`].
+async fn read_body(state: &AppState, req: Request, routes: Written, slot: UploadSlot) -> Result<AddSource, ApiError> {
+    let is_multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    if !is_multipart && routes == Written::Multipart {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "an upload is a multipart/form-data body (a JSON body goes to POST /v1/worlds/{world_id}/sources)",
+        ));
+    }
+    if is_multipart {
+        let multipart = Multipart::from_request(req, state)
+            .await
+            .map_err(|err| ApiError::invalid_request(format!("invalid multipart body: {}", err.body_text())))?;
+        let (form, part) = AddSourceUpload::read(multipart, state.max_body_bytes).await?;
+        return form.into_source(part, slot);
+    }
+    let ApiJson(body) = ApiJson::<AddSourceRequest>::from_request(req, state).await?;
+    let (title, url, metadata) = parse_details(body.title.as_deref(), body.url.as_deref(), body.metadata.as_ref())?;
+    Ok(AddSource {
+        slot,
+        filename: body.filename,
+        content_type: body.content_type,
+        document: Document::Text(body.text),
+        title,
+        url,
+        metadata,
+        key: parse_key(body.key.as_deref())?,
+        target: None,
+        precondition: Precondition::default(),
+    })
+}
+
+/// Points `add` at the source the route names (`target`; a key in the query must agree with
+/// the body's) and sets the request's precondition, which needs a source named by id or key.
+fn aim(add: &mut AddSource, target: Target, precondition: Precondition) -> Result<(), ApiError> {
+    match target {
+        Target::New => {}
+        Target::Id(id) => add.target = Some(id),
+        Target::Key(key) => {
+            if add.key.as_ref().is_some_and(|k| *k != key) {
+                return Err(ApiError::new(
+                    ErrorCode::KeyMismatch,
+                    "the body's `key` is not the one the query names",
+                )
+                .with_details(serde_json::json!({"field": "key"})));
+            }
+            add.key = Some(key);
+        }
+    }
+    if add.target.is_none() && add.key.is_none() && precondition != Precondition::default() {
+        return Err(ApiError::invalid_request(
+            "If-Match and If-None-Match apply to a source named by id or key; this upload names none",
+        )
+        .with_details(serde_json::json!({"field": "If-Match"})));
+    }
+    add.precondition = precondition;
+    Ok(())
 }
 
 /// A `key` field as sent, parsed.

@@ -3,12 +3,14 @@
 //! then wake the embedding workers), reading back the text and the chunks, and deleting a
 //! source with its rows and its points.
 
+mod document;
+
 use std::sync::Arc;
 
 use sha2::Digest as _;
 
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult, Unprocessable};
-use crate::chunking::{self, ChunkError};
+use crate::chunking;
 use crate::domain::{
     ChunkPage, Job, JobId, Metadata, NewChunk, NewParent, NewSource, Source, SourceCounts, SourceDetails, SourceFormat,
     SourceId, SourceKey, SourceTitle, SourceUrl, World, WorldId, media_essence, now,
@@ -19,6 +21,7 @@ use crate::providers::scheduler::KeyScheduler;
 pub use crate::store::Idempotent;
 use crate::store::{StageVersion, Staging, Store};
 use crate::vector::{PointFilter, VectorRepo};
+use document::{clean_filename, content_type_of, nul_refused, page_title_of, pdf_refused, text_refused};
 use tokio_util::sync::CancellationToken;
 
 /// What an upload carries.
@@ -263,39 +266,65 @@ impl SourceService {
     pub async fn add(&self, world_id: WorldId, req: AddSource) -> ServiceResult<Written> {
         let world = self.require_world(world_id).await?;
         let filename = clean_filename(&req.filename)?;
-        // PostgreSQL cannot store U+0000 in text, and no document holds it as text: refused on
-        // every backend alike, in the text as sent (what the OpenAPI document's `pattern` says;
-        // an HTML page's conversion drops it, but the page is refused all the same).
-        if let Document::Text(text) = &req.document
-            && text.contains('\0')
-        {
-            return Err(ServiceError::invalid(
-                Invalid::Request,
-                "text",
-                "the text contains a NUL character (U+0000); send the document as text",
-            ));
-        }
-        let content_type = match (&req.document, req.content_type.as_deref().map(str::trim)) {
-            (Document::Pdf(_), _) => SourceFormat::Pdf.media_type().to_owned(),
-            (Document::Text(_), Some(ct)) if !ct.is_empty() => ct.to_ascii_lowercase(),
-            (Document::Text(_), _) => SourceFormat::guess(&filename).media_type().to_owned(),
-        };
-        if matches!(req.document, Document::Text(_)) && SourceFormat::of(&content_type) == Some(SourceFormat::Pdf) {
-            return Err(ServiceError::invalid(
-                Invalid::Request,
-                "content_type",
-                "a PDF is uploaded as a file: POST /v1/worlds/{world_id}/sources/upload (multipart/form-data)",
-            ));
-        }
+        let content_type = content_type_of(&req.document, req.content_type.as_deref(), &filename)?;
         let format = SourceFormat::of(&content_type).unwrap_or(SourceFormat::Plain);
         // Converting a large HTML page or PDF takes seconds of CPU: off the async workers, and
         // stopped when this request is dropped (the client went away or the request timed out).
         let abandoned = CancellationToken::new();
         let _abandon_on_drop = abandoned.clone().drop_guard();
-        let (limit, document, ct, html) = (self.max_text_bytes, req.document, content_type.clone(), self.html);
+        let chunking::Prepared {
+            text,
+            title: page_title,
+        } = self.prepare(req.document, &content_type, &abandoned, &req.slot).await?;
+        // Checked again on the text to store (the conversion of a page must not bring one in).
+        if text.contains('\0') {
+            return Err(nul_refused());
+        }
+        let content_type = media_essence(&content_type);
+        let details = SourceDetails {
+            title: req
+                .title
+                .clone()
+                .or(page_title_of(page_title))
+                .map(SourceTitle::into_inner),
+            url: req.url.clone().map(SourceUrl::into_inner),
+            metadata: req.metadata.clone(),
+        };
+        let existing = self.existing(world_id, req.target, req.key.as_ref()).await?;
+        req.precondition.check(existing.as_ref())?;
+        let upload = Prepared {
+            filename,
+            content_type,
+            text,
+            details,
+            format,
+        };
+        match existing {
+            Some(source) => {
+                self.replace(world, source, upload, &req.precondition, &abandoned, &req.slot)
+                    .await
+            }
+            None => {
+                self.create_or_take_over(world, upload, req.key, &req.precondition, &abandoned, &req.slot)
+                    .await
+            }
+        }
+    }
+
+    /// Turns an upload's document into the text to store (HTML converted, a PDF's text layer
+    /// read) on the blocking pool, stopping early once `abandoned` fires; the title a page or
+    /// PDF gives itself comes along.
+    async fn prepare(
+        &self,
+        document: Document,
+        content_type: &str,
+        abandoned: &CancellationToken,
+        slot: &UploadSlot,
+    ) -> ServiceResult<chunking::Prepared> {
+        let (limit, ct, html) = (self.max_text_bytes, content_type.to_owned(), self.html);
         let stop = abandoned.clone();
-        let slot = req.slot.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
+        let slot = slot.clone();
+        tokio::task::spawn_blocking(move || {
             let prepared = match document {
                 Document::Text(raw) => {
                     chunking::prepare_source(&ct, raw, limit, html, &|| stop.is_cancelled()).map_err(text_refused)
@@ -313,44 +342,25 @@ impl SourceService {
             prepared
         })
         .await
-        .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?;
-        let chunking::Prepared {
-            text,
-            title: page_title,
-        } = prepared?;
-        // Checked again on the text to store (the conversion of a page must not bring one in).
-        if text.contains('\0') {
-            return Err(ServiceError::invalid(
-                Invalid::Request,
-                "text",
-                "the text contains a NUL character (U+0000); send the document as text",
-            ));
-        }
-        let content_type = media_essence(&content_type);
-        // A page's own title names it when the upload gives none (cut to what a title may be).
-        let page_title = page_title.and_then(|t| {
-            let t: String = t
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(SourceTitle::MAX_CHARS)
-                .collect();
-            SourceTitle::parse(&t).ok()
-        });
-        let details = SourceDetails {
-            title: req.title.clone().or(page_title).map(SourceTitle::into_inner),
-            url: req.url.clone().map(SourceUrl::into_inner),
-            metadata: req.metadata.clone(),
-        };
-        // The source this upload writes to: the one named by id (a `PUT`), or the one that
-        // carries its key; none for a new source.
-        let existing = match (req.target, &req.key) {
+        .map_err(|e| ServiceError::internal(format!("preparing the text failed: {e}")))?
+    }
+
+    /// The source an upload writes to: the one named by id (a `PUT`), or the one that carries
+    /// its key; none for a new source. A body's key must be the key of the source named by id.
+    async fn existing(
+        &self,
+        world_id: WorldId,
+        target: Option<SourceId>,
+        key: Option<&SourceKey>,
+    ) -> ServiceResult<Option<Source>> {
+        match (target, key) {
             (Some(id), key) => {
                 let source = self
                     .store
                     .get_source(world_id, id)
                     .await?
                     .ok_or(ServiceError::NotFound(Missing::Source))?;
-                if key.as_ref().is_some_and(|k| source.key.as_deref() != Some(k.as_str())) {
+                if key.is_some_and(|k| source.key.as_deref() != Some(k.as_str())) {
                     return Err(ServiceError::Unprocessable {
                         kind: Unprocessable::KeyMismatch,
                         message: "the body's `key` is not the source's key (a key is set when a source is created; \
@@ -358,47 +368,42 @@ impl SourceService {
                             .into(),
                     });
                 }
-                Some(source)
+                Ok(Some(source))
             }
-            (None, Some(key)) => self.store.source_by_key(world_id, key).await?,
-            (None, None) => None,
-        };
-        req.precondition.check(existing.as_ref())?;
-        let upload = Prepared {
-            filename,
-            content_type,
-            text,
-            details,
-            format,
-        };
-        match existing {
-            Some(source) => {
-                self.replace(world, source, upload, &req.precondition, &abandoned, &req.slot)
+            (None, Some(key)) => Ok(self.store.source_by_key(world_id, key).await?),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Stores `upload` as a new source of `world`. Two uploads of one new key at once: the
+    /// second replaces what the first made.
+    async fn create_or_take_over(
+        &self,
+        world: World,
+        upload: Prepared,
+        key: Option<SourceKey>,
+        precondition: &Precondition,
+        abandoned: &CancellationToken,
+        slot: &UploadSlot,
+    ) -> ServiceResult<Written> {
+        let world_id = world.id;
+        match self.create(world, upload, key.clone(), abandoned, slot).await {
+            Err(Retry::KeyTaken(upload)) => {
+                let key = key
+                    .as_ref()
+                    .ok_or_else(|| ServiceError::internal("a key race without a key"))?;
+                let source = self
+                    .store
+                    .source_by_key(world_id, key)
+                    .await?
+                    .ok_or_else(|| ServiceError::internal("a taken key has no source"))?;
+                precondition.check(Some(&source))?;
+                let world = self.require_world(world_id).await?;
+                self.replace(world, source, *upload, precondition, abandoned, slot)
                     .await
             }
-            None => {
-                let key = req.key.clone();
-                match self.create(world, upload, key, &abandoned, &req.slot).await {
-                    // Two uploads of one new key at once: the second replaces what the first made.
-                    Err(Retry::KeyTaken(upload)) => {
-                        let key = req
-                            .key
-                            .as_ref()
-                            .ok_or_else(|| ServiceError::internal("a key race without a key"))?;
-                        let source = self
-                            .store
-                            .source_by_key(world_id, key)
-                            .await?
-                            .ok_or_else(|| ServiceError::internal("a taken key has no source"))?;
-                        req.precondition.check(Some(&source))?;
-                        let world = self.require_world(world_id).await?;
-                        self.replace(world, source, *upload, &req.precondition, &abandoned, &req.slot)
-                            .await
-                    }
-                    Err(Retry::Failed(err)) => Err(err),
-                    Ok(written) => Ok(written),
-                }
-            }
+            Err(Retry::Failed(err)) => Err(err),
+            Ok(written) => Ok(written),
         }
     }
 
@@ -796,67 +801,5 @@ impl SourceService {
             views.push(SourceView { source, counts });
         }
         Ok(views)
-    }
-}
-
-/// The last path component, trimmed; 1..=255 chars.
-fn clean_filename(raw: &str) -> ServiceResult<String> {
-    // The limits apply to the name as sent (what the OpenAPI document's `maxLength` and
-    // `pattern` say); what is kept is its last path segment, trimmed.
-    if raw.chars().count() > 255 || raw.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            Invalid::Request,
-            "filename",
-            "filename must be at most 255 characters without control characters",
-        ));
-    }
-    let name = raw.rsplit(['/', '\\']).next().unwrap_or(raw).trim();
-    if name.is_empty() {
-        return Err(ServiceError::invalid(
-            Invalid::Request,
-            "filename",
-            "filename must not be blank (nor end with `/` or `\\`)",
-        ));
-    }
-    Ok(name.to_owned())
-}
-
-/// What a text upload that cannot become source text gets.
-fn text_refused(err: ChunkError) -> ServiceError {
-    match err {
-        ChunkError::UnsupportedContentType(ct) => ServiceError::invalid(
-            Invalid::Request,
-            "content_type",
-            format!("unsupported content type `{ct}` (use text/plain, text/markdown or text/html, or upload a PDF)"),
-        ),
-        ChunkError::Empty => ServiceError::invalid(Invalid::Request, "text", "the source has no text"),
-        ChunkError::TooLarge { limit } => ServiceError::TooLarge {
-            limit,
-            message: format!("the text this page converts to is larger than {limit} bytes (server.max_body_bytes)"),
-        },
-        ChunkError::Stopped => ServiceError::internal("the upload was abandoned"),
-    }
-}
-
-/// What a PDF that gives no text gets.
-fn pdf_refused(err: chunking::pdf::PdfError) -> ServiceError {
-    use chunking::pdf::PdfError;
-    match err {
-        PdfError::Unreadable(message) => ServiceError::Unprocessable {
-            kind: Unprocessable::UnreadableDocument,
-            message,
-        },
-        PdfError::NoText { pages } => ServiceError::Unprocessable {
-            kind: Unprocessable::NoTextLayer,
-            message: format!(
-                "the PDF has {pages} page(s) but no text layer (a scan, or images of text); \
-                 run it through OCR (e.g. ocrmypdf) and upload the result"
-            ),
-        },
-        PdfError::TooLarge { limit } => ServiceError::TooLarge {
-            limit,
-            message: format!("the text of this PDF is larger than {limit} bytes (server.max_body_bytes)"),
-        },
-        PdfError::Stopped => ServiceError::internal("the upload was abandoned"),
     }
 }
