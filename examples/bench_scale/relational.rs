@@ -33,7 +33,7 @@ use crate::fake::{splitmix, text_vector};
 use crate::harness::{Result, Table, num, quantile_ms};
 use crate::{Options, StoreKind, disk_usage, mib, pgdb, progress};
 
-/// Entries a worker claims at once (`CLAIM_LIMIT` in `src/workers/embedding.rs`).
+/// Entries a worker claims at once (`CLAIM_LIMIT` in `src/workers/embedding/mod.rs`).
 const WORKER_CLAIM: u32 = 32;
 /// Entries the loader claims at once.
 const LOADER_CLAIM: u32 = 1000;
