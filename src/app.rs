@@ -305,7 +305,11 @@ fn handler_state(settings: &Settings, deps: &Deps, cluster: Arc<Cluster>) -> App
         sources: Arc::new(SourceService::new(deps, server.max_body_bytes, settings.sources.html)),
         jobs: Arc::new(JobService::new(deps)),
         retrieval: Arc::new(RetrievalService::new(deps, retrieval)),
-        evals: Arc::new(crate::service::evals::EvalService::new(deps)),
+        evals: Arc::new(crate::service::evals::EvalService::new(
+            deps,
+            crate::api::retrieve::request::eval_setting,
+            settings.retrieval.max_context_tokens,
+        )),
         repair: RepairService::new(deps),
         keys: Arc::new(KeyService::new(deps)),
         webhooks: Arc::new(WebhookService::new(deps, destinations(settings))),
@@ -383,6 +387,12 @@ fn start_background(
     tracker.spawn((state.drift.clone()).run(deps.store.clone(), deps.vectors.clone(), cancel.clone()));
     dispatcher.spawn(format!("{}-webhooks", cluster.id()), tracker, cancel);
     state.audit.spawn_forgetting(tracker, cancel);
+    (state.evals).spawn_runner(
+        state.retrieval.clone(),
+        format!("{}-evals", cluster.id()),
+        tracker,
+        cancel,
+    );
     {
         // Parents for sources chunked before they existed (small-to-large retrieval).
         let (store, cancel) = (deps.store.clone(), cancel.clone());

@@ -88,6 +88,7 @@ error_codes! {
     KeyNotFound => "key_not_found", NOT_FOUND, No, "no provider key has this id";
     WebhookNotFound => "webhook_not_found", NOT_FOUND, No, "no webhook subscription has this id";
     EvalNotFound => "eval_not_found", NOT_FOUND, No, "the world has no evaluation test set with this id";
+    EvalRunNotFound => "eval_run_not_found", NOT_FOUND, No, "the test set has no evaluation run with this id";
     TokenNotFound => "token_not_found", NOT_FOUND, No, "no API token has this id";
     NotFound => "not_found", NOT_FOUND, No, "no route has this path";
     MethodNotAllowed => "method_not_allowed", METHOD_NOT_ALLOWED, No, "the route does not take this method";
@@ -109,7 +110,9 @@ error_codes! {
     WebhookLimitReached => "webhook_limit_reached", CONFLICT, No,
         "as many webhook subscriptions as quarry keeps (100) exist already; delete one first";
     EvalLimitReached => "eval_limit_reached", CONFLICT, No,
-        "the world has as many evaluation test sets as quarry keeps per world (100); delete one first";
+        "the world has as many evaluation test sets (100) or runs as quarry keeps; delete one first";
+    EvalRunState => "eval_run_state", CONFLICT, No,
+        "the evaluation run's status does not allow this (it has ended, or has not)";
     Conflict => "conflict", CONFLICT, No, "the record already exists";
     IdempotencyKeyInUse => "idempotency_key_in_use", CONFLICT, No,
         "a request with this `Idempotency-Key` is still being processed; retry once it has answered";
@@ -268,6 +271,7 @@ impl From<ServiceError> for ApiError {
                     Missing::Key => (C::KeyNotFound, "provider key not found"),
                     Missing::Webhook => (C::WebhookNotFound, "webhook subscription not found"),
                     Missing::EvalSet => (C::EvalNotFound, "evaluation test set not found"),
+                    Missing::EvalRun => (C::EvalRunNotFound, "evaluation run not found"),
                     Missing::Token => (C::TokenNotFound, "API token not found"),
                 };
                 ApiError::new(code, message)
@@ -298,6 +302,7 @@ impl From<ServiceError> for ApiError {
                     Conflict::NothingToRetry => C::NothingToRetry,
                     Conflict::WebhookLimit => C::WebhookLimitReached,
                     Conflict::EvalLimit => C::EvalLimitReached,
+                    Conflict::EvalRunState => C::EvalRunState,
                 };
                 let err = ApiError::new(code, message);
                 match field {

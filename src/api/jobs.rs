@@ -393,7 +393,7 @@ impl EventStreams {
 
 /// One open event stream, counted in [`EventStreams`] until it is dropped (ended, or the
 /// client went away).
-struct StreamSlot {
+pub(super) struct StreamSlot {
     streams: std::sync::Arc<EventStreams>,
     client: Option<std::net::IpAddr>,
 }
@@ -462,20 +462,7 @@ pub async fn job_events(
     let last = last_event_id(&headers)?;
     // 404 before a slot is taken (nothing is read until the stream is polled).
     let events = state.jobs.events(id, last, state.shutdown.clone()).await?;
-    // Each open stream polls the store: their number is bounded, in all and per client.
-    let client = crate::serve::peer(&extensions).map(|addr| crate::serve::client_key(addr.ip()));
-    let slot = state.event_streams.take(client).map_err(|full| {
-        let message = match full {
-            Full::Server(max) => format!(
-                "{max} job event streams are open, the most this server keeps (server.max_event_streams); retry shortly"
-            ),
-            Full::Client(max) => format!(
-                "this client holds {max} job event streams, the most one client may (server.max_event_streams_per_client); \
-                 close one or retry shortly"
-            ),
-        };
-        ApiError::new(ErrorCode::ServerBusy, message)
-    })?;
+    let slot = stream_slot(&state, &extensions)?;
     // The slot is held for as long as the stream is open.
     let stream = events.map(move |event| {
         let _held = &slot;
@@ -487,4 +474,22 @@ pub async fn job_events(
         )
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(state.sse_keep_alive)))
+}
+
+/// A place among the open event streams (job and evaluation run streams alike): each polls the
+/// store, so their number is bounded, in all and per client (503 `server_busy` past either).
+pub(super) fn stream_slot(state: &AppState, extensions: &axum::http::Extensions) -> Result<StreamSlot, ApiError> {
+    let client = crate::serve::peer(extensions).map(|addr| crate::serve::client_key(addr.ip()));
+    state.event_streams.take(client).map_err(|full| {
+        let message = match full {
+            Full::Server(max) => format!(
+                "{max} event streams are open, the most this server keeps (server.max_event_streams); retry shortly"
+            ),
+            Full::Client(max) => format!(
+                "this client holds {max} event streams, the most one client may (server.max_event_streams_per_client); \
+                 close one or retry shortly"
+            ),
+        };
+        ApiError::new(ErrorCode::ServerBusy, message)
+    })
 }

@@ -13,6 +13,7 @@ pub mod cluster;
 mod de;
 pub mod dify;
 pub mod error;
+pub mod eval_runs;
 pub mod evals;
 pub mod extract;
 pub mod health;
@@ -169,6 +170,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .merge(cluster::router())
         .merge(webhooks::router())
         .merge(evals::router())
+        .merge(eval_runs::router())
         .merge(tokens::router())
         .merge(audit::router())
         .nest_service("/mcp", mcp::service(state.clone()))

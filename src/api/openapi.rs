@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    audit, cluster, error, evals, health, jobs, keys, maintenance, metrics, models, retrieve, sources, tokens,
-    webhooks, worlds,
+    audit, cluster, error, eval_runs, evals, health, jobs, keys, maintenance, metrics, models, retrieve, sources,
+    tokens, webhooks, worlds,
 };
 
 #[derive(OpenApi)]
@@ -56,6 +56,13 @@ use super::{
         evals::get_eval,
         evals::replace_eval,
         evals::delete_eval,
+        eval_runs::start_run,
+        eval_runs::list_runs,
+        eval_runs::get_run,
+        eval_runs::cancel_run,
+        eval_runs::delete_run,
+        eval_runs::compare_runs,
+        eval_runs::run_events,
         keys::create_key,
         keys::list_keys,
         keys::update_key,

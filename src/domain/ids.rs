@@ -76,6 +76,10 @@ id_type!(
     EvalSetId
 );
 id_type!(
+    /// One evaluation run: a test set scored against a world under some retrieval settings.
+    EvalRunId
+);
+id_type!(
     /// An API token managed through the API.
     TokenId
 );

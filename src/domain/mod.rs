@@ -16,8 +16,10 @@ pub mod world;
 
 pub use audit::{Actor, AuditAction, AuditEvent, NewAuditEvent};
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use eval::{EvalItem, EvalSet, EvalSetSummary, Expected};
-pub use ids::{ChunkId, EvalSetId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run};
+pub use eval::{EvalItem, EvalRun, EvalRunStatus, EvalSet, EvalSetSummary, Expected, ItemRecord, MeasuredIndex};
+pub use ids::{
+    ChunkId, EvalRunId, EvalSetId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run,
+};
 pub use job::{
     Job, JobCounts, JobError, JobEvent, JobEventData, JobEventKind, JobKind, JobStatus, MAX_JOB_ERRORS, ManifestState,
     RepairSummary, RunStatus, WaitReason, Waiting, WarningCode,

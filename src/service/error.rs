@@ -16,6 +16,7 @@ pub enum Missing {
     Webhook,
     Token,
     EvalSet,
+    EvalRun,
 }
 
 /// Which rule a bad input broke.
@@ -49,6 +50,9 @@ pub enum Conflict {
     WebhookLimit,
     /// As many evaluation test sets as quarry keeps per world exist already.
     EvalLimit,
+    /// An evaluation run's status does not allow the move (cancel an ended run, delete or
+    /// compare one not ended).
+    EvalRunState,
 }
 
 /// Why an input could not be processed although it was well formed.

@@ -100,7 +100,7 @@ use crate::domain::{
     ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
     StoredKey, WorkItem, World, WorldId, WorldStats,
 };
-use crate::domain::{EvalSet, EvalSetId, EvalSetSummary};
+use crate::domain::{EvalRun, EvalRunId, EvalRunStatus, EvalSet, EvalSetId, EvalSetSummary, ItemRecord, MeasuredIndex};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
@@ -395,12 +395,61 @@ pub trait ClusterStore: Send + Sync {
 pub trait EvalStore: Send + Sync {
     async fn insert_eval_set(&self, set: &EvalSet) -> Result<()>;
     async fn get_eval_set(&self, world: WorldId, id: EvalSetId) -> Result<Option<EvalSet>>;
+    /// Whether `world` has test set `id` (its items not read).
+    async fn eval_set_exists(&self, world: WorldId, id: EvalSetId) -> Result<bool>;
     /// A world's test sets by creation, the rows of `window`, their items counted.
     async fn list_eval_sets(&self, world: WorldId, window: Window) -> Result<Vec<EvalSetSummary>>;
     async fn count_eval_sets(&self, world: WorldId) -> Result<u64>;
     /// Replaces a test set's name and items (and `updated_at`); false when there was none.
     async fn replace_eval_set(&self, set: &EvalSet) -> Result<bool>;
     async fn delete_eval_set(&self, world: WorldId, id: EvalSetId) -> Result<bool>;
+
+    async fn insert_eval_run(&self, run: &EvalRun) -> Result<()>;
+    /// A run with its items and scores.
+    async fn get_eval_run(&self, world: WorldId, id: EvalRunId) -> Result<Option<EvalRun>>;
+    /// A test set's runs by creation, the rows of `window`: `items` and `scores` left empty
+    /// (`EvalRunProgress` counts them).
+    async fn list_eval_runs(&self, eval: EvalSetId, window: Window) -> Result<Vec<(EvalRun, EvalRunProgress)>>;
+    /// A run's status and how far it got, without its items.
+    async fn eval_run_progress(&self, id: EvalRunId) -> Result<Option<(EvalRunStatus, EvalRunProgress)>>;
+    /// A world's runs not yet ended (queued or running).
+    async fn count_open_eval_runs(&self, world: WorldId) -> Result<u64>;
+    async fn count_eval_runs(&self, eval: EvalSetId) -> Result<u64>;
+    /// Holds the oldest run that is queued, or running with its lease run out (its process
+    /// stopped), for `owner` during `lease_s` seconds: `running`, `attempts` one more.
+    async fn claim_eval_run(&self, owner: &str, lease_s: f64) -> Result<Option<EvalRun>>;
+    /// Writes the scores so far (and the index measured, the first time) and renews the lease;
+    /// false when `owner` no longer holds the run (cancelled, deleted, taken over).
+    async fn save_eval_scores(
+        &self,
+        id: EvalRunId,
+        owner: &str,
+        scores: &[ItemRecord],
+        measured: &MeasuredIndex,
+        lease_s: f64,
+    ) -> Result<bool>;
+    /// Ends a run `owner` holds (completed or failed, with an error); false when it does not.
+    async fn finish_eval_run(
+        &self,
+        id: EvalRunId,
+        owner: &str,
+        status: EvalRunStatus,
+        error: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Lets go of a run without ending it (the process is stopping): the next claim takes it
+    /// up at once.
+    async fn release_eval_run(&self, id: EvalRunId, owner: &str) -> Result<()>;
+    /// Cancels a run not yet ended; false when there is none such.
+    async fn cancel_eval_run(&self, world: WorldId, id: EvalRunId, at: DateTime<Utc>) -> Result<bool>;
+    async fn delete_eval_run(&self, world: WorldId, id: EvalRunId) -> Result<bool>;
+}
+
+/// How far an evaluation run got: items scored of all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalRunProgress {
+    pub done: u32,
+    pub total: u32,
 }
 
 /// Webhook subscriptions and their deliveries. Deliveries are written by the store itself

@@ -13,6 +13,7 @@ mod contract;
 mod dify;
 mod documents;
 mod errors;
+mod eval_runs;
 mod evals;
 mod fake_providers;
 mod fake_rerank;

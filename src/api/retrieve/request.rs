@@ -419,6 +419,49 @@ impl RetrieveRequest {
     }
 }
 
+/// One retrieval setting of an evaluation run: a `/retrieve` body without `query` (the test
+/// set's items are the queries) nor `max_context_tokens` (the run's `budgets` are), judged by
+/// the same rules. The field named in a refusal is the setting's own (`mode`, `fusion.method`).
+///
+/// # Errors
+/// The first field refused, and why.
+pub fn eval_setting(value: &Value) -> Result<Settings, crate::domain::FieldError> {
+    let refuse = |field: &str, message: String| crate::domain::FieldError {
+        field: field.to_owned(),
+        message,
+    };
+    let Value::Object(map) = value else {
+        return Err(refuse(
+            "",
+            "a setting must be an object: a /retrieve body without query".to_owned(),
+        ));
+    };
+    for taken in ["query", "max_context_tokens"] {
+        if map.contains_key(taken) {
+            let why = if taken == "query" {
+                "the test set's items are the queries"
+            } else {
+                "the run's budgets set it"
+            };
+            return Err(refuse(taken, format!("a run's setting takes no `{taken}`: {why}")));
+        }
+    }
+    let mut entries = Entries::from(map.clone());
+    entries.0.push(("query".to_owned(), Value::String("?".to_owned())));
+    let request = RetrieveRequest::parse(entries).map_err(|err| {
+        let field = (err.details.as_deref())
+            .and_then(|d| d.get("field"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        crate::domain::FieldError {
+            field,
+            message: err.message,
+        }
+    })?;
+    Ok(request.settings())
+}
+
 impl<'de> Deserialize<'de> for RetrieveRequest {
     /// As [`RetrieveRequest::parse`], its refusal as the message.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

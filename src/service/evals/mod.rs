@@ -2,15 +2,21 @@
 //! holds (sources by id or key, chunks, or an answer text). They are checked here, bounded in
 //! items and sizes, and kept whole; [`score`] judges one retrieval's answer against an item.
 
+pub mod report;
+mod runner;
+pub mod runs;
 pub mod score;
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 use super::{Conflict, Invalid, Missing, ServiceError, ServiceResult};
 use crate::domain::{
-    ChunkId, EvalItem, EvalSet, EvalSetId, EvalSetSummary, Expected, SourceId, SourceKey, Window, WorldId, WorldName,
-    now,
+    ChunkId, EvalItem, EvalSet, EvalSetId, EvalSetSummary, Expected, FieldError, SourceId, SourceKey, Window, WorldId,
+    WorldName, now,
 };
+use crate::service::retrieval::{RetrievalService, Settings};
 use crate::store::Store;
 
 /// The most items one test set holds.
@@ -42,15 +48,54 @@ pub struct DraftItem {
     pub answer: Option<String>,
 }
 
+/// Turns one run setting (a `/retrieve` body without `query`) into the settings retrieval
+/// runs, or names the field refused: the API's own rules (`api::retrieve::eval_setting`).
+pub type SettingsParser = fn(&serde_json::Value) -> Result<Settings, FieldError>;
+
 pub struct EvalService {
     store: Arc<dyn Store>,
+    parse: SettingsParser,
+    /// The context budget a run measures when it names none (`retrieval.max_context_tokens`).
+    default_budget: u32,
+    /// Wakes the runner when a run is queued.
+    wake: Arc<Notify>,
 }
 
 impl EvalService {
-    pub fn new(deps: &crate::deps::Deps) -> Self {
+    pub fn new(deps: &crate::deps::Deps, parse: SettingsParser, default_budget: u32) -> Self {
         Self {
             store: deps.store.clone(),
+            parse,
+            default_budget,
+            wake: Arc::new(Notify::new()),
         }
+    }
+
+    /// Runs queued evaluations in the background, one at a time, as `owner`, until `cancel`.
+    pub fn spawn_runner(
+        &self,
+        retrieval: Arc<RetrievalService>,
+        owner: String,
+        tracker: &tokio_util::task::TaskTracker,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) {
+        let runner = runner::Runner {
+            store: self.store.clone(),
+            retrieval,
+            parse: self.parse,
+            wake: self.wake.clone(),
+            owner,
+        };
+        tracker.spawn(runner.run(cancel.clone()));
+    }
+
+    /// 404 unless `world` has test set `id`.
+    async fn get_summary(&self, world: WorldId, id: EvalSetId) -> ServiceResult<()> {
+        if self.store.eval_set_exists(world, id).await? {
+            return Ok(());
+        }
+        self.require_world(world).await?;
+        Err(ServiceError::NotFound(Missing::EvalSet))
     }
 
     /// Stores a new test set of `world` (404 for a missing world, 409 past
