@@ -4,7 +4,7 @@
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -26,6 +26,7 @@ pub fn router() -> Router<AppState> {
             "/v1/worlds/{world_id}/evals",
             get(list_evals).post(create_eval).layer(limit()),
         )
+        .route("/v1/worlds/{world_id}/evals/suggest", post(suggest_eval))
         .route(
             "/v1/worlds/{world_id}/evals/{eval_id}",
             get(get_eval).put(replace_eval).delete(delete_eval).layer(limit()),
@@ -290,4 +291,53 @@ pub async fn delete_eval(
 ) -> Result<StatusCode, ApiError> {
     state.evals.delete(world, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What to draft.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestRequest {
+    /// Questions to draft at most, 1 to 1000 (default 50).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+}
+
+/// A drafted test set: read it, correct it, then create it with `POST …/evals`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SuggestedEvalSet {
+    pub name: String,
+    /// Always true: nothing was stored, and no model judged these questions.
+    pub draft: bool,
+    /// Each a section heading that asks a question, with the start of the text under it as
+    /// the answer and its source as the expected hit.
+    pub items: Vec<EvalItemBody>,
+    /// Sources read (at most 2,000, or 32 Mi chars of text, in reading order).
+    pub sources_read: u64,
+    /// Sections seen in them.
+    pub sections_seen: u64,
+}
+
+/// Draft a test set from the world's own sections: each heading that is a question becomes a
+/// query, the start of the text under it the expected answer. A starter for FAQ-shaped
+/// documents, to be reviewed before use; nothing is stored.
+#[utoipa::path(post, path = "/v1/worlds/{world_id}/evals/suggest", tag = "evaluation",
+    params(("world_id" = Uuid, Path)), request_body = SuggestRequest,
+    responses((status = 200, body = SuggestedEvalSet),
+        (status = 400, description = "invalid_request (`details.field`: `limit`)", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "world_not_found", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn suggest_eval(
+    State(state): State<AppState>,
+    ApiPath(world): ApiPath<WorldId>,
+    ApiJson(request): ApiJson<SuggestRequest>,
+) -> Result<axum::Json<SuggestedEvalSet>, ApiError> {
+    let found = state.evals.suggest(world, request.limit).await?;
+    Ok(axum::Json(SuggestedEvalSet {
+        name: "Suggested questions".to_owned(),
+        draft: true,
+        items: found.items.into_iter().map(Into::into).collect(),
+        sources_read: found.sources_read,
+        sections_seen: found.sections_seen,
+    }))
 }

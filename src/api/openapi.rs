@@ -56,6 +56,7 @@ use super::{
         evals::get_eval,
         evals::replace_eval,
         evals::delete_eval,
+        evals::suggest_eval,
         eval_runs::start_run,
         eval_runs::list_runs,
         eval_runs::get_run,

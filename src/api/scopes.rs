@@ -32,6 +32,7 @@ pub const ROUTES: &[(&str, &str, Scope, Reach)] = &[
     ("POST", "/v1/worlds/{world_id}/retrieve", Read, Reach::World),
     ("GET", "/v1/worlds/{world_id}/evals", Read, Reach::World),
     ("POST", "/v1/worlds/{world_id}/evals", Ingest, Reach::World),
+    ("POST", "/v1/worlds/{world_id}/evals/suggest", Read, Reach::World),
     ("GET", "/v1/worlds/{world_id}/evals/{eval_id}", Read, Reach::World),
     ("PUT", "/v1/worlds/{world_id}/evals/{eval_id}", Ingest, Reach::World),
     ("DELETE", "/v1/worlds/{world_id}/evals/{eval_id}", Ingest, Reach::World),

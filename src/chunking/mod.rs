@@ -62,7 +62,7 @@ mod tokens;
 
 pub use parents::{ChunkSpan, parents, parents_of};
 pub use prefix::add_context_prefixes;
-pub use sections::section_starts;
+pub use sections::{section_start_bytes, section_starts};
 pub use split::{split, split_source, split_until, split_with};
 pub use tokens::{Cl100k, TokenCounter};
 

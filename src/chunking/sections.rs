@@ -50,7 +50,7 @@ pub(super) fn headings(text: &str, format: SourceFormat) -> Vec<(u64, usize)> {
 }
 
 /// [`section_starts`] as byte offsets.
-pub(super) fn section_start_bytes(text: &str, format: SourceFormat) -> Vec<usize> {
+pub fn section_start_bytes(text: &str, format: SourceFormat) -> Vec<usize> {
     let mut starts = heading_bytes(text, format);
     starts.retain(|&s| s > 0);
     starts

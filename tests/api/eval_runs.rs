@@ -430,3 +430,56 @@ async fn a_run_taken_up_again_after_a_restart_goes_on_from_its_last_save(mut app
     assert!(run["error"].as_str().unwrap().contains("interrupted 5 times"), "{run}");
     assert_eq!(run["progress"]["done"], 2, "what was saved stays readable");
 }
+
+on_both_stores!(a_drafted_test_set_comes_from_question_headings_and_runs);
+async fn a_drafted_test_set_comes_from_question_headings_and_runs(app: TestApp, _fake: FakeGoogle) {
+    let world = id(&app
+        .create_google_world("Shore", json!({"chunking": crate::helpers::sentence_chunks()}))
+        .await);
+    let faq = "# Shore questions\n\nA few answers.\n\n## When do grey seals pup?\n\nGrey seals pup in autumn on quiet beaches.\n\n\
+               ## Where do puffins nest?\n\nPuffins nest in burrows on grassy cliff tops.\n\n## Feeding\n\nFish, mostly.\n";
+    let source = app.add_text(&world, "faq.md", faq).await;
+    app.drain().await;
+    let suggest = format!("/v1/worlds/{world}/evals/suggest");
+    let (status, draft) = app.post(&suggest, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{draft}");
+    assert_eq!(draft["draft"], true);
+    assert_eq!(
+        (draft["sources_read"].as_u64(), draft["sections_seen"].as_u64()),
+        (Some(1), Some(4))
+    );
+    let source_id = source["source"]["id"].clone();
+    assert_eq!(
+        draft["items"],
+        json!([
+            {"query": "When do grey seals pup?", "expected": {"sources": [source_id], "answer": "Grey seals pup in autumn on quiet beaches."}},
+            {"query": "Where do puffins nest?", "expected": {"sources": [source_id], "answer": "Puffins nest in burrows on grassy cliff tops."}},
+        ])
+    );
+    let (_, one) = app.post(&suggest, json!({"limit": 1})).await;
+    assert_eq!(one["items"].as_array().unwrap().len(), 1);
+    // Nothing is stored until the user creates the set.
+    let (_, sets) = app.get(&format!("/v1/worlds/{world}/evals")).await;
+    assert_eq!(sets["evals"], json!([]));
+
+    // Created as drafted and run: each question finds its source first, its answer in context.
+    let eval = create_set(&app, &world, draft["items"].clone()).await;
+    let runs = format!("/v1/worlds/{world}/evals/{eval}/runs");
+    let started = start(&app, &runs, json!({})).await;
+    let run = ended(&app, &format!("{runs}/{}", started["run_id"].as_str().unwrap())).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    close(&run["report"]["settings"][0]["hit_at_1"], 1.0);
+    close(&run["report"]["settings"][0]["budgets"][0]["answer_share"], 1.0);
+
+    for (body, field) in [(json!({"limit": 0}), "limit"), (json!({"limit": 1001}), "limit")] {
+        let (status, err) = app.post(&suggest, body).await;
+        let err = assert_error(status, &err, StatusCode::BAD_REQUEST, "invalid_request");
+        assert_eq!(err["details"]["field"], field);
+    }
+    let (status, err) = app.post(&suggest, json!({"count": 3})).await;
+    assert_error(status, &err, StatusCode::BAD_REQUEST, "invalid_request");
+    let (status, err) = app
+        .post(&format!("/v1/worlds/{}/evals/suggest", uuid::Uuid::new_v4()), json!({}))
+        .await;
+    assert_error(status, &err, StatusCode::NOT_FOUND, "world_not_found");
+}

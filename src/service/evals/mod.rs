@@ -6,6 +6,7 @@ pub mod report;
 mod runner;
 pub mod runs;
 pub mod score;
+pub mod suggest;
 
 use std::sync::Arc;
 
