@@ -236,6 +236,57 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
         assert!(best.contains(expected), "{question} → {answer}");
         assert_eq!(answer["context"]["chunks"][0].as_str(), Some(best));
     }
+
+    // README, "Measuring retrieval on your own documents": a test set, a run of two settings
+    // at two budgets, a second run, and their comparison.
+    let set: Value = post_json(
+        &client,
+        format!("{q}/v1/worlds/{world_id}/evals"),
+        serde_json::json!({"name": "Isles", "items": [
+            {"query": "Who looks after the lighthouse?", "expected": {"answer": "Ada Hallam"}},
+            {"query": "When do the seals have their young?", "expected": {"answer": "each autumn to give birth to their pups"}}]}),
+    )
+    .await;
+    let runs = format!(
+        "{q}/v1/worlds/{world_id}/evals/{}/runs",
+        set["eval_id"].as_str().unwrap()
+    );
+    let run_once = |body: Value| {
+        let (client, runs) = (client.clone(), runs.clone());
+        async move {
+            let run: Value = post_json(&client, runs.clone(), body).await;
+            let path = format!("{runs}/{}", run["run_id"].as_str().unwrap());
+            loop {
+                let run: Value = get_json(&client, path.clone()).await;
+                if run["status"] != "queued" && run["status"] != "running" {
+                    return run;
+                }
+                assert!(Instant::now() < deadline, "the run did not end: {run}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let first =
+        run_once(serde_json::json!({"settings": [{"expand": "parent"}, {"expand": "none"}], "budgets": [512, 1024]}))
+            .await;
+    assert_eq!(first["status"], "completed", "{first}");
+    let parent = &first["report"]["settings"][0];
+    for budget in 0..2 {
+        // Both answers reach the context when the hit's section is read forward.
+        assert_eq!(parent["budgets"][budget]["fully"], 1.0, "{first}");
+    }
+    assert_eq!(first["report"]["items"][0]["found_by"][0], 0, "{first}");
+    let second = run_once(serde_json::json!({"settings": [{"expand": "none"}], "budgets": [1024]})).await;
+    let compared: Value = get_json(
+        &client,
+        format!(
+            "{runs}/{}/compare/{}",
+            first["run_id"].as_str().unwrap(),
+            second["run_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(compared["items_compared"], 2, "{compared}");
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let _ = child.wait();
 }
