@@ -8,6 +8,8 @@ from .audit_event import AuditEvent
 from .audit_list import AuditList
 from .breaker import Breaker
 from .breaker_state import BreakerState
+from .budget_delta import BudgetDelta
+from .budget_scores import BudgetScores
 from .check import Check
 from .chunk import Chunk
 from .chunk_error import ChunkError
@@ -33,7 +35,16 @@ from .error_body import ErrorBody
 from .error_code import ErrorCode
 from .error_detail import ErrorDetail
 from .error_detail_details_type_0 import ErrorDetailDetailsType0
+from .eval_comparison import EvalComparison
 from .eval_item import EvalItem
+from .eval_run import EvalRun
+from .eval_run_list import EvalRunList
+from .eval_run_progress import EvalRunProgress
+from .eval_run_report import EvalRunReport
+from .eval_run_request import EvalRunRequest
+from .eval_run_request_settings_type_0_item import EvalRunRequestSettingsType0Item
+from .eval_run_settings_item import EvalRunSettingsItem
+from .eval_run_status import EvalRunStatus
 from .eval_set import EvalSet
 from .eval_set_list import EvalSetList
 from .eval_set_request import EvalSetRequest
@@ -41,6 +52,8 @@ from .eval_set_summary import EvalSetSummary
 from .expected import Expected
 from .health import Health
 from .hit_explanation import HitExplanation
+from .item_change_dto import ItemChangeDto
+from .item_scores import ItemScores
 from .job import Job
 from .job_counts import JobCounts
 from .job_error import JobError
@@ -49,12 +62,14 @@ from .job_list import JobList
 from .job_status import JobStatus
 from .key_list import KeyList
 from .key_provider import KeyProvider
+from .measured_index import MeasuredIndex
 from .metadata import Metadata
 from .metadata_filter import MetadataFilter
 from .model import Model
 from .model_list import ModelList
 from .node_state import NodeState
 from .outcome import Outcome
+from .outcome_dto import OutcomeDto
 from .pending_version import PendingVersion
 from .provider import Provider
 from .provider_key import ProviderKey
@@ -88,11 +103,15 @@ from .retrieve_rerank import RetrieveRerank
 from .retrieve_response import RetrieveResponse
 from .retry_failed import RetryFailed
 from .scope_name import ScopeName
+from .setting_delta_dto import SettingDeltaDto
 from .setting_drift import SettingDrift
+from .setting_scores import SettingScores
 from .source import Source
 from .source_accepted import SourceAccepted
 from .source_list import SourceList
 from .source_metadata import SourceMetadata
+from .suggest_request import SuggestRequest
+from .suggested_eval_set import SuggestedEvalSet
 from .token import Token
 from .token_list import TokenList
 from .update_key_request import UpdateKeyRequest
@@ -117,6 +136,8 @@ __all__ = (
     "AuditList",
     "Breaker",
     "BreakerState",
+    "BudgetDelta",
+    "BudgetScores",
     "Check",
     "Chunk",
     "ChunkError",
@@ -142,7 +163,16 @@ __all__ = (
     "ErrorCode",
     "ErrorDetail",
     "ErrorDetailDetailsType0",
+    "EvalComparison",
     "EvalItem",
+    "EvalRun",
+    "EvalRunList",
+    "EvalRunProgress",
+    "EvalRunReport",
+    "EvalRunRequest",
+    "EvalRunRequestSettingsType0Item",
+    "EvalRunSettingsItem",
+    "EvalRunStatus",
     "EvalSet",
     "EvalSetList",
     "EvalSetRequest",
@@ -150,6 +180,8 @@ __all__ = (
     "Expected",
     "Health",
     "HitExplanation",
+    "ItemChangeDto",
+    "ItemScores",
     "Job",
     "JobCounts",
     "JobError",
@@ -158,12 +190,14 @@ __all__ = (
     "JobStatus",
     "KeyList",
     "KeyProvider",
+    "MeasuredIndex",
     "Metadata",
     "MetadataFilter",
     "Model",
     "ModelList",
     "NodeState",
     "Outcome",
+    "OutcomeDto",
     "PendingVersion",
     "Provider",
     "ProviderKey",
@@ -197,11 +231,15 @@ __all__ = (
     "RetrieveResponse",
     "RetryFailed",
     "ScopeName",
+    "SettingDeltaDto",
     "SettingDrift",
+    "SettingScores",
     "Source",
     "SourceAccepted",
     "SourceList",
     "SourceMetadata",
+    "SuggestRequest",
+    "SuggestedEvalSet",
     "Token",
     "TokenList",
     "UpdateKeyRequest",

@@ -7,6 +7,8 @@ class ErrorCode(StrEnum):
     EMPTY_QUERY = "empty_query"
     EVAL_LIMIT_REACHED = "eval_limit_reached"
     EVAL_NOT_FOUND = "eval_not_found"
+    EVAL_RUN_NOT_FOUND = "eval_run_not_found"
+    EVAL_RUN_STATE = "eval_run_state"
     EXPIRY_IN_PAST = "expiry_in_past"
     IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"

@@ -1,0 +1,240 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.eval_run_list import EvalRunList
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    world_id: UUID,
+    eval_id: UUID,
+    *,
+    offset: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["offset"] = offset
+
+    params["limit"] = limit
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/worlds/{world_id}/evals/{eval_id}/runs".format(
+            world_id=quote(str(world_id), safe=""),
+            eval_id=quote(str(eval_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | EvalRunList | None:
+    if response.status_code == 200:
+        response_200 = EvalRunList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | EvalRunList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    world_id: UUID,
+    eval_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    offset: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> Response[ErrorBody | EvalRunList]:
+    """A test set's runs, oldest first, without their reports.
+
+     Scope: `read`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        eval_id (UUID):
+        offset (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | EvalRunList]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        eval_id=eval_id,
+        offset=offset,
+        limit=limit,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    world_id: UUID,
+    eval_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    offset: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> ErrorBody | EvalRunList | None:
+    """A test set's runs, oldest first, without their reports.
+
+     Scope: `read`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        eval_id (UUID):
+        offset (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | EvalRunList
+    """
+
+    return sync_detailed(
+        world_id=world_id,
+        eval_id=eval_id,
+        client=client,
+        offset=offset,
+        limit=limit,
+    ).parsed
+
+
+async def asyncio_detailed(
+    world_id: UUID,
+    eval_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    offset: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> Response[ErrorBody | EvalRunList]:
+    """A test set's runs, oldest first, without their reports.
+
+     Scope: `read`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        eval_id (UUID):
+        offset (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | EvalRunList]
+    """
+
+    kwargs = _get_kwargs(
+        world_id=world_id,
+        eval_id=eval_id,
+        offset=offset,
+        limit=limit,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    world_id: UUID,
+    eval_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    offset: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> ErrorBody | EvalRunList | None:
+    """A test set's runs, oldest first, without their reports.
+
+     Scope: `read`. A token limited to other worlds is answered 404, as a missing world.
+
+    Args:
+        world_id (UUID):
+        eval_id (UUID):
+        offset (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | EvalRunList
+    """
+
+    return (
+        await asyncio_detailed(
+            world_id=world_id,
+            eval_id=eval_id,
+            client=client,
+            offset=offset,
+            limit=limit,
+        )
+    ).parsed
