@@ -8,6 +8,7 @@ Loaded by schemathesis (`hooks` in the generated config), the module registers i
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import urllib.request
@@ -215,6 +216,9 @@ def _register_hooks() -> None:
         if failure.code != "ST202" or code not in WELL_FORMED_BUT_REFUSED:
             return True
         fields = WELL_FORMED_BUT_REFUSED[code]
+        # An evaluation run's settings are /retrieve bodies: `settings[2].fusion` is `fusion`.
+        if field is not None:
+            field = re.sub(r"^settings\[\d+\]\.", "", field)
         return fields is not None and field not in fields
 
 

@@ -294,19 +294,21 @@ async fn dependencies(
 /// The services and settings the handlers share.
 fn handler_state(settings: &Settings, deps: &Deps, cluster: Arc<Cluster>) -> AppState {
     let server = &settings.server;
-    let retrieval = RetrievalLimits::for_request_timeout(
+    let limits = RetrievalLimits::for_request_timeout(
         settings.retrieval.max_context_tokens,
         Duration::from_secs(server.request_timeout_s),
     )
     .with_full_context_threshold(settings.retrieval.full_context_threshold)
     .with_hnsw_ef_range(settings.vectors.search.min_hnsw_ef, settings.vectors.search.max_hnsw_ef);
+    let retrieval = Arc::new(RetrievalService::new(deps, limits));
     AppState {
         worlds: Arc::new(WorldService::new(deps, settings.retrieval.max_context_tokens)),
         sources: Arc::new(SourceService::new(deps, server.max_body_bytes, settings.sources.html)),
         jobs: Arc::new(JobService::new(deps)),
-        retrieval: Arc::new(RetrievalService::new(deps, retrieval)),
+        retrieval: retrieval.clone(),
         evals: Arc::new(crate::service::evals::EvalService::new(
             deps,
+            retrieval,
             crate::api::retrieve::request::eval_setting,
             settings.retrieval.max_context_tokens,
         )),
@@ -387,12 +389,7 @@ fn start_background(
     tracker.spawn((state.drift.clone()).run(deps.store.clone(), deps.vectors.clone(), cancel.clone()));
     dispatcher.spawn(format!("{}-webhooks", cluster.id()), tracker, cancel);
     state.audit.spawn_forgetting(tracker, cancel);
-    (state.evals).spawn_runner(
-        state.retrieval.clone(),
-        format!("{}-evals", cluster.id()),
-        tracker,
-        cancel,
-    );
+    (state.evals).spawn_runner(format!("{}-evals", cluster.id()), tracker, cancel);
     {
         // Parents for sources chunked before they existed (small-to-large retrieval).
         let (store, cancel) = (deps.store.clone(), cancel.clone());

@@ -24,6 +24,11 @@ pub fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>
     deserializer.deserialize_option(OptionOf(Integral))
 }
 
+/// A required integer (in a list, say): as [`integer`], but present and not `null`.
+pub fn required_integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    deserializer.deserialize_any(Integral)
+}
+
 /// An optional struct field that must be a JSON object (not an array).
 pub fn object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::AppState;
+use crate::api::retrieve::request::{RetrieveExpand, RetrieveFilter, RetrieveFusion, RetrieveMode, RetrieveRerank};
 use crate::domain::{EvalRun, EvalRunId, EvalRunStatus, EvalSetId, MeasuredIndex, WorldId};
 use crate::service::evals::report::{Comparison, ItemChange, Outcome, RunReport, report};
 use crate::service::evals::runs::{NewRun, RunEvent};
@@ -54,14 +55,42 @@ pub struct EvalRunRequest {
     /// `expand`, `neighbors`, `min_score`, `rerank`, `hnsw_ef`, `filter`. Absent: one setting,
     /// the defaults.
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>, min_items = 1, max_items = 8)]
+    #[schema(value_type = Option<Vec<EvalRunSetting>>, min_items = 1, max_items = 8)]
     pub settings: Option<Vec<Value>>,
-    /// 1 to 4 context budgets in tokens (each 1 to 1048576). Absent: the server's default
+    /// 1 to 4 context budgets in tokens. Absent: the server's default
     /// (`retrieval.max_context_tokens`).
     #[serde(default)]
     #[schema(min_items = 1, max_items = 4)]
-    pub budgets: Option<Vec<u32>>,
+    pub budgets: Option<Vec<BudgetTokens>>,
 }
+
+/// One setting of a run: a `/retrieve` body without `query` and `max_context_tokens`, each
+/// field as `/retrieve` documents it (its refusals name `settings[i].<field>`). For the
+/// document only: the server reads it with `/retrieve`'s own parser.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRunSetting {
+    #[schema(example = 8, minimum = 0, maximum = 1000)]
+    pub top_k: Option<u64>,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub min_score: Option<f64>,
+    pub mode: Option<RetrieveMode>,
+    pub fusion: Option<RetrieveFusion>,
+    #[schema(minimum = 0, maximum = 3)]
+    pub neighbors: Option<u32>,
+    pub expand: Option<RetrieveExpand>,
+    pub rerank: Option<RetrieveRerank>,
+    pub explain: Option<bool>,
+    #[schema(minimum = 16, maximum = 1024)]
+    pub hnsw_ef: Option<u32>,
+    pub filter: Option<RetrieveFilter>,
+}
+
+/// A context budget, in tokens.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(transparent)]
+#[schema(example = 1024, minimum = 1, maximum = 1048576)]
+pub struct BudgetTokens(#[serde(deserialize_with = "super::de::required_integer")] pub i64);
 
 /// Where a run is in its life; `completed`, `failed` and `cancelled` are final.
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
@@ -420,7 +449,8 @@ pub async fn start_run(
 ) -> Result<(StatusCode, axum::Json<EvalRunDto>), ApiError> {
     let new = NewRun {
         settings: request.settings,
-        budgets: request.budgets,
+        // Out of range (the document forbids it): the service names `budgets`.
+        budgets: (request.budgets).map(|b| b.into_iter().map(|t| u32::try_from(t.0).unwrap_or(0)).collect()),
     };
     let run = state.evals.start_run(world, eval, new).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(EvalRunDto::whole(run))))

@@ -298,9 +298,9 @@ pub async fn delete_eval(
 #[serde(deny_unknown_fields)]
 pub struct SuggestRequest {
     /// Questions to draft at most, 1 to 1000 (default 50).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::integer")]
     #[schema(minimum = 1, maximum = 1000)]
-    pub limit: Option<usize>,
+    pub limit: Option<i64>,
 }
 
 /// A drafted test set: read it, correct it, then create it with `POST …/evals`.
@@ -332,7 +332,9 @@ pub async fn suggest_eval(
     ApiPath(world): ApiPath<WorldId>,
     ApiJson(request): ApiJson<SuggestRequest>,
 ) -> Result<axum::Json<SuggestedEvalSet>, ApiError> {
-    let found = state.evals.suggest(world, request.limit).await?;
+    // Out of range (the document forbids it): the service names `limit`.
+    let limit = request.limit.map(|n| usize::try_from(n).unwrap_or(0));
+    let found = state.evals.suggest(world, limit).await?;
     Ok(axum::Json(SuggestedEvalSet {
         name: "Suggested questions".to_owned(),
         draft: true,

@@ -298,6 +298,17 @@ async fn bounds_are_refused_with_the_field_named_and_nothing_runs(app: TestApp, 
             "settings[0].expand",
         ),
         (json!({"settings": [7]}), "invalid_retrieval_settings", "settings[0]"),
+        // What the configuration decides, judged when the run is asked for, not midway.
+        (
+            json!({"settings": [{"rerank": {}}]}),
+            "invalid_retrieval_settings",
+            "settings[0].rerank",
+        ),
+        (
+            json!({"settings": [{}, {"hnsw_ef": 5000}]}),
+            "invalid_retrieval_settings",
+            "settings[1].hnsw_ef",
+        ),
         (json!({"budgets": []}), "invalid_request", "budgets"),
         (json!({"budgets": [0]}), "invalid_request", "budgets"),
         (json!({"budgets": [2_000_000]}), "invalid_request", "budgets"),

@@ -60,29 +60,36 @@ pub struct EvalService {
     default_budget: u32,
     /// Wakes the runner when a run is queued.
     wake: Arc<Notify>,
+    /// What runs retrieve through (and check their settings against).
+    retrieval: Arc<RetrievalService>,
 }
 
 impl EvalService {
-    pub fn new(deps: &crate::deps::Deps, parse: SettingsParser, default_budget: u32) -> Self {
+    pub fn new(
+        deps: &crate::deps::Deps,
+        retrieval: Arc<RetrievalService>,
+        parse: SettingsParser,
+        default_budget: u32,
+    ) -> Self {
         Self {
             store: deps.store.clone(),
             parse,
             default_budget,
             wake: Arc::new(Notify::new()),
+            retrieval,
         }
     }
 
     /// Runs queued evaluations in the background, one at a time, as `owner`, until `cancel`.
     pub fn spawn_runner(
         &self,
-        retrieval: Arc<RetrievalService>,
         owner: String,
         tracker: &tokio_util::task::TaskTracker,
         cancel: &tokio_util::sync::CancellationToken,
     ) {
         let runner = runner::Runner {
             store: self.store.clone(),
-            retrieval,
+            retrieval: self.retrieval.clone(),
             parse: self.parse,
             wake: self.wake.clone(),
             owner,

@@ -58,13 +58,21 @@ impl EvalService {
             ));
         }
         for (i, setting) in settings.iter().enumerate() {
-            (self.parse)(setting).map_err(|err| {
-                let field = if err.field.is_empty() {
-                    format!("settings[{i}]")
-                } else {
-                    format!("settings[{i}].{}", err.field)
-                };
-                ServiceError::invalid(Invalid::RetrievalSettings, field, err.message)
+            let at = |field: &str| match field {
+                "" => format!("settings[{i}]"),
+                field => format!("settings[{i}].{field}"),
+            };
+            let parsed = (self.parse)(setting)
+                .map_err(|err| ServiceError::invalid(Invalid::RetrievalSettings, at(&err.field), err.message))?;
+            // What the configuration allows (hnsw_ef's bounds, a reranker), now rather than
+            // when the run is under way.
+            self.retrieval.check_settings(&parsed).map_err(|err| match err {
+                ServiceError::Invalid { kind, message, field } => ServiceError::Invalid {
+                    kind,
+                    message,
+                    field: Some(at(field.as_deref().unwrap_or_default())),
+                },
+                other => other,
             })?;
         }
         let budgets = new.budgets.unwrap_or_else(|| vec![self.default_budget]);

@@ -599,8 +599,9 @@ impl RetrievalService {
         }
     }
 
-    /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
-    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Retrieval> {
+    /// The checks of `settings` against this server's configuration (the `hnsw_ef` bounds, a
+    /// reranker configured), which the edge cannot make.
+    pub fn check_settings(&self, settings: &Settings) -> ServiceResult<()> {
         let (min_ef, max_ef) = self.limits.hnsw_ef_range;
         if let Some(ef) = settings.hnsw_ef
             && !(min_ef..=max_ef).contains(&ef)
@@ -618,6 +619,12 @@ impl RetrievalService {
                 "no reranker is configured (providers.rerank.base_url)",
             ));
         }
+        Ok(())
+    }
+
+    /// Runs one retrieval with settings already validated at the edge (`api::retrieve`).
+    pub async fn retrieve(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Retrieval> {
+        self.check_settings(settings)?;
         let started = Instant::now();
         let (answer, used) = self.retrieve_once(world_id, query, settings, started).await?;
         // A re-ingest may have switched the world to its new run while this query ran on the
