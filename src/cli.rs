@@ -8,7 +8,8 @@
 //! sha256 of its bytes, which the upload records in the source's metadata as `file_sha256`),
 //! then follows every job's event stream (reconnecting with `Last-Event-ID`) with a progress bar
 //! per file and one overall; rate-limit and quota waits show as waits. Ctrl-C stops following,
-//! not the server's work.
+//! not the server's work. `eval` ([`eval`]) scores a world's retrieval on a test set and
+//! compares runs.
 
 use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal as _;
@@ -21,7 +22,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
+mod eval;
 mod sync;
+pub use eval::{EvalOptions, eval};
 pub use sync::{SyncOptions, sync};
 
 /// Exit codes, documented in README.
@@ -58,6 +61,8 @@ impl From<Exit> for ExitCode {
 pub struct Failed {
     pub exit: Exit,
     pub message: String,
+    /// The field of the request the server named (`details.field` of a refusal), when it did.
+    pub field: Option<String>,
 }
 
 type Result<T> = std::result::Result<T, Failed>;
@@ -66,6 +71,7 @@ fn failed(exit: Exit, message: impl Into<String>) -> Failed {
     Failed {
         exit,
         message: message.into(),
+        field: None,
     }
 }
 
@@ -116,7 +122,11 @@ impl Client {
             500..=599 => Exit::Server,
             _ => Exit::Usage,
         };
-        Err(failed(exit, format!("{} {code}: {message}", status.as_u16())))
+        let field = body["error"]["details"]["field"].as_str().map(str::to_owned);
+        Err(Failed {
+            field,
+            ..failed(exit, format!("{} {code}: {message}", status.as_u16()))
+        })
     }
 
     async fn get(&self, path: &str) -> Result<Value> {

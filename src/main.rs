@@ -78,6 +78,10 @@ enum Command {
     /// Make a world mirror a folder (client): add new files, replace changed ones, and with
     /// --delete delete the sources whose files are gone; --dry-run prints the plan only.
     Sync(crate::cli::SyncOptions),
+    /// Score a world's retrieval on a test set (client): make the set from a JSON Lines file
+    /// (--set) or take one (--eval), run it under --settings and --budgets and print the scores;
+    /// --compare A B prints how run B differs from run A.
+    Eval(crate::cli::EvalOptions),
 }
 
 #[derive(Subcommand)]
@@ -118,6 +122,7 @@ fn main() -> ExitCode {
                 | Command::Retrieve { .. }
                 | Command::Ingest(_)
                 | Command::Sync(_)
+                | Command::Eval(_)
         )
     ) {
         return client(cli);
@@ -173,7 +178,8 @@ fn main() -> ExitCode {
                 | Command::Jobs { .. }
                 | Command::Retrieve { .. }
                 | Command::Ingest(_)
-                | Command::Sync(_),
+                | Command::Sync(_)
+                | Command::Eval(_),
             ) => Ok(()),
         }
     });
@@ -272,6 +278,7 @@ fn client(cli: Cli) -> ExitCode {
             }
             Some(Command::Ingest(options)) => cli::ingest(&client, options).await,
             Some(Command::Sync(options)) => cli::sync(&client, options).await,
+            Some(Command::Eval(options)) => cli::eval(&client, options).await,
             _ => Ok(Exit::Usage),
         }
     });

@@ -484,3 +484,228 @@ async fn a_read_token_retrieves_but_cannot_ingest() {
     );
     assert_eq!(lines(&quarry(&app, TOKEN, &["sources", "Isles"]).await).len(), 1);
 }
+
+/// The JSON lines of a run of `quarry`, after checking that it exited 0.
+fn succeeded(output: &Output) -> Vec<Value> {
+    assert!(output.status.success(), "{output:?}");
+    lines(output)
+}
+
+/// `quarry eval` on a world ingested by the CLI: a JSON Lines file becomes a test set, a run
+/// under two settings at two budgets prints a score line for each pair and a completed run
+/// line; a second run of the same set (by `--eval`) compares with the first, the set found
+/// from the run id alone or named.
+#[tokio::test]
+async fn eval_scores_a_test_set_from_a_file_and_compares_two_runs() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |s| s.embedding.workers = 2)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("lighthouse.md"), "The keeper climbs the tower every evening.").unwrap();
+    std::fs::write(
+        docs.join("seals.txt"),
+        "Seals have their young on the skerries in autumn.",
+    )
+    .unwrap();
+    let ingested = quarry(&app, TOKEN, &into_isles("ingest", docs.to_str().unwrap())).await;
+    let done = succeeded(&ingested);
+    let done = events(&done, "done")[0];
+    assert_eq!(done["embedded"], done["total"], "{done}");
+
+    let set = dir.path().join("faq.jsonl");
+    std::fs::write(
+        &set,
+        concat!(
+            r#"{"query": "who climbs the tower every evening", "expected": {"source_keys": ["lighthouse.md"]}}"#,
+            "\n\n",
+            r#"{"query": "when do seals have their young", "expected": {"source_keys": ["seals.txt"], "answer": "Seals have their young on the skerries in autumn."}}"#,
+            "\n",
+            r#"{"query": "the keeper climbs the tower", "expected": {"answer": "The keeper climbs the tower every evening."}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let set = set.to_str().unwrap();
+    let settings = r#"[{"top_k":2},{"top_k":1}]"#;
+    let args = [
+        "eval",
+        "Isles",
+        "--set",
+        set,
+        "--settings",
+        settings,
+        "--budgets",
+        "256,1024",
+    ];
+    let first = succeeded(&quarry(&app, TOKEN, &args).await);
+    let scores = events(&first, "score");
+    let pairs: Vec<(u64, u64)> = (scores.iter())
+        .map(|s| (s["setting"].as_u64().unwrap(), s["budget"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(pairs, [(0, 256), (0, 1024), (1, 256), (1, 1024)], "{first:?}");
+    assert_eq!(scores[2]["settings"], serde_json::json!({"top_k": 1}));
+    for s in &scores {
+        for figure in ["hit_at_1", "hit_at_5", "mrr_at_10", "answer_share", "fully"] {
+            let v = s[figure]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{figure} is a number: {s}"));
+            assert!((0.0..=1.0).contains(&v), "{figure}: {s}");
+        }
+        assert!(s["latency_p50_ms"].as_f64().unwrap() >= 0.0, "{s}");
+    }
+    let run = first.last().unwrap();
+    assert_eq!(
+        (&run["event"], &run["status"]),
+        (&"run".into(), &"completed".into()),
+        "{run}"
+    );
+    let (a, eval_id) = (run["run_id"].as_str().unwrap(), run["eval_id"].as_str().unwrap());
+    let (status, made) = app
+        .get(&format!("/v1/worlds/{}/evals/{eval_id}", world_id(&app).await))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{made}");
+    assert_eq!(
+        (&made["name"], &made["item_count"]),
+        (&"faq".into(), &3.into()),
+        "named after the file"
+    );
+
+    // The same set again (by id), one setting given as an object.
+    let second = succeeded(
+        &quarry(
+            &app,
+            TOKEN,
+            &[
+                "eval",
+                "Isles",
+                "--eval",
+                eval_id,
+                "--settings",
+                r#"{"top_k":1}"#,
+                "--budgets",
+                "1024",
+            ],
+        )
+        .await,
+    );
+    assert_eq!(events(&second, "score").len(), 1, "{second:?}");
+    let run = second.last().unwrap();
+    assert_eq!(
+        (&run["status"], &run["eval_id"]),
+        (&"completed".into(), &eval_id.into())
+    );
+    let b = run["run_id"].as_str().unwrap();
+
+    for extra in [&[][..], &["--eval", eval_id][..]] {
+        let mut args = vec!["eval", "Isles", "--compare", a, b];
+        args.extend_from_slice(extra);
+        let compared = succeeded(&quarry(&app, TOKEN, &args).await);
+        let deltas = events(&compared, "delta");
+        assert_eq!(deltas.len(), 1, "setting 0 at the budget both measured: {compared:?}");
+        assert_eq!((&deltas[0]["setting"], &deltas[0]["budget"]), (&0.into(), &1024.into()));
+        let last = compared.last().unwrap();
+        assert_eq!(last["event"], "compare", "{compared:?}");
+        assert_eq!(last["items_compared"], 3, "{last}");
+        let changed = events(&compared, "better").len() + events(&compared, "worse").len();
+        assert_eq!(
+            changed as u64,
+            last["better"].as_u64().unwrap() + last["worse"].as_u64().unwrap(),
+            "{compared:?}"
+        );
+    }
+}
+
+/// The id of the world `Isles`.
+async fn world_id(app: &TestApp) -> String {
+    let worlds = lines(&quarry(app, TOKEN, &["worlds"]).await);
+    let isles = worlds.iter().find(|w| w["name"] == "Isles").expect("the world Isles");
+    isles["id"].as_str().unwrap().to_owned()
+}
+
+/// What `quarry eval` refuses, and with which exit code: a line that is not JSON (2, the line
+/// named), an item the server refuses (2, its line named), arguments that do not go together
+/// (2), a world that does not exist (4), a run to compare that does not exist (4).
+#[tokio::test]
+async fn eval_refuses_a_bad_file_a_missing_world_or_run_with_their_exit_codes() {
+    let app = spawn_app_with(|_| {}).await;
+    let world = app.create_local_world("Isles").await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.jsonl");
+    std::fs::write(
+        &good,
+        r#"{"query": "who keeps the tower", "expected": {"answer": "the keeper"}}"#,
+    )
+    .unwrap();
+    let good = good.to_str().unwrap();
+    let said = |output: &Output| {
+        String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr)
+    };
+
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"query\": \"who keeps the tower\", \"expected\": {\"answer\": \"the keeper\"}}\n{\"query\": \"when\",\n",
+    )
+    .unwrap();
+    let refused = quarry(&app, TOKEN, &["eval", "Isles", "--set", bad.to_str().unwrap()]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(said(&refused).contains("bad.jsonl, line 2"), "{}", said(&refused));
+
+    let blank = dir.path().join("blank.jsonl");
+    std::fs::write(
+        &blank,
+        "{\"query\": \"who keeps the tower\", \"expected\": {\"answer\": \"the keeper\"}}\n\n{\"query\": \" \", \"expected\": {\"answer\": \"x\"}}\n",
+    )
+    .unwrap();
+    let refused = quarry(&app, TOKEN, &["eval", "Isles", "--set", blank.to_str().unwrap()]).await;
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let message = said(&refused);
+    assert!(
+        message.contains("blank.jsonl, line 3") && message.contains("items[1].query"),
+        "{message}"
+    );
+    let (_, sets) = app
+        .get(&format!("/v1/worlds/{}/evals", world["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(sets["evals"], serde_json::json!([]), "nothing was made");
+
+    for args in [
+        &["eval", "Isles"][..],
+        &["eval", "Isles", "--set", good, "--eval", "x"][..],
+        &["eval", "Isles", "--set", good, "--budgets", "0"][..],
+        &["eval", "Isles", "--set", good, "--settings", "[1]"][..],
+    ] {
+        assert_eq!(quarry(&app, TOKEN, args).await.status.code(), Some(2), "{args:?}");
+    }
+
+    let missing = quarry(&app, TOKEN, &["eval", "Atlantis", "--set", good]).await;
+    assert_eq!(missing.status.code(), Some(4), "{missing:?}");
+
+    let (a, b) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+    let unknown = quarry(&app, TOKEN, &["eval", "Isles", "--compare", &a, &b]).await;
+    assert_eq!(unknown.status.code(), Some(4), "{unknown:?}");
+    let (status, set) = app
+        .post(
+            &format!("/v1/worlds/{}/evals", world["id"].as_str().unwrap()),
+            serde_json::json!({"name": "FAQ", "items": [{"query": "q", "expected": {"answer": "a"}}]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{set}");
+    let named = quarry(
+        &app,
+        TOKEN,
+        &[
+            "eval",
+            "Isles",
+            "--compare",
+            &a,
+            &b,
+            "--eval",
+            set["eval_id"].as_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(named.status.code(), Some(4), "{named:?}");
+    assert!(said(&named).contains("eval_run_not_found"), "{}", said(&named));
+}

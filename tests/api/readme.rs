@@ -69,6 +69,10 @@ const EXERCISED: &[(&str, &str)] = &[
         "cli::sync_mirrors_a_folder_adding_replacing_and_deleting_only_when_told",
     ),
     (
+        "quarry eval",
+        "cli::eval_scores_a_test_set_from_a_file_and_compares_two_runs",
+    ),
+    (
         "quarry keys rotate-master",
         "keys::a_rotated_master_key_serves_every_secret_and_the_old_one_is_refused",
     ),
