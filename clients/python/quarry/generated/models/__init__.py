@@ -42,7 +42,7 @@ from .eval_run_list import EvalRunList
 from .eval_run_progress import EvalRunProgress
 from .eval_run_report import EvalRunReport
 from .eval_run_request import EvalRunRequest
-from .eval_run_request_settings_type_0_item import EvalRunRequestSettingsType0Item
+from .eval_run_setting import EvalRunSetting
 from .eval_run_settings_item import EvalRunSettingsItem
 from .eval_run_status import EvalRunStatus
 from .eval_set import EvalSet
@@ -170,7 +170,7 @@ __all__ = (
     "EvalRunProgress",
     "EvalRunReport",
     "EvalRunRequest",
-    "EvalRunRequestSettingsType0Item",
+    "EvalRunSetting",
     "EvalRunSettingsItem",
     "EvalRunStatus",
     "EvalSet",

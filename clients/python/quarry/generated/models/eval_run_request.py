@@ -8,9 +8,7 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.eval_run_request_settings_type_0_item import (
-        EvalRunRequestSettingsType0Item,
-    )
+    from ..models.eval_run_setting import EvalRunSetting
 
 
 T = TypeVar("T", bound="EvalRunRequest")
@@ -22,18 +20,17 @@ class EvalRunRequest:
     budget, for every item of the test set.
 
         Attributes:
-            budgets (list[int] | None | Unset): 1 to 4 context budgets in tokens (each 1 to 1048576). Absent: the server's
-                default
+            budgets (list[int] | None | Unset): 1 to 4 context budgets in tokens. Absent: the server's default
                 (`retrieval.max_context_tokens`).
-            settings (list[EvalRunRequestSettingsType0Item] | None | Unset): 1 to 8 settings, each a `/retrieve` body
-                without `query` (the items are the queries)
+            settings (list[EvalRunSetting] | None | Unset): 1 to 8 settings, each a `/retrieve` body without `query` (the
+                items are the queries)
                 and without `max_context_tokens` (`budgets` sets it): `mode`, `fusion`, `top_k`,
                 `expand`, `neighbors`, `min_score`, `rerank`, `hnsw_ef`, `filter`. Absent: one setting,
                 the defaults.
     """
 
     budgets: list[int] | None | Unset = UNSET
-    settings: list[EvalRunRequestSettingsType0Item] | None | Unset = UNSET
+    settings: list[EvalRunSetting] | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         budgets: list[int] | None | Unset
@@ -69,9 +66,7 @@ class EvalRunRequest:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.eval_run_request_settings_type_0_item import (
-            EvalRunRequestSettingsType0Item,
-        )
+        from ..models.eval_run_setting import EvalRunSetting
 
         d = dict(src_dict)
 
@@ -92,9 +87,7 @@ class EvalRunRequest:
 
         budgets = _parse_budgets(d.pop("budgets", UNSET))
 
-        def _parse_settings(
-            data: object,
-        ) -> list[EvalRunRequestSettingsType0Item] | None | Unset:
+        def _parse_settings(data: object) -> list[EvalRunSetting] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -105,7 +98,7 @@ class EvalRunRequest:
                 settings_type_0 = []
                 _settings_type_0 = data
                 for settings_type_0_item_data in _settings_type_0:
-                    settings_type_0_item = EvalRunRequestSettingsType0Item.from_dict(
+                    settings_type_0_item = EvalRunSetting.from_dict(
                         settings_type_0_item_data
                     )
 
@@ -114,7 +107,7 @@ class EvalRunRequest:
                 return settings_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[EvalRunRequestSettingsType0Item] | None | Unset, data)
+            return cast(list[EvalRunSetting] | None | Unset, data)
 
         settings = _parse_settings(d.pop("settings", UNSET))
 
