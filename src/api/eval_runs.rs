@@ -440,7 +440,7 @@ impl From<Comparison> for ComparisonDto {
     responses((status = 202, body = EvalRunDto),
         (status = 400, description = "invalid_request (`details.field`: `budgets`, `settings`) or invalid_retrieval_settings (`details.field`: `settings[i].<field>`)", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, description = "world_not_found or eval_not_found", body = ErrorBody),
-        (status = 409, description = "eval_limit_reached (2 runs of the world under way, or 100 runs of the set)", body = ErrorBody)),
+        (status = 409, description = "eval_limit_reached (2 runs of the world under way, or 100 runs kept by the world)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn start_run(
     State(state): State<AppState>,

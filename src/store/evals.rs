@@ -306,9 +306,9 @@ impl<DB: Backend> EvalStore for SqlStore<DB> {
         narrow(RUNS, n)
     }
 
-    async fn count_eval_runs(&self, eval: EvalSetId) -> Result<u64> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM eval_runs WHERE eval_id = $1")
-            .bind(eval.0)
+    async fn count_eval_runs(&self, world: WorldId) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM eval_runs WHERE world_id = $1")
+            .bind(world.0)
             .fetch_one(&self.pool)
             .await?;
         narrow(RUNS, n)

@@ -414,7 +414,7 @@ pub trait EvalStore: Send + Sync {
     async fn eval_run_progress(&self, id: EvalRunId) -> Result<Option<(EvalRunStatus, EvalRunProgress)>>;
     /// A world's runs not yet ended (queued or running).
     async fn count_open_eval_runs(&self, world: WorldId) -> Result<u64>;
-    async fn count_eval_runs(&self, eval: EvalSetId) -> Result<u64>;
+    async fn count_eval_runs(&self, world: WorldId) -> Result<u64>;
     /// Holds the oldest run that is queued, or running with its lease run out (its process
     /// stopped), for `owner` during `lease_s` seconds: `running`, `attempts` one more.
     async fn claim_eval_run(&self, owner: &str, lease_s: f64) -> Result<Option<EvalRun>>;

@@ -18,8 +18,8 @@ pub const MAX_SETTINGS: usize = 8;
 pub const MAX_BUDGETS: usize = 4;
 /// Runs of one world queued or running at once.
 pub const MAX_OPEN_RUNS_PER_WORLD: u64 = 2;
-/// Runs one test set keeps.
-pub const MAX_RUNS_PER_SET: u64 = 100;
+/// Runs one world keeps (each holds a copy of its set's items: up to 4 MiB).
+pub const MAX_RUNS_PER_WORLD: u64 = 100;
 
 /// A run as a client asks for it, not yet checked.
 #[derive(Clone, Debug, Default)]
@@ -43,7 +43,7 @@ const EVENT_POLL: Duration = Duration::from_millis(300);
 impl EvalService {
     /// Queues a run of test set `eval` on `world`: 400 for a setting or budget refused (the
     /// field named `settings[i].<field>` or `budgets`), 404 for a missing world or set, 409 past
-    /// the open runs of a world or the runs of a set.
+    /// the open runs or the runs of a world.
     pub async fn start_run(&self, world: WorldId, eval: EvalSetId, new: NewRun) -> ServiceResult<EvalRun> {
         let settings = new
             .settings
@@ -92,10 +92,10 @@ impl EvalService {
                 ),
             ));
         }
-        if self.store.count_eval_runs(eval).await? >= MAX_RUNS_PER_SET {
+        if self.store.count_eval_runs(world).await? >= MAX_RUNS_PER_WORLD {
             return Err(ServiceError::conflict(
                 Conflict::EvalLimit,
-                format!("the test set has {MAX_RUNS_PER_SET} runs, the most quarry keeps; delete one first"),
+                format!("the world has {MAX_RUNS_PER_WORLD} evaluation runs, the most quarry keeps; delete one first"),
             ));
         }
         let run = EvalRun {
