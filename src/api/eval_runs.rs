@@ -433,7 +433,8 @@ impl From<Comparison> for ComparisonDto {
 }
 
 /// Start a run: every item of the test set is retrieved under every setting at every budget,
-/// in the background (through the key scheduler's query lane). Watch it with `…/events` or
+/// in the background (one retrieval at a time, its keys taken in turn with the world's
+/// ingestion). Watch it with `…/events` or
 /// read it; its report fills as items are scored.
 #[utoipa::path(post, path = "/v1/worlds/{world_id}/evals/{eval_id}/runs", tag = "evaluation",
     params(("world_id" = Uuid, Path), ("eval_id" = Uuid, Path)), request_body = EvalRunRequest,

@@ -109,6 +109,19 @@ async fn ended(app: &TestApp, run: &str) -> Value {
     panic!("the run did not end");
 }
 
+/// Keys the scheduler handed out so far in the query lane and in the ingestion lanes.
+async fn lanes(app: &TestApp) -> (f64, f64) {
+    let text = (app.client.get(app.url("/metrics")).send().await.unwrap().text().await).unwrap();
+    let taken = |lane: &str| {
+        let series =
+            format!("quarry_scheduler_wait_seconds_count{{provider=\"google\",lane=\"{lane}\",outcome=\"acquired\"}} ");
+        (text.lines())
+            .find_map(|line| line.strip_prefix(series.as_str()))
+            .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    (taken("query"), taken("ingest"))
+}
+
 fn close(value: &Value, expected: f64) {
     let got = value.as_f64().unwrap_or_else(|| panic!("a number, not {value}"));
     assert!((got - expected).abs() < 1e-9, "{got} != {expected}");
@@ -122,9 +135,18 @@ async fn every_metric_matches_the_values_worked_out_by_hand(app: TestApp, _fake:
     // Setting 0 keeps two results, setting 1 one; the context holds the results only.
     let two = json!({"top_k": 2, "expand": "none"});
     let one = json!({"top_k": 1, "expand": "none"});
+    let lanes_before = lanes(&app).await;
     let started = start(&app, &runs, json!({"settings": [two, one], "budgets": [256, 1024]})).await;
     let run_path = format!("{runs}/{}", started["run_id"].as_str().unwrap());
     let run = ended(&app, &run_path).await;
+    // Every retrieval of the run (5 items × 2 settings × 2 budgets) took its key in the world's
+    // ingestion lane, none in the callers' query lane.
+    let lanes_after = lanes(&app).await;
+    assert_eq!(
+        (lanes_after.0 - lanes_before.0, lanes_after.1 - lanes_before.1),
+        (0.0, 20.0),
+        "(query, ingest) keys taken"
+    );
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["progress"], json!({"done": 5, "total": 5}));
     assert_eq!(run["attempts"], 1);

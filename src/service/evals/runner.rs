@@ -1,7 +1,9 @@
 //! The evaluation runner: takes queued runs one at a time and scores every item of each under
-//! every setting and budget, through [`RetrievalService::retrieve`] like any `/retrieve` (so
-//! queries go through the key scheduler's query lane: an evaluation cannot starve ingestion
-//! nor pass a quota).
+//! every setting and budget, through [`RetrievalService::retrieve`] like any `/retrieve`, one
+//! retrieval at a time. Its queries are background work (`Settings::background`): the key
+//! scheduler serves them in the world's ingestion lane, in turn with the world's ingestion and
+//! within the keys' quotas, so an evaluation can neither starve ingestion nor pass a quota, and
+//! callers' own queries still go first.
 //!
 //! A run is held in the store (an owner and a lease, renewed at each save). The scores are
 //! saved every [`SAVE_EVERY_ITEMS`] items or [`SAVE_EVERY`]: a process that stops lets go of
@@ -225,6 +227,7 @@ impl Runner {
             for (b, &budget) in run.budgets.iter().enumerate() {
                 let mut at = setting.clone();
                 at.max_context_tokens = Some(budget);
+                at.background = true;
                 let answer = self.retrieve(run.world_id, query, &at, s).await?;
                 if b == 0 {
                     record.first_hit.push(first_hit(expected, &answer.results));

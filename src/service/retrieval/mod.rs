@@ -124,6 +124,11 @@ pub struct Settings {
     /// The HNSW beam width of this search (`None`: `vectors.search.hnsw_ef`); must lie within
     /// `vectors.search.min_hnsw_ef` and `max_hnsw_ef`.
     pub hnsw_ef: Option<u32>,
+    /// Background work (an evaluation run), not a caller waiting: the query is embedded in the
+    /// world's ingestion lane of the key scheduler, taking its turn with the world's ingestion
+    /// instead of going first, so that a long evaluation cannot starve it. Never set from a
+    /// request.
+    pub background: bool,
 }
 
 /// Reranking: how many candidates the search hands the reranker, and how many it keeps.

@@ -371,6 +371,7 @@ mod tests {
             rerank,
             explain: false,
             hnsw_ef: None,
+            background: false,
         }
     }
 

@@ -17,7 +17,12 @@ impl RetrievalService {
     ) -> ServiceResult<Found> {
         let phase = Instant::now();
         let budget = self.limits.query_budget;
-        let embed = self.embed_query(world, query).instrument(tracing::info_span!(
+        let lane = if settings.background {
+            Lane::Ingest(world.id)
+        } else {
+            Lane::Query
+        };
+        let embed = self.embed_query(world, query, lane).instrument(tracing::info_span!(
             "retrieval.embed",
             provider = world.embedding.provider.as_str(),
             model = world.embedding.model.as_str()
@@ -80,10 +85,10 @@ impl RetrievalService {
         self.search(world, query, found.vector.clone(), plan).await
     }
 
-    /// Embeds the query with the world's profile in query mode, on the scheduler's priority
-    /// lane. A key that fails (rate limit, rejection, fault) is reported to the scheduler and
+    /// Embeds the query with the world's profile in query mode, in `lane` of the scheduler (the
+    /// priority lane for a caller; the world's ingestion lane for background work). A key that fails (rate limit, rejection, fault) is reported to the scheduler and
     /// the next usable key is tried, a few times at most.
-    async fn embed_query(&self, world: &World, query: &str) -> ServiceResult<Vec<f32>> {
+    async fn embed_query(&self, world: &World, query: &str, lane: Lane) -> ServiceResult<Vec<f32>> {
         let profile = &world.embedding;
         let provider = self
             .providers
@@ -120,7 +125,7 @@ impl RetrievalService {
         for _ in 0..EMBED_ATTEMPTS {
             let lease = self
                 .scheduler
-                .acquire(profile.provider, Lane::Query, estimate)
+                .acquire(profile.provider, lane, estimate)
                 .await
                 .map_err(|err| match err {
                     AcquireError::RateLimited { retry_after, .. } => ServiceError::RateLimited { retry_after },

@@ -100,7 +100,8 @@ def sync_detailed(
     body: EvalRunRequest,
 ) -> Response[ErrorBody | EvalRun]:
     """Start a run: every item of the test set is retrieved under every setting at every budget,
-    in the background (through the key scheduler's query lane). Watch it with `…/events` or
+    in the background (one retrieval at a time, its keys taken in turn with the world's
+    ingestion). Watch it with `…/events` or
     read it; its report fills as items are scored.
 
      Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
@@ -141,7 +142,8 @@ def sync(
     body: EvalRunRequest,
 ) -> ErrorBody | EvalRun | None:
     """Start a run: every item of the test set is retrieved under every setting at every budget,
-    in the background (through the key scheduler's query lane). Watch it with `…/events` or
+    in the background (one retrieval at a time, its keys taken in turn with the world's
+    ingestion). Watch it with `…/events` or
     read it; its report fills as items are scored.
 
      Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
@@ -177,7 +179,8 @@ async def asyncio_detailed(
     body: EvalRunRequest,
 ) -> Response[ErrorBody | EvalRun]:
     """Start a run: every item of the test set is retrieved under every setting at every budget,
-    in the background (through the key scheduler's query lane). Watch it with `…/events` or
+    in the background (one retrieval at a time, its keys taken in turn with the world's
+    ingestion). Watch it with `…/events` or
     read it; its report fills as items are scored.
 
      Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
@@ -216,7 +219,8 @@ async def asyncio(
     body: EvalRunRequest,
 ) -> ErrorBody | EvalRun | None:
     """Start a run: every item of the test set is retrieved under every setting at every budget,
-    in the background (through the key scheduler's query lane). Watch it with `…/events` or
+    in the background (one retrieval at a time, its keys taken in turn with the world's
+    ingestion). Watch it with `…/events` or
     read it; its report fills as items are scored.
 
      Scope: `ingest`. A token limited to other worlds is answered 404, as a missing world.
