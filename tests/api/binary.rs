@@ -237,7 +237,7 @@ async fn the_readme_walkthrough_finds_the_right_passages_with_the_local_model() 
         assert_eq!(answer["context"]["chunks"][0].as_str(), Some(best));
     }
 
-    // README, "Measuring retrieval on your own documents": a test set, a run of two settings
+    // docs/evaluation.md, "In five commands": a test set, a run of two settings
     // at two budgets, a second run, and their comparison.
     let set: Value = post_json(
         &client,

@@ -27,19 +27,11 @@ const EXERCISED: &[(&str, &str)] = &[
     ),
     (
         "curl -s -H \"$AUTH\"",
-        "binary::the_readme_walkthrough_finds_the_right_passages_with_the_local_model (the same requests, the evaluation's too)",
+        "binary::the_readme_walkthrough_finds_the_right_passages_with_the_local_model (the same requests)",
     ),
     (
         "WORLD=",
         "binary::the_readme_walkthrough_finds_the_right_passages_with_the_local_model",
-    ),
-    (
-        "EVAL=",
-        "binary::the_readme_walkthrough_finds_the_right_passages_with_the_local_model (the evaluation steps)",
-    ),
-    (
-        "RUN=",
-        "binary::the_readme_walkthrough_finds_the_right_passages_with_the_local_model (the evaluation steps)",
     ),
     (
         "JOB=",
