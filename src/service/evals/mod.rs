@@ -98,7 +98,7 @@ impl EvalService {
     }
 
     /// 404 unless `world` has test set `id`.
-    async fn get_summary(&self, world: WorldId, id: EvalSetId) -> ServiceResult<()> {
+    async fn require_set(&self, world: WorldId, id: EvalSetId) -> ServiceResult<()> {
         if self.store.eval_set_exists(world, id).await? {
             return Ok(());
         }

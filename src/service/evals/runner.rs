@@ -215,7 +215,7 @@ impl Runner {
         query: &str,
         expected: &Expected,
     ) -> Result<ItemRecord, Stop> {
-        let answer_judged = (expected.answer.as_deref()).is_some_and(|a| answer_share(a, "").is_some());
+        let answer_judged = (expected.answer.as_deref()).is_some_and(|a| !super::score::words(a).is_empty());
         let mut record = ItemRecord {
             hit_judged: expected.names_hits(),
             answer_judged,

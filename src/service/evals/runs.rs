@@ -122,7 +122,7 @@ impl EvalService {
 
     /// A run of set `eval` with its items and scores.
     pub async fn get_run(&self, world: WorldId, eval: EvalSetId, id: EvalRunId) -> ServiceResult<EvalRun> {
-        self.get_summary(world, eval).await?;
+        self.require_set(world, eval).await?;
         match self.store.get_eval_run(world, id).await? {
             Some(run) if run.eval_id == eval => Ok(run),
             _ => Err(ServiceError::NotFound(Missing::EvalRun)),
@@ -136,7 +136,7 @@ impl EvalService {
         eval: EvalSetId,
         window: Window,
     ) -> ServiceResult<Vec<(EvalRun, EvalRunProgress)>> {
-        self.get_summary(world, eval).await?;
+        self.require_set(world, eval).await?;
         Ok(self.store.list_eval_runs(eval, window).await?)
     }
 
