@@ -47,8 +47,8 @@ pub struct AuditEventDto {
     /// Orders the log: a later entry has a larger `seq`.
     pub seq: i64,
     pub at: DateTime<Utc>,
-    /// `world.created`, `world.updated`, `world.deleted`, `world.reingested`, `world.repaired`,
-    /// `provider_key.added`, `provider_key.updated`, `provider_key.removed`, `webhook.created`,
+    /// `world.created`, `world.updated`, `world.deleted`, `world.reingested`,
+    /// `world.reingest_promoted`, `world.reingest_discarded`, `world.repaired`, `provider_key.added`, `provider_key.updated`, `provider_key.removed`, `webhook.created`,
     /// `webhook.deleted`, `token.created`, `token.revoked` or `token.rotated`.
     #[schema(value_type = AuditActionName, example = "token.created")]
     pub action: &'static str,

@@ -92,11 +92,13 @@ pub struct EvalRunSetting {
 #[schema(example = 1024, minimum = 1, maximum = 1048576)]
 pub struct BudgetTokens(#[serde(deserialize_with = "super::de::required_integer")] pub i64);
 
-/// Where a run is in its life; `completed`, `failed` and `cancelled` are final.
+/// Where a run is in its life; `completed`, `failed` and `cancelled` are final. `waiting`: a
+/// gated re-ingest's run, queued once the new index is embedded.
 #[derive(Clone, Copy, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = EvalRunStatus)]
 pub enum EvalRunStatusDto {
+    Waiting,
     Queued,
     Running,
     Completed,
@@ -107,6 +109,7 @@ pub enum EvalRunStatusDto {
 impl From<EvalRunStatus> for EvalRunStatusDto {
     fn from(status: EvalRunStatus) -> Self {
         match status {
+            EvalRunStatus::Waiting => Self::Waiting,
             EvalRunStatus::Queued => Self::Queued,
             EvalRunStatus::Running => Self::Running,
             EvalRunStatus::Completed => Self::Completed,
@@ -137,7 +140,8 @@ impl From<EvalRunProgress> for ProgressDto {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = MeasuredIndex)]
 pub struct MeasuredDto {
-    /// The world's run (its `active_run` when the run started).
+    /// The world's run measured: its `active_run` when the run started, or for a gated
+    /// re-ingest's run, the run served or the one being built.
     pub run_id: Uuid,
     pub provider: String,
     pub model: String,
@@ -282,6 +286,8 @@ pub struct EvalRunDto {
     pub attempts: u32,
     /// Why a failed run failed.
     pub error: Option<String>,
+    /// For a gated re-ingest's run: the re-ingest job it decides; `null` otherwise.
+    pub reingest_job_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
@@ -305,6 +311,7 @@ impl EvalRunDto {
             measured: run.measured.map(Into::into),
             attempts: run.attempts,
             error: run.error,
+            reingest_job_id: run.gate_job.map(|j| j.0),
             created_at: run.created_at,
             started_at: run.started_at,
             finished_at: run.finished_at,

@@ -5,14 +5,14 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody, ErrorCode};
 use super::extract::{ApiPath, ApiQuery};
 use crate::api::AppState;
-use crate::domain::{Job, JobId, JobKind, JobStatus, WaitReason, WorldId};
+use crate::domain::{GateMetric, GateState, Job, JobId, JobKind, JobStatus, ReingestGate, WaitReason, WorldId};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -73,17 +73,27 @@ impl From<JobKind> for JobKindDto {
     }
 }
 
-/// Where a job is in its life; `cancelled`, `completed` and `failed` are final.
-#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+/// Where a job is in its life; `cancelled`, `completed` and `failed` are final. `held`: a
+/// gated re-ingest whose new run scored worse than the run served (or whose evaluation could
+/// not finish); the world keeps its run until the re-ingest is promoted or discarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = JobStatus)]
 pub enum JobStatusDto {
     Queued,
     Running,
     Paused,
+    Held,
     Cancelled,
     Completed,
     Failed,
+}
+
+impl JobStatusDto {
+    /// How the API shows `job`'s status: a held re-ingest is `held`.
+    fn of(job: &Job) -> Self {
+        if job.is_held() { Self::Held } else { job.status.into() }
+    }
 }
 
 impl From<JobStatus> for JobStatusDto {
@@ -118,6 +128,9 @@ pub struct JobDto {
     pub waiting: Option<WaitingDto>,
     /// For a `replace`: the source it makes a new version of; `null` for other kinds.
     pub source_id: Option<Uuid>,
+    /// For a gated re-ingest: its gate, where the decision is and what decided it (in a job
+    /// read or listed, and in promote's and discard's answers); `null` otherwise.
+    pub gate: Option<GateDto>,
 }
 
 /// Why a running job is not moving.
@@ -167,10 +180,11 @@ impl From<Job> for JobDto {
         JobDto {
             waiting,
             source_id: j.source.map(|s| s.0),
+            gate: None,
+            status: JobStatusDto::of(&j),
             id: j.id.0,
             world_id: j.world_id.0,
             kind: j.kind.into(),
-            status: j.status.into(),
             run_id: j.run_id.0,
             counts: JobCountsDto {
                 total: j.counts.total,
@@ -214,7 +228,19 @@ pub async fn get_job(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<JobId>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
-    Ok(axum::Json(state.jobs.get(id).await?.into()))
+    let job = state.jobs.get(id).await?;
+    Ok(axum::Json(with_gate(&state, job).await?))
+}
+
+/// `job` as the API shows it, with its gate when it has one.
+pub async fn with_gate(state: &AppState, job: Job) -> Result<JobDto, ApiError> {
+    let gate = match job.gate {
+        Some(_) => state.evals.gate(job.id).await?,
+        None => None,
+    };
+    let mut dto = JobDto::from(job);
+    dto.gate = gate.map(Into::into);
+    Ok(dto)
 }
 
 /// Jobs of a world, newest first; `status` keeps those with one of the given statuses.
@@ -235,14 +261,20 @@ pub async fn list_jobs(
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
 ) -> Result<axum::Json<JobList>, ApiError> {
     let paging = super::extract::list_query(&query, &["status"])?;
-    let wanted: Option<Vec<JobStatus>> = match query.iter().find(|(k, _)| k == "status").map(|(_, v)| v) {
+    // The statuses asked for as shown, and as stored (a held re-ingest is stored running).
+    let wanted: Option<Vec<(JobStatusDto, JobStatus)>> = match query.iter().find(|(k, _)| k == "status").map(|(_, v)| v)
+    {
         None => None,
         Some(list) => {
             let mut wanted = Vec::new();
             for name in list.split(',').map(str::trim) {
-                let Ok(status) = name.parse::<JobStatus>() else {
+                let status = match name {
+                    "held" => Ok((JobStatusDto::Held, JobStatus::Running)),
+                    name => name.parse::<JobStatus>().map(|s| (s.into(), s)),
+                };
+                let Ok(status) = status else {
                     return Err(ApiError::invalid_request(format!(
-                        "unknown job status `{name}` (use queued, running, paused, cancelled, completed or failed)"
+                        "unknown job status `{name}` (use queued, running, paused, held, cancelled, completed or failed)"
                     ))
                     .with_details(serde_json::json!({ "field": "status" })));
                 };
@@ -251,13 +283,18 @@ pub async fn list_jobs(
             Some(wanted)
         }
     };
-    let jobs = state
-        .jobs
-        .list(id, wanted.as_deref().unwrap_or(&[]), super::extract::window(paging))
-        .await?;
+    let stored: Vec<JobStatus> = wanted.iter().flatten().map(|(_, s)| *s).collect();
+    let jobs = state.jobs.list(id, &stored, super::extract::window(paging)).await?;
     let (jobs, next_offset) = super::extract::page(jobs, paging);
+    let mut shown = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let dto = with_gate(&state, job).await?;
+        if wanted.as_ref().is_none_or(|w| w.iter().any(|(s, _)| *s == dto.status)) {
+            shown.push(dto);
+        }
+    }
     Ok(axum::Json(JobList {
-        jobs: jobs.into_iter().map(Into::into).collect(),
+        jobs: shown,
         next_offset,
     }))
 }
@@ -492,4 +529,111 @@ pub(super) fn stream_slot(state: &AppState, extensions: &axum::http::Extensions)
         };
         ApiError::new(ErrorCode::ServerBusy, message)
     })
+}
+
+/// What a gate compares: `hit_at_1`, `hit_at_5`, `mrr_at_10` (on the items that name sources
+/// or chunks), `answer_share` or `fully` (on the items with an answer, at the gate's budget).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = GateMetric)]
+pub enum GateMetricDto {
+    #[serde(rename = "hit_at_1")]
+    HitAt1,
+    #[serde(rename = "hit_at_5")]
+    HitAt5,
+    #[serde(rename = "mrr_at_10")]
+    MrrAt10,
+    AnswerShare,
+    Fully,
+}
+
+impl From<GateMetricDto> for GateMetric {
+    fn from(m: GateMetricDto) -> Self {
+        match m {
+            GateMetricDto::HitAt1 => Self::HitAt1,
+            GateMetricDto::HitAt5 => Self::HitAt5,
+            GateMetricDto::MrrAt10 => Self::MrrAt10,
+            GateMetricDto::AnswerShare => Self::AnswerShare,
+            GateMetricDto::Fully => Self::Fully,
+        }
+    }
+}
+
+impl From<GateMetric> for GateMetricDto {
+    fn from(m: GateMetric) -> Self {
+        match m {
+            GateMetric::HitAt1 => Self::HitAt1,
+            GateMetric::HitAt5 => Self::HitAt5,
+            GateMetric::MrrAt10 => Self::MrrAt10,
+            GateMetric::AnswerShare => Self::AnswerShare,
+            GateMetric::Fully => Self::Fully,
+        }
+    }
+}
+
+/// Where a gate's decision is: `waiting` (the new run is being built), `evaluating`, `held`
+/// (promote or discard decides), `passed` (the world switched), `promoted`, `discarded` (on
+/// request, or the re-ingest failed or was cancelled).
+#[derive(Clone, Copy, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = GateState)]
+pub enum GateStateDto {
+    Waiting,
+    Evaluating,
+    Held,
+    Passed,
+    Promoted,
+    Discarded,
+}
+
+impl From<GateState> for GateStateDto {
+    fn from(s: GateState) -> Self {
+        match s {
+            GateState::Waiting => Self::Waiting,
+            GateState::Evaluating => Self::Evaluating,
+            GateState::Held => Self::Held,
+            GateState::Passed => Self::Passed,
+            GateState::Promoted => Self::Promoted,
+            GateState::Discarded => Self::Discarded,
+        }
+    }
+}
+
+/// A re-ingest's gate. Its two evaluation runs are ordinary runs of the test set: read them,
+/// or compare them (`GET /v1/worlds/{world_id}/evals/{eval_id}/runs/{before_run_id}/compare/{after_run_id}`)
+/// for the items that got better or worse.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ReingestGate)]
+pub struct GateDto {
+    pub state: GateStateDto,
+    pub eval_id: Uuid,
+    pub metric: GateMetricDto,
+    pub tolerance: f64,
+    /// The run scoring the run the world served when the re-ingest was asked for.
+    pub before_run_id: Uuid,
+    /// The run scoring the new run.
+    pub after_run_id: Uuid,
+    /// The metric on each, once both completed.
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    /// What decided the gate, in words.
+    pub reason: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+}
+
+impl From<ReingestGate> for GateDto {
+    fn from(g: ReingestGate) -> Self {
+        Self {
+            state: g.state.into(),
+            eval_id: g.eval_id.0,
+            metric: g.metric.into(),
+            tolerance: g.tolerance,
+            before_run_id: g.before_run.0,
+            after_run_id: g.after_run.0,
+            before: g.before_value,
+            after: g.after_value,
+            reason: g.reason,
+            decided_at: g.decided_at,
+        }
+    }
 }

@@ -50,6 +50,8 @@ use super::{
         jobs::job_events,
         maintenance::repair_world,
         maintenance::reingest_world,
+        maintenance::promote_reingest,
+        maintenance::discard_reingest,
         retrieve::retrieve,
         evals::create_eval,
         evals::list_evals,

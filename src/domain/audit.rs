@@ -13,6 +13,8 @@ pub enum AuditAction {
     WorldUpdated,
     WorldDeleted,
     WorldReingested,
+    ReingestPromoted,
+    ReingestDiscarded,
     WorldRepaired,
     KeyAdded,
     KeyUpdated,
@@ -25,11 +27,13 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 13] = [
+    pub const ALL: [AuditAction; 15] = [
         AuditAction::WorldCreated,
         AuditAction::WorldUpdated,
         AuditAction::WorldDeleted,
         AuditAction::WorldReingested,
+        AuditAction::ReingestPromoted,
+        AuditAction::ReingestDiscarded,
         AuditAction::WorldRepaired,
         AuditAction::KeyAdded,
         AuditAction::KeyUpdated,
@@ -47,6 +51,8 @@ impl AuditAction {
             AuditAction::WorldUpdated => "world.updated",
             AuditAction::WorldDeleted => "world.deleted",
             AuditAction::WorldReingested => "world.reingested",
+            AuditAction::ReingestPromoted => "world.reingest_promoted",
+            AuditAction::ReingestDiscarded => "world.reingest_discarded",
             AuditAction::WorldRepaired => "world.repaired",
             AuditAction::KeyAdded => "provider_key.added",
             AuditAction::KeyUpdated => "provider_key.updated",

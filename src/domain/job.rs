@@ -133,9 +133,17 @@ pub struct Job {
     pub waiting: Option<Waiting>,
     /// For a replace: the source it makes a new version of.
     pub source: Option<SourceId>,
+    /// For a gated re-ingest: where its gate's decision is.
+    pub gate: Option<super::GateState>,
 }
 
 impl Job {
+    /// Whether the job is a re-ingest held by its gate: running (sources added meanwhile are
+    /// still cut into its run) but switching only when promoted.
+    pub fn is_held(&self) -> bool {
+        self.status == JobStatus::Running && self.gate == Some(super::GateState::Held)
+    }
+
     /// What the job waits for now: only a running job waits, and only until the time given.
     pub fn waiting_at(&self, now: DateTime<Utc>) -> Option<&Waiting> {
         self.waiting
@@ -268,6 +276,14 @@ pub enum JobEventData {
     },
     /// A replace cancelled because a newer one of the same source arrived.
     Superseded { source: super::SourceId, by: JobId },
+    /// A gated re-ingest held: its metric dropped past the tolerance on the new run (`before`
+    /// and `after`), or its evaluation could not finish (no figures).
+    Held {
+        metric: &'static str,
+        before: Option<f64>,
+        after: Option<f64>,
+        message: String,
+    },
 }
 
 impl JobEventData {
@@ -276,9 +292,10 @@ impl JobEventData {
             JobEventData::Progress(_) | JobEventData::Repaired(_) | JobEventData::Replaced { .. } => {
                 JobEventKind::Progress
             }
-            JobEventData::Warning { .. } | JobEventData::SourceDeleted { .. } | JobEventData::Superseded { .. } => {
-                JobEventKind::Warning
-            }
+            JobEventData::Warning { .. }
+            | JobEventData::SourceDeleted { .. }
+            | JobEventData::Superseded { .. }
+            | JobEventData::Held { .. } => JobEventKind::Warning,
             JobEventData::ChunkFailed { .. } | JobEventData::RepairFailed { .. } => JobEventKind::Error,
         }
     }
@@ -323,6 +340,18 @@ impl JobEventData {
                 "message": format!("a newer replace of source {} (job {}) superseded this one; nothing of it was served", source.0, by.0),
                 "source_id": source.0,
                 "by": by.0,
+            }),
+            JobEventData::Held {
+                metric,
+                before,
+                after,
+                message,
+            } => serde_json::json!({
+                "code": "reingest_held",
+                "message": message,
+                "metric": metric,
+                "before": before,
+                "after": after,
             }),
         };
         value.to_string()

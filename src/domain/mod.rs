@@ -16,7 +16,10 @@ pub mod world;
 
 pub use audit::{Actor, AuditAction, AuditEvent, NewAuditEvent};
 pub use cluster::{BudgetDraw, BudgetLimit, Drawn, Replica, ReplicaBeat, WindowRule};
-pub use eval::{EvalItem, EvalRun, EvalRunStatus, EvalSet, EvalSetSummary, Expected, ItemRecord, MeasuredIndex};
+pub use eval::{
+    EvalItem, EvalRun, EvalRunStatus, EvalSet, EvalSetSummary, Expected, GateMetric, GateState, ItemRecord,
+    MeasuredIndex, NewGate, ReingestGate,
+};
 pub use ids::{
     ChunkId, EvalRunId, EvalSetId, JobId, KeyId, RunId, SourceId, TokenId, WebhookId, WorldId, point_id, staged_run,
 };

@@ -91,6 +91,9 @@ struct Inner {
     notices: Mutex<HashSet<(JobId, Notice)>>,
     /// When an idle worker last looked for stalled jobs.
     last_sweep: Mutex<Option<Instant>>,
+    /// Told when evaluation runs were queued (a gated re-ingest's): the evaluation runner
+    /// waits on it.
+    evaluations: Arc<Notify>,
 }
 
 /// The job engine (cheap to clone).
@@ -124,12 +127,19 @@ impl JobEngine {
                 last_progress: Mutex::new(HashMap::new()),
                 notices: Mutex::new(HashSet::new()),
                 last_sweep: Mutex::new(None),
+                evaluations: Arc::new(Notify::new()),
             }),
         }
     }
 
     fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// What the evaluation runner waits on when idle: told when a gated re-ingest queues its
+    /// evaluation runs.
+    pub fn evaluations(&self) -> Arc<Notify> {
+        self.inner.evaluations.clone()
     }
 
     /// Wakes idle workers: new work was written.
@@ -452,6 +462,11 @@ impl JobEngine {
         }
         match store.finish_reingest(job, now()).await? {
             ReingestStep::NotDone => Ok(()),
+            ReingestStep::Evaluating => {
+                tracing::info!(%job, "re-ingest embedded; its gate evaluates the new run before the world switches");
+                self.inner.evaluations.notify_one();
+                Ok(())
+            }
             ReingestStep::MissingSources { world, run, sources } => {
                 self.chunk_missing_sources(job, world, run, sources).await
             }

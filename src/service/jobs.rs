@@ -144,7 +144,7 @@ impl JobService {
     }
 }
 
-fn answer(transition: Transition) -> ServiceResult<Job> {
+pub(super) fn answer(transition: Transition) -> ServiceResult<Job> {
     match transition {
         Transition::Done(job) => Ok(job),
         Transition::Missing => Err(ServiceError::NotFound(Missing::Job)),

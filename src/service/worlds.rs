@@ -91,6 +91,8 @@ pub struct Reingest {
     pub parent_max_tokens: Option<i64>,
     /// Absent: the world's own.
     pub context_prefix: Option<bool>,
+    /// Switch only if this gate's evaluation holds (see `service::evals::gate`).
+    pub gate: Option<crate::domain::NewGate>,
 }
 
 impl WorldService {
@@ -172,7 +174,11 @@ impl WorldService {
         };
         // Another request may have passed the check above meanwhile: the schema allows one
         // building run per world, and the loser gets the same 409.
-        let job = match self.store.begin_reingest(run, JobId::new(), now()).await {
+        let job = match self
+            .store
+            .begin_reingest(run, JobId::new(), req.gate.as_ref(), now())
+            .await
+        {
             Err(crate::store::Error::Duplicate(_)) => return Err(busy()),
             other => other?,
         };

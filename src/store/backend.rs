@@ -45,6 +45,7 @@ pub trait Backend:
     + Is<Option<DateTime<Utc>>, T = Option<DateTime<Utc>>, T: Bind<Self>>
     + Is<Option<Uuid>, T = Option<Uuid>, T: Bind<Self>>
     + Is<Option<i64>, T = Option<i64>, T: Bind<Self>>
+    + Is<Option<f64>, T = Option<f64>, T: Bind<Self>>
 {
     /// What [`crate::store::Store::kind`] answers.
     const KIND: &'static str;

@@ -5,14 +5,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, Executor};
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
 use super::rows::{corrupt, narrow, wide};
-use super::{EvalRunProgress, EvalStore, Result};
+use super::{EvalRunProgress, EvalStore, GateDecision, Result};
 use crate::domain::{
-    EvalItem, EvalRun, EvalRunId, EvalRunStatus, EvalSet, EvalSetId, EvalSetSummary, ItemRecord, MeasuredIndex, Window,
-    WorldId,
+    EvalItem, EvalRun, EvalRunId, EvalRunStatus, EvalSet, EvalSetId, EvalSetSummary, GateState, ItemRecord, JobId,
+    MeasuredIndex, NewGate, ReingestGate, RunId, Window, WorldId,
 };
 
 const TABLE: &str = "eval_sets";
@@ -70,10 +70,10 @@ const RUNS: &str = "eval_runs";
 
 /// The columns of a run but its items and scores (`''` and `'[]'` in their place).
 const RUN_HEAD: &str = "id, world_id, eval_id, eval_name, status, settings, budgets, measured, attempts, error, \
-                        created_at, started_at, finished_at, item_count, done";
+                        created_at, started_at, finished_at, item_count, done, target_run_id, gate_job_id";
 /// Every column of a run.
 const RUN_ALL: &str = "id, world_id, eval_id, eval_name, status, settings, budgets, measured, attempts, error, \
-                       created_at, started_at, finished_at, item_count, done, items, scores";
+                       created_at, started_at, finished_at, item_count, done, target_run_id, gate_job_id, items, scores";
 
 #[derive(sqlx::FromRow)]
 struct RunRow {
@@ -92,6 +92,8 @@ struct RunRow {
     finished_at: Option<DateTime<Utc>>,
     item_count: i64,
     done: i64,
+    target_run_id: Option<Uuid>,
+    gate_job_id: Option<Uuid>,
     #[sqlx(default)]
     items: Option<String>,
     #[sqlx(default)]
@@ -127,6 +129,8 @@ impl RunRow {
             items,
             scores,
             measured: self.measured.as_deref().map(|m| from_json("measured", m)).transpose()?,
+            target_run: self.target_run_id.map(RunId),
+            gate_job: self.gate_job_id.map(JobId),
             attempts: narrow(RUNS, self.attempts)?,
             error: self.error,
             created_at: self.created_at,
@@ -135,6 +139,140 @@ impl RunRow {
         };
         Ok((run, progress))
     }
+}
+
+/// Inserts an evaluation run (with no scores yet).
+pub(super) async fn insert_run<'e, DB: Backend>(db: impl Executor<'e, Database = DB>, run: &EvalRun) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO eval_runs (id, world_id, eval_id, eval_name, status, settings, budgets, items, item_count, \
+         done, scores, attempts, created_at, target_run_id, gate_job_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+    )
+    .bind(run.id.0)
+    .bind(run.world_id.0)
+    .bind(run.eval_id.0)
+    .bind(run.eval_name.clone())
+    .bind(run.status.as_str().to_owned())
+    .bind(json_column(&run.settings)?)
+    .bind(json_column(&run.budgets)?)
+    .bind(json_column(&run.items)?)
+    .bind(wide(run.items.len() as u64))
+    .bind(wide(run.scores.len() as u64))
+    .bind(json_column(&run.scores)?)
+    .bind(i64::from(run.attempts))
+    .bind(run.created_at)
+    .bind(run.target_run.map(|r| r.0))
+    .bind(run.gate_job.map(|j| j.0))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+const GATES: &str = "reingest_gates";
+
+/// Every column of a gate.
+const GATE_ALL: &str = "g.job_id, g.world_id, g.eval_id, g.metric, g.tolerance, g.state, g.before_run_id, \
+                        g.after_run_id, g.before_value, g.after_value, g.reason, g.created_at, g.decided_at";
+
+#[derive(sqlx::FromRow)]
+struct GateRow {
+    job_id: Uuid,
+    world_id: Uuid,
+    eval_id: Uuid,
+    metric: String,
+    tolerance: f64,
+    state: String,
+    before_run_id: Uuid,
+    after_run_id: Uuid,
+    before_value: Option<f64>,
+    after_value: Option<f64>,
+    reason: Option<String>,
+    created_at: DateTime<Utc>,
+    decided_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<GateRow> for ReingestGate {
+    type Error = super::Error;
+
+    fn try_from(row: GateRow) -> Result<ReingestGate> {
+        Ok(ReingestGate {
+            job_id: JobId(row.job_id),
+            world_id: WorldId(row.world_id),
+            eval_id: EvalSetId(row.eval_id),
+            metric: row.metric.parse().map_err(|err: String| corrupt(GATES, err))?,
+            tolerance: row.tolerance,
+            state: row.state.parse().map_err(|err: String| corrupt(GATES, err))?,
+            before_run: EvalRunId(row.before_run_id),
+            after_run: EvalRunId(row.after_run_id),
+            before_value: row.before_value,
+            after_value: row.after_value,
+            reason: row.reason,
+            created_at: row.created_at,
+            decided_at: row.decided_at,
+        })
+    }
+}
+
+/// Inserts a re-ingest's gate and its two runs, `waiting`: the run before measures `runs.0`
+/// (served), the run after `runs.1` (being built).
+pub(super) async fn insert_gate<DB: Backend>(
+    tx: &mut sqlx::Transaction<'_, DB>,
+    (job, world): (JobId, WorldId),
+    runs: (RunId, RunId),
+    gate: &NewGate,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let mut before = gate.before.clone();
+    before.target_run = Some(runs.0);
+    before.gate_job = Some(job);
+    let mut after = gate.after.clone();
+    after.target_run = Some(runs.1);
+    after.gate_job = Some(job);
+    insert_run(&mut **tx, &before).await?;
+    insert_run(&mut **tx, &after).await?;
+    sqlx::query(
+        "INSERT INTO reingest_gates (job_id, world_id, eval_id, metric, tolerance, state, before_run_id, \
+         after_run_id, created_at) VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, $8)",
+    )
+    .bind(job.0)
+    .bind(world.0)
+    .bind(gate.eval_id.0)
+    .bind(gate.metric.as_str())
+    .bind(gate.tolerance)
+    .bind(before.id.0)
+    .bind(after.id.0)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A re-ingest's gate state, its row locked for the transaction (SQLite: the write lock).
+pub(super) async fn lock_gate<'e, DB: Backend>(
+    db: impl Executor<'e, Database = DB>,
+    job: JobId,
+) -> Result<Option<GateState>> {
+    let state: Option<String> =
+        sqlx::query_scalar("UPDATE reingest_gates SET state = state WHERE job_id = $1 RETURNING state")
+            .bind(job.0)
+            .fetch_optional(db)
+            .await?;
+    state
+        .map(|s| s.parse().map_err(|err: String| corrupt(GATES, err)))
+        .transpose()
+}
+
+/// Moves a `waiting` gate to `evaluating` and queues its two runs.
+pub(super) async fn start_gate<DB: Backend>(tx: &mut sqlx::Transaction<'_, DB>, job: JobId) -> Result<()> {
+    sqlx::query("UPDATE reingest_gates SET state = 'evaluating' WHERE job_id = $1 AND state = 'waiting'")
+        .bind(job.0)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("UPDATE eval_runs SET status = 'queued' WHERE gate_job_id = $1 AND status = 'waiting'")
+        .bind(job.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 #[async_trait]
@@ -234,26 +372,7 @@ impl<DB: Backend> EvalStore for SqlStore<DB> {
     }
 
     async fn insert_eval_run(&self, run: &EvalRun) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO eval_runs (id, world_id, eval_id, eval_name, status, settings, budgets, items, item_count, \
-             done, scores, attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .bind(run.id.0)
-        .bind(run.world_id.0)
-        .bind(run.eval_id.0)
-        .bind(run.eval_name.clone())
-        .bind(run.status.as_str().to_owned())
-        .bind(json_column(&run.settings)?)
-        .bind(json_column(&run.budgets)?)
-        .bind(json_column(&run.items)?)
-        .bind(wide(run.items.len() as u64))
-        .bind(wide(run.scores.len() as u64))
-        .bind(json_column(&run.scores)?)
-        .bind(i64::from(run.attempts))
-        .bind(run.created_at)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        insert_run(&self.pool, run).await
     }
 
     async fn get_eval_run(&self, world: WorldId, id: EvalRunId) -> Result<Option<EvalRun>> {
@@ -394,7 +513,7 @@ impl<DB: Backend> EvalStore for SqlStore<DB> {
     async fn cancel_eval_run(&self, world: WorldId, id: EvalRunId, at: DateTime<Utc>) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE eval_runs SET status = 'cancelled', finished_at = $3, owner = NULL, lease_until_s = NULL \
-             WHERE id = $1 AND world_id = $2 AND status IN ('queued', 'running')",
+             WHERE id = $1 AND world_id = $2 AND status IN ('waiting', 'queued', 'running')",
         )
         .bind(id.0)
         .bind(world.0)
@@ -411,5 +530,73 @@ impl<DB: Backend> EvalStore for SqlStore<DB> {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn get_gate(&self, job: JobId) -> Result<Option<ReingestGate>> {
+        let sql = format!("SELECT {GATE_ALL} FROM reingest_gates g WHERE g.job_id = $1");
+        let row: Option<GateRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(job.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(ReingestGate::try_from).transpose()
+    }
+
+    async fn gates_to_settle(&self) -> Result<Vec<(ReingestGate, bool)>> {
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            #[sqlx(flatten)]
+            gate: GateRow,
+            ended: bool,
+        }
+        let sql = format!(
+            "SELECT {GATE_ALL}, (j.status IN ('completed', 'failed', 'cancelled')) AS ended \
+             FROM reingest_gates g JOIN jobs j ON j.id = g.job_id \
+             WHERE g.state = 'evaluating' OR (g.state IN ('waiting', 'held') \
+             AND j.status IN ('completed', 'failed', 'cancelled')) ORDER BY g.created_at"
+        );
+        let rows: Vec<Row> = sqlx::query_as(AssertSqlSafe(sql)).fetch_all(&self.pool).await?;
+        rows.into_iter()
+            .map(|row| Ok((row.gate.try_into()?, row.ended)))
+            .collect()
+    }
+
+    async fn decide_gate(
+        &self,
+        job: JobId,
+        from: &[GateState],
+        to: GateDecision<'_>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let now = lock_gate(&mut *tx, job).await?;
+        if !now.is_some_and(|state| from.contains(&state)) {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE reingest_gates SET state = $2, before_value = COALESCE($3, before_value), \
+             after_value = COALESCE($4, after_value), reason = COALESCE($5, reason), decided_at = $6 WHERE job_id = $1",
+        )
+        .bind(job.0)
+        .bind(to.state.as_str())
+        .bind(to.before)
+        .bind(to.after)
+        .bind(to.reason.map(str::to_owned))
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+        if !to.state.is_open() {
+            // A gate decided has no use for runs still waiting or under way.
+            sqlx::query(
+                "UPDATE eval_runs SET status = 'cancelled', finished_at = $2, owner = NULL, lease_until_s = NULL \
+                 WHERE gate_job_id = $1 AND status IN ('waiting', 'queued', 'running')",
+            )
+            .bind(job.0)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 }

@@ -24,7 +24,8 @@ pub(super) async fn select_job<'e, DB: Backend>(
 ) -> Result<Option<JobRow>> {
     Ok(sqlx::query_as(
         "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, rate_limited, reused, \
-         created_at, started_at, finished_at, waiting_reason, waiting_until, version_of FROM jobs WHERE id = $1",
+         created_at, started_at, finished_at, waiting_reason, waiting_until, version_of, \
+         (SELECT g.state FROM reingest_gates g WHERE g.job_id = jobs.id) AS gate_state FROM jobs WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(db)
@@ -194,7 +195,8 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
     async fn list_jobs(&self, world: WorldId, statuses: &[JobStatus], window: Window) -> Result<Vec<Job>> {
         // `$4`…`$9`: the statuses kept (fewer are padded by repeating one; none means all).
         const LIST_JOBS: &str = "SELECT id, world_id, kind, status, run_id, total, embedded, failed, retries, \
-             rate_limited, reused, created_at, started_at, finished_at, waiting_reason, waiting_until, version_of \
+             rate_limited, reused, created_at, started_at, finished_at, waiting_reason, waiting_until, version_of, \
+             (SELECT g.state FROM reingest_gates g WHERE g.job_id = jobs.id) AS gate_state \
              FROM jobs WHERE world_id = $1 \
              AND status IN ($4, $5, $6, $7, $8, $9) ORDER BY created_at DESC, id LIMIT $2 OFFSET $3";
         // The first `MAX_JOB_ERRORS` failed entries of each job: `$1` that limit, then the job

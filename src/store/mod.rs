@@ -100,7 +100,10 @@ use crate::domain::{
     ProviderKind, RunId, RunInfo, Source, SourceCounts, SourceDeletion, SourceDetails, SourceId, SourceKey, SourceSize,
     StoredKey, WorkItem, World, WorldId, WorldStats,
 };
-use crate::domain::{EvalRun, EvalRunId, EvalRunStatus, EvalSet, EvalSetId, EvalSetSummary, ItemRecord, MeasuredIndex};
+use crate::domain::{
+    EvalRun, EvalRunId, EvalRunStatus, EvalSet, EvalSetId, EvalSetSummary, GateState, ItemRecord, MeasuredIndex,
+    NewGate, ReingestGate,
+};
 
 /// Errors from a store backend.
 #[derive(Debug, thiserror::Error)]
@@ -443,6 +446,31 @@ pub trait EvalStore: Send + Sync {
     /// Cancels a run not yet ended; false when there is none such.
     async fn cancel_eval_run(&self, world: WorldId, id: EvalRunId, at: DateTime<Utc>) -> Result<bool>;
     async fn delete_eval_run(&self, world: WorldId, id: EvalRunId) -> Result<bool>;
+
+    /// A re-ingest's gate, if it has one.
+    async fn get_gate(&self, job: JobId) -> Result<Option<ReingestGate>>;
+    /// The gates that need the runner: `evaluating` ones (to decide once both runs ended), and
+    /// open ones whose re-ingest ended without them (to close) — each with whether its job ended.
+    async fn gates_to_settle(&self) -> Result<Vec<(ReingestGate, bool)>>;
+    /// Moves a gate from one of `from` to `to.state` (with the figures and reason given), and
+    /// cancels its runs not yet ended when the new state is final; false when the gate was not
+    /// in one of `from` (another hand decided first).
+    async fn decide_gate(
+        &self,
+        job: JobId,
+        from: &[GateState],
+        to: GateDecision<'_>,
+        at: DateTime<Utc>,
+    ) -> Result<bool>;
+}
+
+/// A gate's new state, with what decided it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GateDecision<'a> {
+    pub state: GateState,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    pub reason: Option<&'a str>,
 }
 
 /// How far an evaluation run got: items scored of all.
@@ -622,6 +650,10 @@ pub trait RetrievalStore: Send + Sync {
     /// (retrieval only needs to know whether there are `top_k`; counting stops there), in one
     /// round trip. `None` when there is no such world.
     async fn world_for_retrieval(&self, world: WorldId, at_most: u64) -> Result<Option<(World, u64)>>;
+    /// [`RetrievalStore::world_for_retrieval`] as if `world` served `run` (served or being
+    /// built): its profile, collection and embedded entries. `None` when the world or such a
+    /// run is missing.
+    async fn run_for_retrieval(&self, world: WorldId, run: RunId, at_most: u64) -> Result<Option<(World, u64)>>;
     /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
     /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
@@ -776,14 +808,18 @@ pub enum ReingestStep {
         old_run: RunId,
         old_collection: String,
     },
+    /// The new run is complete and the job's gate now evaluates it: its two runs are queued.
+    Evaluating,
 }
 
 /// Runs (generations) of a world: re-ingest builds one beside the active one and switches.
 #[async_trait]
 pub trait RunStore: Send + Sync {
     /// Inserts an empty `building` run and a `queued` `reingest` job to fill it, in one
-    /// transaction (the sources are chunked into it afterwards, see [`RunStore::add_run_chunks`]).
-    async fn begin_reingest(&self, run: NewRun, job: JobId, now: DateTime<Utc>) -> Result<Job>;
+    /// transaction (the sources are chunked into it afterwards, see [`RunStore::add_run_chunks`]),
+    /// with the job's gate and its two `waiting` evaluation runs when one is given (the run
+    /// before measures the run the world serves at that moment).
+    async fn begin_reingest(&self, run: NewRun, job: JobId, gate: Option<&NewGate>, now: DateTime<Utc>) -> Result<Job>;
     /// The world's sources with no chunk in `run` yet, by book number.
     async fn sources_missing_from_run(&self, world: WorldId, run: RunId) -> Result<Vec<(SourceId, u32)>>;
     /// Adds a source's chunks to `run` under `job` (counted in its total) unless the source

@@ -80,6 +80,15 @@ pub const WORLD_FOR_RETRIEVAL: &str = concat!(
      AS embedded FROM worlds WHERE id = $1"
 );
 
+/// `run_for_retrieval`'s statement: `$1` world, `$2` how many embedded entries to count at most,
+/// `$3` the run. The world's columns with the run's profile, collection and id in place of the
+/// active run's, for a run served or being built.
+pub const RUN_FOR_RETRIEVAL: &str = "SELECT w.id, w.name, r.provider, r.model, r.dimensions, r.max_tokens, \
+     r.overlap_tokens, r.parent_max_tokens, r.context_prefix, w.hybrid, r.id AS active_run_id, r.collection, \
+     w.created_at, w.updated_at, (SELECT COUNT(*) FROM (SELECT 1 FROM manifest_entries m WHERE m.world_id = $1 \
+     AND m.run_id = $3 AND m.state = 'embedded' LIMIT $2) AS e) AS embedded \
+     FROM worlds w JOIN runs r ON r.world_id = w.id WHERE w.id = $1 AND r.id = $3 AND r.status IN ('active', 'building')";
+
 /// `chunks_by_points`'s statement; the point ids' list follows. Each table is read by a unique
 /// index (the point's, then the chunk's and the source's keys), so both databases plan one row
 /// per hit without statistics (see migration 0017).
@@ -98,6 +107,19 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         let row: Option<WorldCountRow> = sqlx::query_as(WORLD_FOR_RETRIEVAL)
             .bind(id.0)
             .bind(wide(at_most))
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => Ok(Some((row.world.try_into()?, narrow("manifest_entries", row.embedded)?))),
+        }
+    }
+
+    async fn run_for_retrieval(&self, id: WorldId, run: RunId, at_most: u64) -> Result<Option<(World, u64)>> {
+        let row: Option<WorldCountRow> = sqlx::query_as(RUN_FOR_RETRIEVAL)
+            .bind(id.0)
+            .bind(wide(at_most))
+            .bind(run.0)
             .fetch_optional(&self.pool)
             .await?;
         match row {

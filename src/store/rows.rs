@@ -543,6 +543,8 @@ pub(super) struct JobRow {
     waiting_reason: Option<String>,
     waiting_until: Option<DateTime<Utc>>,
     version_of: Option<Uuid>,
+    /// A gated re-ingest's gate state.
+    gate_state: Option<String>,
 }
 
 /// A [`JobErrorRow`] with its job, as `list_jobs` reads them.
@@ -611,6 +613,9 @@ impl JobRow {
                 None => None,
             },
             source: self.version_of.map(SourceId),
+            gate: (self.gate_state.as_deref())
+                .map(|state| state.parse().map_err(|reason| corrupt("reingest_gates", reason)))
+                .transpose()?,
         })
     }
 }

@@ -7,14 +7,15 @@ use sqlx::Executor;
 use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::evals::{insert_gate, lock_gate, start_gate};
 use super::jobs::{NewJobRow, add_job_total, lock_job_status, select_job, set_job_status};
 use super::rows::{KeptRow, ManifestRow, corrupt, found, in_list, narrow, wide};
 use super::sources::{ChunkPlacement, insert_chunks};
 use super::worlds::lock_world;
 use super::{NewRun, ReingestStep, RepairStore, Result, RunStore, SourceChunks};
 use crate::domain::{
-    ChunkId, ChunkingProfile, EmbeddedVector, EmbeddingProfile, Job, JobId, JobKind, JobStatus, KeptPoint,
-    ManifestEntry, RunId, RunInfo, RunStatus, SourceId, WorldId,
+    ChunkId, ChunkingProfile, EmbeddedVector, EmbeddingProfile, GateState, Job, JobId, JobKind, JobStatus, KeptPoint,
+    ManifestEntry, NewGate, RunId, RunInfo, RunStatus, SourceId, WorldId,
 };
 
 /// Locks run `id`'s row and reads its status (SQLite: takes the write lock before anything is
@@ -75,8 +76,11 @@ async fn run_collection<'e, DB: Backend>(db: impl Executor<'e, Database = DB>, i
 
 #[async_trait]
 impl<DB: Backend> RunStore for SqlStore<DB> {
-    async fn begin_reingest(&self, run: NewRun, job: JobId, now: DateTime<Utc>) -> Result<Job> {
+    async fn begin_reingest(&self, run: NewRun, job: JobId, gate: Option<&NewGate>, now: DateTime<Utc>) -> Result<Job> {
         let mut tx = self.begin().await?;
+        // The world's row first (every writer of worlds and runs takes it first): the run the
+        // world serves is the one a gate's run before measures.
+        let served = found(lock_world(&mut *tx, run.world).await?)?;
         sqlx::query(
             "INSERT INTO runs (id, world_id, provider, model, dimensions, max_tokens, overlap_tokens, collection, \
              status, created_at, parent_max_tokens, context_prefix) \
@@ -109,6 +113,9 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         }
         .insert(&mut *tx)
         .await?;
+        if let Some(gate) = gate {
+            insert_gate(&mut tx, (job, run.world), (RunId(served), run.id), gate, now).await?;
+        }
         let row = found(select_job(&mut *tx, job.0).await?)?;
         tx.commit().await?;
         row.into_job(Vec::new())
@@ -234,6 +241,20 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
             tx.rollback().await?;
             let sources = source_numbers(missing)?;
             return Ok(ReingestStep::MissingSources { world, run, sources });
+        }
+        // A gate decides first: the switch waits for its evaluation of the complete run (or
+        // for the re-ingest to be promoted).
+        match lock_gate(&mut *tx, job).await? {
+            Some(GateState::Waiting) => {
+                start_gate(&mut tx, job).await?;
+                tx.commit().await?;
+                return Ok(ReingestStep::Evaluating);
+            }
+            Some(state) if !state.lets_switch() => {
+                tx.rollback().await?;
+                return Ok(ReingestStep::NotDone);
+            }
+            _ => {}
         }
         let old_collection = run_collection(&mut *tx, old).await?;
         sqlx::query(

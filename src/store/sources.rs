@@ -913,7 +913,10 @@ mod tests {
             embedding: world.embedding.clone(),
             chunking: world.chunking,
         };
-        let reingest = store.begin_reingest(run.clone(), JobId::new(), now).await.unwrap();
+        let reingest = store
+            .begin_reingest(run.clone(), JobId::new(), None, now)
+            .await
+            .unwrap();
         let source_chunks = SourceChunks {
             source: source.id,
             book_number: stored.book_number,

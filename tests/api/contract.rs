@@ -312,7 +312,15 @@ async fn the_job_status_filter_is_a_documented_list_of_the_enum() {
         .collect();
     assert_eq!(
         documented,
-        ["queued", "running", "paused", "cancelled", "completed", "failed"]
+        [
+            "queued",
+            "running",
+            "paused",
+            "held",
+            "cancelled",
+            "completed",
+            "failed"
+        ]
     );
     let jobs = format!("/v1/worlds/{world}/jobs");
     for value in &documented {

@@ -434,6 +434,8 @@ async fn a_run_taken_up_again_after_a_restart_goes_on_from_its_last_save(mut app
         items: eval_items.clone(),
         scores: vec![saved.clone(), saved.clone()],
         measured: None,
+        target_run: None,
+        gate_job: None,
         attempts,
         error: None,
         created_at: quarry::domain::now(),

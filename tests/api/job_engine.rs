@@ -303,7 +303,7 @@ async fn reingest(e: &Engine, world: &quarry::domain::World) -> (RunId, Job) {
     };
     let job = e
         .store
-        .begin_reingest(new, JobId::new(), Utc::now().trunc_subsecs(6))
+        .begin_reingest(new, JobId::new(), None, Utc::now().trunc_subsecs(6))
         .await
         .unwrap();
     assert_eq!(job.status, JobStatus::Queued);

@@ -33,6 +33,7 @@ mod pdf;
 mod qdrant_cluster;
 mod readme;
 mod reingest;
+mod reingest_gate;
 mod remote_providers;
 mod repair;
 mod replace_at_scale;

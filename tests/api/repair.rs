@@ -211,7 +211,7 @@ async fn a_reingest_stopped_before_its_sources_were_chunked_is_finished_at_start
         .app
         .state
         .store
-        .begin_reingest(run, quarry::domain::JobId::new(), chrono::Utc::now())
+        .begin_reingest(run, quarry::domain::JobId::new(), None, chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(job.status, quarry::domain::JobStatus::Queued);

@@ -416,6 +416,7 @@ impl RetrieveRequest {
             explain: self.explain.unwrap_or(false),
             hnsw_ef: self.hnsw_ef,
             background: false,
+            on_run: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! holds (sources by id or key, chunks, or an answer text). They are checked here, bounded in
 //! items and sizes, and kept whole; [`score`] judges one retrieval's answer against an item.
 
+pub mod gate;
 pub mod report;
 mod runner;
 pub mod runs;
@@ -62,6 +63,8 @@ pub struct EvalService {
     wake: Arc<Notify>,
     /// What runs retrieve through (and check their settings against).
     retrieval: Arc<RetrievalService>,
+    /// What finishes and cancels gated re-ingests.
+    engine: crate::jobs::JobEngine,
 }
 
 impl EvalService {
@@ -75,8 +78,9 @@ impl EvalService {
             store: deps.store.clone(),
             parse,
             default_budget,
-            wake: Arc::new(Notify::new()),
+            wake: deps.engine.evaluations(),
             retrieval,
+            engine: deps.engine.clone(),
         }
     }
 
@@ -92,6 +96,7 @@ impl EvalService {
             retrieval: self.retrieval.clone(),
             parse: self.parse,
             wake: self.wake.clone(),
+            engine: self.engine.clone(),
             owner,
         };
         tracker.spawn(runner.run(cancel.clone()));

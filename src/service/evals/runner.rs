@@ -46,6 +46,7 @@ pub(super) struct Runner {
     pub retrieval: Arc<RetrievalService>,
     pub parse: SettingsParser,
     pub wake: Arc<Notify>,
+    pub engine: crate::jobs::JobEngine,
     pub owner: String,
 }
 
@@ -70,6 +71,10 @@ impl Runner {
         loop {
             if cancel.is_cancelled() {
                 return;
+            }
+            // Gated re-ingests whose runs ended are decided before the next run is taken.
+            if let Err(err) = super::gate::settle(self.store.as_ref(), &self.engine).await {
+                tracing::warn!(error = %err, "settling re-ingest gates failed; the next look tries again");
             }
             match self.store.claim_eval_run(&self.owner, LEASE_S).await {
                 Ok(Some(run)) => self.take(run, &cancel).await,
@@ -134,7 +139,7 @@ impl Runner {
         let settings = (run.settings.iter().enumerate())
             .map(|(i, value)| (self.parse)(value).map_err(|err| Stop::Fail(format!("settings[{i}]: {}", err.message))))
             .collect::<Result<Vec<_>, _>>()?;
-        let world = self.world(run.world_id).await?;
+        let world = self.index(&run).await?;
         let measured = measured(&world);
         if let Some(before) = &run.measured
             && before.run_id != measured.run_id
@@ -167,9 +172,23 @@ impl Runner {
             .ok_or_else(|| Stop::Fail("the world is gone".to_owned()))
     }
 
-    /// Saves the scores so far, after checking the world still serves the run measured.
+    /// The world as the run measures it: serving the run it names (a gate's), or its own.
+    async fn index(&self, run: &EvalRun) -> Result<World, Stop> {
+        let Some(target) = run.target_run else {
+            return self.world(run.world_id).await;
+        };
+        match self.store.run_for_retrieval(run.world_id, target, 1).await? {
+            Some((world, _)) => Ok(world),
+            None => Err(gone()),
+        }
+    }
+
+    /// Saves the scores so far, after checking the index measured is still there: the run
+    /// the world serves, or the run named.
     async fn save(&self, run: &EvalRun, measured: &MeasuredIndex) -> Result<(), Stop> {
-        if self.world(run.world_id).await?.active_run != measured.run_id {
+        if run.target_run.is_some() {
+            self.index(run).await?;
+        } else if self.world(run.world_id).await?.active_run != measured.run_id {
             return Err(switched());
         }
         if self
@@ -228,6 +247,7 @@ impl Runner {
                 let mut at = setting.clone();
                 at.max_context_tokens = Some(budget);
                 at.background = true;
+                at.on_run = run.target_run;
                 let answer = self.retrieve(run.world_id, query, &at, s).await?;
                 if b == 0 {
                     record.first_hit.push(first_hit(expected, &answer.results));
@@ -264,10 +284,20 @@ impl Runner {
                     tokio::time::sleep(Duration::from_secs(1 << (tries - 1))).await;
                 }
                 Err(ServiceError::NotFound(_)) => return Err(Stop::Fail("the world is gone".to_owned())),
+                Err(ServiceError::Conflict { message, .. }) if settings.on_run.is_some() => {
+                    return Err(Stop::Fail(message));
+                }
                 Err(err) => return Err(Stop::Fail(format!("settings[{s}]: {err}"))),
             }
         }
     }
+}
+
+fn gone() -> Stop {
+    Stop::Fail(
+        "the index measured is neither served nor being built any more (its re-ingest ended or was discarded)"
+            .to_owned(),
+    )
 }
 
 fn switched() -> Stop {

@@ -41,6 +41,35 @@ pub enum RunEvent {
 const EVENT_POLL: Duration = Duration::from_millis(300);
 
 impl EvalService {
+    /// Checks one run setting as `/retrieve` would (its fields named under `at`), and against
+    /// what the configuration allows (`hnsw_ef`'s bounds, a reranker) now rather than when the
+    /// run is under way.
+    pub(super) fn check_setting(&self, setting: &Value, at: &str) -> ServiceResult<()> {
+        let name = |field: &str| match field {
+            "" => at.to_owned(),
+            field => format!("{at}.{field}"),
+        };
+        let parsed = (self.parse)(setting)
+            .map_err(|err| ServiceError::invalid(Invalid::RetrievalSettings, name(&err.field), err.message))?;
+        self.retrieval.check_settings(&parsed).map_err(|err| match err {
+            ServiceError::Invalid { kind, message, field } => ServiceError::Invalid {
+                kind,
+                message,
+                field: Some(name(field.as_deref().unwrap_or_default())),
+            },
+            other => other,
+        })
+    }
+
+    /// 400 naming `field` unless every budget is 1 to the service's maximum.
+    pub(super) fn check_budget(budget: u32, field: &str) -> ServiceResult<()> {
+        let max = crate::config::MAX_CONTEXT_TOKENS;
+        if !(1..=max).contains(&budget) {
+            return Err(invalid(field, format!("a budget is 1 to {max} tokens")));
+        }
+        Ok(())
+    }
+
     /// Queues a run of test set `eval` on `world`: 400 for a setting or budget refused (the
     /// field named `settings[i].<field>` or `budgets`), 404 for a missing world or set, 409 past
     /// the open runs or the runs of a world.
@@ -58,22 +87,7 @@ impl EvalService {
             ));
         }
         for (i, setting) in settings.iter().enumerate() {
-            let at = |field: &str| match field {
-                "" => format!("settings[{i}]"),
-                field => format!("settings[{i}].{field}"),
-            };
-            let parsed = (self.parse)(setting)
-                .map_err(|err| ServiceError::invalid(Invalid::RetrievalSettings, at(&err.field), err.message))?;
-            // What the configuration allows (hnsw_ef's bounds, a reranker), now rather than
-            // when the run is under way.
-            self.retrieval.check_settings(&parsed).map_err(|err| match err {
-                ServiceError::Invalid { kind, message, field } => ServiceError::Invalid {
-                    kind,
-                    message,
-                    field: Some(at(field.as_deref().unwrap_or_default())),
-                },
-                other => other,
-            })?;
+            self.check_setting(setting, &format!("settings[{i}]"))?;
         }
         let budgets = new.budgets.unwrap_or_else(|| vec![self.default_budget]);
         let max = crate::config::MAX_CONTEXT_TOKENS;
@@ -98,23 +112,7 @@ impl EvalService {
                 format!("the world has {MAX_RUNS_PER_WORLD} evaluation runs, the most quarry keeps; delete one first"),
             ));
         }
-        let run = EvalRun {
-            id: EvalRunId::new(),
-            world_id: world,
-            eval_id: eval,
-            eval_name: set.name,
-            status: EvalRunStatus::Queued,
-            settings,
-            budgets,
-            items: set.items,
-            scores: Vec::new(),
-            measured: None,
-            attempts: 0,
-            error: None,
-            created_at: now(),
-            started_at: None,
-            finished_at: None,
-        };
+        let run = EvalRun::new(&set, EvalRunStatus::Queued, settings, budgets);
         self.store.insert_eval_run(&run).await?;
         self.wake.notify_one();
         Ok(run)

@@ -129,6 +129,9 @@ pub struct Settings {
     /// instead of going first, so that a long evaluation cannot starve it. Never set from a
     /// request.
     pub background: bool,
+    /// Search this run of the world (one served or being built) instead of the one it serves:
+    /// a gated re-ingest's evaluation of its new index. Never set from a request.
+    pub on_run: Option<crate::domain::RunId>,
 }
 
 /// Reranking: how many candidates the search hands the reranker, and how many it keeps.
@@ -638,6 +641,10 @@ impl RetrievalService {
         // serves now, so that an answer comes from one run or the other, never from a run
         // half gone. (An answer short for other reasons, `min_score` say, costs one read.)
         let Some(run) = used else { return Ok(answer) };
+        if settings.on_run.is_some() {
+            // A run named is searched as it is, switched to or not.
+            return Ok(answer);
+        }
         if (answer.results.len() as u64) >= answer.effective_top_k {
             return Ok(answer);
         }

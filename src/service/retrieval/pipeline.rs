@@ -106,6 +106,26 @@ impl RetrievalService {
     /// store confirms the world it was made for) — then checks, on the world as read: it exists,
     /// the query is not blank, `hybrid` is asked of a hybrid world.
     async fn read_world(&self, world_id: WorldId, query: &str, settings: &Settings) -> ServiceResult<Read> {
+        let count_to = settings
+            .top_k
+            .max(settings.rerank.map_or(0, |r| r.candidates.max(r.top_n.unwrap_or(0))))
+            .max(1);
+        if let Some(run) = settings.on_run {
+            // A run named (an evaluation's): read as it is, no hint made or used.
+            let read = self.store.run_for_retrieval(world_id, run, count_to).await?;
+            let (world, embedded) = read.ok_or_else(|| {
+                ServiceError::conflict(
+                    crate::service::Conflict::EvalRunState,
+                    "the index measured is neither served nor being built any more (its re-ingest ended)",
+                )
+            })?;
+            check_read(&world, query, settings)?;
+            return Ok(Read {
+                world,
+                embedded,
+                ahead: None,
+            });
+        }
         // A head start only where the checks below would pass on the remembered world.
         let hint = self
             .hints()
@@ -123,10 +143,6 @@ impl RetrievalService {
         // The embedded chunks are counted up to `top_k` (and at least one, so that the hint
         // knows whether there are any); the count is only looked at after the checks below.
         // With a hint, the search is unclamped: the count may have grown.
-        let count_to = settings
-            .top_k
-            .max(settings.rerank.map_or(0, |r| r.candidates.max(r.top_n.unwrap_or(0))))
-            .max(1);
         let (read, ahead) = match hint {
             Some(hint) => {
                 let (read, found) = tokio::join!(
@@ -153,20 +169,7 @@ impl RetrievalService {
             confirmed.then_some(found)
         });
         let (world, embedded) = read.ok_or(ServiceError::NotFound(Missing::World))?;
-        if query.is_empty() {
-            return Err(ServiceError::invalid(
-                Invalid::EmptyQuery,
-                "query",
-                "query must contain non-whitespace text",
-            ));
-        }
-        if settings.mode == Mode::Hybrid && !world.hybrid {
-            return Err(ServiceError::invalid(
-                Invalid::RetrievalSettings,
-                "mode",
-                "mode `hybrid` needs a world created with `hybrid: true`; this world stores dense vectors only",
-            ));
-        }
+        check_read(&world, query, settings)?;
         Ok(Read { world, embedded, ahead })
     }
 
@@ -354,6 +357,26 @@ fn rank(answer: &mut Retrieval) {
     answer.results = kept;
 }
 
+/// The checks of a query on the world as read: the query is not blank, `hybrid` is asked of a
+/// hybrid world.
+fn check_read(world: &World, query: &str, settings: &Settings) -> ServiceResult<()> {
+    if query.is_empty() {
+        return Err(ServiceError::invalid(
+            Invalid::EmptyQuery,
+            "query",
+            "query must contain non-whitespace text",
+        ));
+    }
+    if settings.mode == Mode::Hybrid && !world.hybrid {
+        return Err(ServiceError::invalid(
+            Invalid::RetrievalSettings,
+            "mode",
+            "mode `hybrid` needs a world created with `hybrid: true`; this world stores dense vectors only",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +395,7 @@ mod tests {
             explain: false,
             hnsw_ef: None,
             background: false,
+            on_run: None,
         }
     }
 

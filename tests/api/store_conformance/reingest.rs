@@ -117,7 +117,7 @@ async fn begin_reingest(store: &Arc<dyn Store>, world: &World) -> (RunId, quarry
         chunking: world.chunking,
     };
     let job = store
-        .begin_reingest(new, JobId::new(), Utc::now().trunc_subsecs(6))
+        .begin_reingest(new, JobId::new(), None, Utc::now().trunc_subsecs(6))
         .await
         .unwrap();
     (run, job)

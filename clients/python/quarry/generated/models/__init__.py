@@ -50,6 +50,8 @@ from .eval_set_list import EvalSetList
 from .eval_set_request import EvalSetRequest
 from .eval_set_summary import EvalSetSummary
 from .expected import Expected
+from .gate_metric import GateMetric
+from .gate_state import GateState
 from .health import Health
 from .hit_explanation import HitExplanation
 from .item_change_dto import ItemChangeDto
@@ -78,6 +80,8 @@ from .provider_list import ProviderList
 from .put_source_by_key_if_none_match import PutSourceByKeyIfNoneMatch
 from .rank_standing import RankStanding
 from .readiness import Readiness
+from .reingest_gate import ReingestGate
+from .reingest_gate_request import ReingestGateRequest
 from .reingest_request import ReingestRequest
 from .removed_candidate import RemovedCandidate
 from .replica import Replica
@@ -178,6 +182,8 @@ __all__ = (
     "EvalSetRequest",
     "EvalSetSummary",
     "Expected",
+    "GateMetric",
+    "GateState",
     "Health",
     "HitExplanation",
     "ItemChangeDto",
@@ -206,6 +212,8 @@ __all__ = (
     "PutSourceByKeyIfNoneMatch",
     "RankStanding",
     "Readiness",
+    "ReingestGate",
+    "ReingestGateRequest",
     "ReingestRequest",
     "RemovedCandidate",
     "Replica",

@@ -13,6 +13,8 @@ class AuditActionName(StrEnum):
     WORLD_CREATED = "world.created"
     WORLD_DELETED = "world.deleted"
     WORLD_REINGESTED = "world.reingested"
+    WORLD_REINGEST_DISCARDED = "world.reingest_discarded"
+    WORLD_REINGEST_PROMOTED = "world.reingest_promoted"
     WORLD_REPAIRED = "world.repaired"
     WORLD_UPDATED = "world.updated"
 

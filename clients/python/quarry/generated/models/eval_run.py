@@ -34,11 +34,15 @@ class EvalRun:
         progress (EvalRunProgress): Items scored of all.
         run_id (UUID):
         settings (list[EvalRunSettingsItem]): As sent.
-        status (EvalRunStatus): Where a run is in its life; `completed`, `failed` and `cancelled` are final.
+        status (EvalRunStatus): Where a run is in its life; `completed`, `failed` and `cancelled` are final. `waiting`:
+            a
+            gated re-ingest's run, queued once the new index is embedded.
         world_id (UUID):
         error (None | str | Unset): Why a failed run failed.
         finished_at (datetime.datetime | None | Unset):
         measured (MeasuredIndex | None | Unset):
+        reingest_job_id (None | Unset | UUID): For a gated re-ingest's run: the re-ingest job it decides; `null`
+            otherwise.
         report (EvalRunReport | None | Unset):
         started_at (datetime.datetime | None | Unset):
     """
@@ -56,6 +60,7 @@ class EvalRun:
     error: None | str | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     measured: MeasuredIndex | None | Unset = UNSET
+    reingest_job_id: None | Unset | UUID = UNSET
     report: EvalRunReport | None | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -109,6 +114,14 @@ class EvalRun:
         else:
             measured = self.measured
 
+        reingest_job_id: None | str | Unset
+        if isinstance(self.reingest_job_id, Unset):
+            reingest_job_id = UNSET
+        elif isinstance(self.reingest_job_id, UUID):
+            reingest_job_id = str(self.reingest_job_id)
+        else:
+            reingest_job_id = self.reingest_job_id
+
         report: dict[str, Any] | None | Unset
         if isinstance(self.report, Unset):
             report = UNSET
@@ -147,6 +160,8 @@ class EvalRun:
             field_dict["finished_at"] = finished_at
         if measured is not UNSET:
             field_dict["measured"] = measured
+        if reingest_job_id is not UNSET:
+            field_dict["reingest_job_id"] = reingest_job_id
         if report is not UNSET:
             field_dict["report"] = report
         if started_at is not UNSET:
@@ -230,6 +245,23 @@ class EvalRun:
 
         measured = _parse_measured(d.pop("measured", UNSET))
 
+        def _parse_reingest_job_id(data: object) -> None | Unset | UUID:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                reingest_job_id_type_0 = UUID(data)
+
+                return reingest_job_id_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | UUID, data)
+
+        reingest_job_id = _parse_reingest_job_id(d.pop("reingest_job_id", UNSET))
+
         def _parse_report(data: object) -> EvalRunReport | None | Unset:
             if data is None:
                 return data
@@ -278,6 +310,7 @@ class EvalRun:
             error=error,
             finished_at=finished_at,
             measured=measured,
+            reingest_job_id=reingest_job_id,
             report=report,
             started_at=started_at,
         )

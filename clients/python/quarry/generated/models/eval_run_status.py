@@ -7,6 +7,7 @@ class EvalRunStatus(StrEnum):
     FAILED = "failed"
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING = "waiting"
 
     def __str__(self) -> str:
         return str(self.value)

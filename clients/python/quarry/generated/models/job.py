@@ -15,6 +15,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.job_counts import JobCounts
     from ..models.job_error import JobError
+    from ..models.reingest_gate import ReingestGate
     from ..models.waiting import Waiting
 
 
@@ -33,9 +34,12 @@ class Job:
         kind (JobKind): What a job does: `ingest` (new sources), `reingest` (the world under a new profile),
             `repair`, or `replace` (a new version of one source: `source_id`).
         run_id (UUID):
-        status (JobStatus): Where a job is in its life; `cancelled`, `completed` and `failed` are final.
+        status (JobStatus): Where a job is in its life; `cancelled`, `completed` and `failed` are final. `held`: a
+            gated re-ingest whose new run scored worse than the run served (or whose evaluation could
+            not finish); the world keeps its run until the re-ingest is promoted or discarded.
         world_id (UUID):
         finished_at (datetime.datetime | None | Unset):
+        gate (None | ReingestGate | Unset):
         source_id (None | Unset | UUID): For a `replace`: the source it makes a new version of; `null` for other kinds.
         started_at (datetime.datetime | None | Unset):
         waiting (None | Unset | Waiting):
@@ -50,12 +54,14 @@ class Job:
     status: JobStatus
     world_id: UUID
     finished_at: datetime.datetime | None | Unset = UNSET
+    gate: None | ReingestGate | Unset = UNSET
     source_id: None | Unset | UUID = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
     waiting: None | Unset | Waiting = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.reingest_gate import ReingestGate
         from ..models.waiting import Waiting
 
         counts = self.counts.to_dict()
@@ -84,6 +90,14 @@ class Job:
             finished_at = self.finished_at.isoformat()
         else:
             finished_at = self.finished_at
+
+        gate: dict[str, Any] | None | Unset
+        if isinstance(self.gate, Unset):
+            gate = UNSET
+        elif isinstance(self.gate, ReingestGate):
+            gate = self.gate.to_dict()
+        else:
+            gate = self.gate
 
         source_id: None | str | Unset
         if isinstance(self.source_id, Unset):
@@ -125,6 +139,8 @@ class Job:
         )
         if finished_at is not UNSET:
             field_dict["finished_at"] = finished_at
+        if gate is not UNSET:
+            field_dict["gate"] = gate
         if source_id is not UNSET:
             field_dict["source_id"] = source_id
         if started_at is not UNSET:
@@ -138,6 +154,7 @@ class Job:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.job_counts import JobCounts
         from ..models.job_error import JobError
+        from ..models.reingest_gate import ReingestGate
         from ..models.waiting import Waiting
 
         d = dict(src_dict)
@@ -178,6 +195,23 @@ class Job:
             return cast(datetime.datetime | None | Unset, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
+
+        def _parse_gate(data: object) -> None | ReingestGate | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                gate_type_0 = ReingestGate.from_dict(data)
+
+                return gate_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReingestGate | Unset, data)
+
+        gate = _parse_gate(d.pop("gate", UNSET))
 
         def _parse_source_id(data: object) -> None | Unset | UUID:
             if data is None:
@@ -240,6 +274,7 @@ class Job:
             status=status,
             world_id=world_id,
             finished_at=finished_at,
+            gate=gate,
             source_id=source_id,
             started_at=started_at,
             waiting=waiting,

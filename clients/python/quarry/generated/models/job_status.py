@@ -5,6 +5,7 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
     COMPLETED = "completed"
     FAILED = "failed"
+    HELD = "held"
     PAUSED = "paused"
     QUEUED = "queued"
     RUNNING = "running"

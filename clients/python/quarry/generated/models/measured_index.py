@@ -23,7 +23,8 @@ class MeasuredIndex:
         overlap_tokens (int):
         parent_max_tokens (int):
         provider (str):
-        run_id (UUID): The world's run (its `active_run` when the run started).
+        run_id (UUID): The world's run measured: its `active_run` when the run started, or for a gated
+            re-ingest's run, the run served or the one being built.
     """
 
     context_prefix: bool

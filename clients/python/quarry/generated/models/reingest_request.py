@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.chunking_request import ChunkingRequest
     from ..models.embedding_request import EmbeddingRequest
+    from ..models.reingest_gate_request import ReingestGateRequest
 
 
 T = TypeVar("T", bound="ReingestRequest")
@@ -22,14 +23,17 @@ class ReingestRequest:
     Attributes:
         chunking (ChunkingRequest | None | Unset):
         embedding (EmbeddingRequest | None | Unset):
+        gate (None | ReingestGateRequest | Unset):
     """
 
     chunking: ChunkingRequest | None | Unset = UNSET
     embedding: EmbeddingRequest | None | Unset = UNSET
+    gate: None | ReingestGateRequest | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.chunking_request import ChunkingRequest
         from ..models.embedding_request import EmbeddingRequest
+        from ..models.reingest_gate_request import ReingestGateRequest
 
         chunking: dict[str, Any] | None | Unset
         if isinstance(self.chunking, Unset):
@@ -47,6 +51,14 @@ class ReingestRequest:
         else:
             embedding = self.embedding
 
+        gate: dict[str, Any] | None | Unset
+        if isinstance(self.gate, Unset):
+            gate = UNSET
+        elif isinstance(self.gate, ReingestGateRequest):
+            gate = self.gate.to_dict()
+        else:
+            gate = self.gate
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -54,6 +66,8 @@ class ReingestRequest:
             field_dict["chunking"] = chunking
         if embedding is not UNSET:
             field_dict["embedding"] = embedding
+        if gate is not UNSET:
+            field_dict["gate"] = gate
 
         return field_dict
 
@@ -61,6 +75,7 @@ class ReingestRequest:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.chunking_request import ChunkingRequest
         from ..models.embedding_request import EmbeddingRequest
+        from ..models.reingest_gate_request import ReingestGateRequest
 
         d = dict(src_dict)
 
@@ -98,9 +113,27 @@ class ReingestRequest:
 
         embedding = _parse_embedding(d.pop("embedding", UNSET))
 
+        def _parse_gate(data: object) -> None | ReingestGateRequest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                gate_type_0 = ReingestGateRequest.from_dict(data)
+
+                return gate_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReingestGateRequest | Unset, data)
+
+        gate = _parse_gate(d.pop("gate", UNSET))
+
         reingest_request = cls(
             chunking=chunking,
             embedding=embedding,
+            gate=gate,
         )
 
         return reingest_request

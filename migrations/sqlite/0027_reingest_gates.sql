@@ -1,0 +1,30 @@
+-- Gated re-ingests (`POST /v1/worlds/{world_id}/reingest` with `gate`). When the new run is
+-- embedded, a test set is scored on it and on the run the world serves, and the world switches
+-- only if the gate's metric did not drop by more than its tolerance. The two evaluation runs are
+-- created with the re-ingest, `waiting` until the new run is embedded (then `queued`);
+-- `target_run_id` names the index each measures (NULL: whatever the world serves), and
+-- `gate_job_id` the re-ingest it decides.
+--
+-- `state`: `waiting` (the new run is being built), `evaluating`, `held` (the metric dropped, or
+-- the evaluation could not finish: promote or discard decides), `passed`, `promoted`,
+-- `discarded` (or the re-ingest ended otherwise: failed, cancelled). The job stays `running`
+-- while held (the API shows it `held`), so sources added meanwhile are still cut into the new
+-- run and embedded.
+ALTER TABLE eval_runs ADD COLUMN target_run_id BLOB;
+ALTER TABLE eval_runs ADD COLUMN gate_job_id BLOB;
+CREATE TABLE reingest_gates (
+    job_id        BLOB PRIMARY KEY NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    world_id      BLOB NOT NULL REFERENCES worlds (id) ON DELETE CASCADE,
+    eval_id       BLOB NOT NULL,
+    metric        TEXT NOT NULL,
+    tolerance     REAL NOT NULL,
+    state         TEXT NOT NULL,
+    before_run_id BLOB NOT NULL,
+    after_run_id  BLOB NOT NULL,
+    before_value  REAL,
+    after_value   REAL,
+    reason        TEXT,
+    created_at    TEXT NOT NULL,
+    decided_at    TEXT
+);
+CREATE INDEX reingest_gates_state ON reingest_gates (state);
