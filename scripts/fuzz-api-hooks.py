@@ -216,9 +216,10 @@ def _register_hooks() -> None:
         if failure.code != "ST202" or code not in WELL_FORMED_BUT_REFUSED:
             return True
         fields = WELL_FORMED_BUT_REFUSED[code]
-        # An evaluation run's settings are /retrieve bodies: `settings[2].fusion` is `fusion`.
+        # An evaluation run's settings, and a re-ingest gate's, are /retrieve bodies:
+        # `settings[2].fusion` and `gate.settings.fusion` are `fusion`.
         if field is not None:
-            field = re.sub(r"^settings\[\d+\]\.", "", field)
+            field = re.sub(r"^(settings\[\d+\]|gate\.settings)\.", "", field)
         return fields is not None and field not in fields
 
 

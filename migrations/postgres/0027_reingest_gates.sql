@@ -28,3 +28,21 @@ CREATE TABLE reingest_gates (
     decided_at    TIMESTAMPTZ
 );
 CREATE INDEX reingest_gates_state ON reingest_gates (state);
+
+-- A gate that holds its re-ingest: `job.held`, for the subscriptions of the job's world.
+CREATE FUNCTION webhook_job_held() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO webhook_deliveries (webhook_id, event, job_id, world_id, created_s, next_attempt_s)
+    SELECT w.id, 'job.held', NEW.job_id, NEW.world_id,
+           EXTRACT(EPOCH FROM clock_timestamp()), EXTRACT(EPOCH FROM clock_timestamp())
+    FROM webhooks w
+    WHERE (w.world_id IS NULL OR w.world_id = NEW.world_id)
+      AND strpos(w.events, ',job.held,') > 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER webhook_job_held AFTER UPDATE OF state ON reingest_gates
+    FOR EACH ROW
+    WHEN (NEW.state = 'held' AND OLD.state <> 'held')
+    EXECUTE FUNCTION webhook_job_held();

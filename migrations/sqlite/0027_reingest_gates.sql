@@ -28,3 +28,15 @@ CREATE TABLE reingest_gates (
     decided_at    TEXT
 );
 CREATE INDEX reingest_gates_state ON reingest_gates (state);
+
+-- A gate that holds its re-ingest: `job.held`, for the subscriptions of the job's world.
+CREATE TRIGGER webhook_job_held AFTER UPDATE OF state ON reingest_gates
+WHEN NEW.state = 'held' AND OLD.state <> 'held'
+BEGIN
+    INSERT INTO webhook_deliveries (webhook_id, event, job_id, world_id, created_s, next_attempt_s)
+    SELECT w.id, 'job.held', NEW.job_id, NEW.world_id,
+           (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
+    FROM webhooks w
+    WHERE (w.world_id IS NULL OR w.world_id = NEW.world_id)
+      AND instr(w.events, ',job.held,') > 0;
+END;

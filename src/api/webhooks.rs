@@ -48,7 +48,7 @@ pub struct CreateWebhookRequest {
     pub world_id: Option<Uuid>,
     /// The events to deliver; left out: all of them. `job.waiting` is sent when a running job
     /// starts waiting for a minute or more (or for as long as nobody knows), e.g. for a spent
-    /// daily quota or with no usable key left.
+    /// daily quota or with no usable key left; `job.held` when a gated re-ingest is held.
     #[schema(value_type = Option<Vec<WebhookEventName>>, min_items = 1, max_items = 16)]
     pub events: Option<Vec<String>>,
     /// At most 200 characters, no control characters; blank is none.

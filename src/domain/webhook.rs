@@ -15,14 +15,17 @@ pub enum WebhookEvent {
     JobFailed,
     JobCancelled,
     JobWaiting,
+    /// A gated re-ingest held: its new run scored worse; a person decides.
+    JobHeld,
 }
 
 impl WebhookEvent {
-    pub const ALL: [WebhookEvent; 4] = [
+    pub const ALL: [WebhookEvent; 5] = [
         WebhookEvent::JobCompleted,
         WebhookEvent::JobFailed,
         WebhookEvent::JobCancelled,
         WebhookEvent::JobWaiting,
+        WebhookEvent::JobHeld,
     ];
 
     /// The event's type as sent (`type` in the payload) and as stored.
@@ -32,6 +35,7 @@ impl WebhookEvent {
             WebhookEvent::JobFailed => "job.failed",
             WebhookEvent::JobCancelled => "job.cancelled",
             WebhookEvent::JobWaiting => "job.waiting",
+            WebhookEvent::JobHeld => "job.held",
         }
     }
 }

@@ -340,6 +340,28 @@ impl WebhookDispatcher {
         }
     }
 
+    /// A gated re-ingest's gate as the job shows it: state, metric, figures and reason.
+    async fn gate(&self, job: JobId) -> serde_json::Value {
+        match self.store.get_gate(job).await {
+            Ok(Some(gate)) => json!({
+                "state": gate.state.as_str(),
+                "eval_id": gate.eval_id.0,
+                "metric": gate.metric.as_str(),
+                "tolerance": gate.tolerance,
+                "before_run_id": gate.before_run.0,
+                "after_run_id": gate.after_run.0,
+                "before": gate.before_value,
+                "after": gate.after_value,
+                "reason": gate.reason,
+            }),
+            Ok(None) => serde_json::Value::Null,
+            Err(err) => {
+                tracing::warn!(error = %err, %job, "webhook payload: reading the gate failed");
+                serde_json::Value::Null
+            }
+        }
+    }
+
     /// The body of a delivery: the event, when it happened, and the job as it is now (for an
     /// ended job, as it ended) — or only its ids when the job is gone.
     async fn payload(&self, delivery: &Delivery) -> String {
@@ -350,7 +372,7 @@ impl WebhookDispatcher {
         match self.store.get_job(delivery.job_id).await {
             Ok(Some(job)) => {
                 data["kind"] = json!(job.kind.as_str());
-                data["status"] = json!(job.status.as_str());
+                data["status"] = json!(if job.is_held() { "held" } else { job.status.as_str() });
                 data["counts"] = json!(job.counts);
                 data["created_at"] = json!(job.created_at);
                 data["started_at"] = json!(job.started_at);
@@ -360,6 +382,9 @@ impl WebhookDispatcher {
                 }
                 if job.kind == JobKind::Replace && job.status == JobStatus::Completed {
                     data["replaced"] = self.replaced(job.id).await;
+                }
+                if job.gate.is_some() {
+                    data["gate"] = self.gate(job.id).await;
                 }
             }
             Ok(None) => {}

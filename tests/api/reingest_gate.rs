@@ -48,7 +48,7 @@ const NEAR: &str = "Alpha bravo amber basil cedar.";
 
 /// A world cut into sentences with `far.md` and `near.md`, and a test set of one question whose
 /// answer is `far.md`. Returns the world, the set and `far.md`'s id.
-async fn world_and_set(app: &TestApp) -> (String, String, String) {
+pub(crate) async fn world_and_set(app: &TestApp) -> (String, String, String) {
     let world = id(&app
         .create_google_world("Gated", json!({"chunking": crate::helpers::sentence_chunks()}))
         .await);
@@ -69,7 +69,7 @@ async fn world_and_set(app: &TestApp) -> (String, String, String) {
 }
 
 /// A re-ingest into one chunk per source (the worse chunking), gated on hit@1.
-async fn worse_reingest(app: &TestApp, world: &str, eval: &str) -> Value {
+pub(crate) async fn worse_reingest(app: &TestApp, world: &str, eval: &str) -> Value {
     let (status, job) = app
         .post(
             &format!("/v1/worlds/{world}/reingest"),
@@ -85,7 +85,7 @@ async fn worse_reingest(app: &TestApp, world: &str, eval: &str) -> Value {
 }
 
 /// Embeds what is pending and reads the job until its gate decided (each read one step).
-async fn decided(app: &TestApp, job: &str) -> Value {
+pub(crate) async fn decided(app: &TestApp, job: &str) -> Value {
     for _ in 0..300 {
         app.wait_prepared().await;
         app.drain().await;

@@ -161,7 +161,13 @@ async fn a_finished_job_is_delivered_once_signed_so_that_the_receiver_verifies_i
     assert!(secret.starts_with("whsec_"), "{hook}");
     assert_eq!(
         hook["events"],
-        json!(["job.completed", "job.failed", "job.cancelled", "job.waiting"])
+        json!([
+            "job.completed",
+            "job.failed",
+            "job.cancelled",
+            "job.waiting",
+            "job.held"
+        ])
     );
     receiver.trust(secret);
     // The secret is shown once: never listed or read back.
@@ -677,4 +683,55 @@ async fn a_completed_replace_is_delivered_with_what_it_changed() {
         "unchanged sentences reuse vectors: {body}"
     );
     assert!(did["removed"].as_u64().unwrap() >= 1, "{body}");
+}
+
+#[tokio::test]
+async fn a_held_reingest_is_delivered_with_its_gate() {
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), with_webhooks)).await;
+    held_reingest_is_delivered(app).await;
+}
+
+#[tokio::test]
+async fn a_held_reingest_is_delivered_on_postgres() {
+    let Some(db) = crate::helpers::PgDatabase::create("webhooks::held").await else {
+        return;
+    };
+    let fake = FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_on(db.url.clone(), on_fake_google(fake.base_url(), with_webhooks)).await;
+    held_reingest_is_delivered(app).await;
+    db.drop_db().await;
+}
+
+async fn held_reingest_is_delivered(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let hook = subscribe(&app, json!({"url": receiver.url(), "events": ["job.held"]})).await;
+    receiver.trust(hook["secret"].as_str().unwrap());
+    let (world, eval, _) = crate::reingest_gate::world_and_set(&app).await;
+    let job = crate::reingest_gate::worse_reingest(&app, &world, &eval).await;
+    let job = job["id"].as_str().unwrap();
+    assert_eq!(crate::reingest_gate::decided(&app, job).await["status"], "held");
+    let got = receiver.wait_for("the hold", |got| !got.is_empty()).await;
+    assert_eq!(got.len(), 1, "the ingest jobs were not asked for: {got:#?}");
+    assert!(got[0].verified);
+    let body: Value = serde_json::from_str(&got[0].body).unwrap();
+    assert_eq!(body["type"], "job.held", "{body}");
+    let data = &body["data"];
+    assert_eq!(
+        (&data["job_id"], &data["status"]),
+        (&json!(job), &json!("held")),
+        "{body}"
+    );
+    assert_eq!(data["gate"]["state"], "held", "{body}");
+    assert_eq!(
+        (data["gate"]["before"].as_f64(), data["gate"]["after"].as_f64()),
+        (Some(1.0), Some(0.0))
+    );
+    // Promoting it completes the job: not asked for, not delivered.
+    let (status, _) = app
+        .post(&format!("/v1/worlds/{world}/reingest/{job}/promote"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.got().len(), 1);
 }

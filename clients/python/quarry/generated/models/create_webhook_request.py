@@ -24,7 +24,7 @@ class CreateWebhookRequest:
         events (list[WebhookEventName] | None | Unset): The events to deliver; left out: all of them. `job.waiting` is
             sent when a running job
             starts waiting for a minute or more (or for as long as nobody knows), e.g. for a spent
-            daily quota or with no usable key left.
+            daily quota or with no usable key left; `job.held` when a gated re-ingest is held.
         secret (None | str | Unset): The signing secret, `whsec_` and the padded standard base64 of 24 to 64 bytes; left
             out: quarry makes one (32 random bytes). Stored encrypted under `security.master_key`;
             returned only in this response. Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw.
