@@ -4,8 +4,8 @@ Run by scripts/browser-test, which starts a quarry binary and passes its address
 QUARRY_BASE and QUARRY_TOKEN. Chromium is Debian's (QUARRY_CHROMIUM), driven headless by
 Playwright. Checks, in order: the CSP header on the page; a wrong token is refused with a clear
 message; an API 4xx shows the API's message; a world made on the local model; two files
-uploaded at once through the file input, their jobs followed live to `completed` without a
-reload; a question whose expected passage comes first; its citation opening the source text
+uploaded at once through the file input and a third dropped on the upload box, their jobs
+followed live to `completed` without a reload; a question whose expected passage comes first; its citation opening the source text
 with the cited span highlighted; the operations page; the pages at 375 px with no sideways
 scrolling; the world deleted after a confirmation. Throughout: no request leaves for another
 origin, and the page logs no error (a CSP violation would be one). A screenshot of each page
@@ -48,6 +48,10 @@ WEATHER = """Storms on the coast
 The lighthouse keepers on the western cape record the wind every hour of the day and night.
 In winter, gales from the north-west can blow for a week and close the harbours to every ship.
 Fog comes in summer, thick and cold, and the foghorns sound from dusk until the morning sun.
+"""
+HARBOUR = """The harbour of Skellig
+
+The harbour master keeps a ledger of every ship that enters, its cargo and its crew.
 """
 QUESTION = "Who rules the northern isles?"
 PASSAGE = "Queen Maren rules the northern isles"
@@ -162,6 +166,22 @@ def main():
         shot(page, "03-world-jobs-completed")
         step("two uploads embedded; both jobs reached completed live")
 
+        # A third file dropped on the upload box (drag and drop), followed the same way.
+        dropped = page.evaluate_handle(
+            """([name, text]) => {
+                const transfer = new DataTransfer();
+                transfer.items.add(new File([text], name, { type: "text/plain" }));
+                return transfer;
+            }""",
+            ["harbour.txt", HARBOUR],
+        )
+        page.locator(".dropzone").dispatch_event("dragover", {"dataTransfer": dropped})
+        page.locator(".dropzone").dispatch_event("drop", {"dataTransfer": dropped})
+        expect(page.locator(".uploads li.ok")).to_have_count(3)
+        expect(page.locator(".job [data-status=completed]")).to_have_count(3, timeout=90_000)
+        expect(sources).to_contain_text("harbour.txt")
+        step("a dropped file is uploaded and embedded too")
+
         # A source's text from the sources table.
         page.get_by_role("button", name="Open the text of weather.txt").click()
         expect(page.locator("pre.source-text")).to_contain_text("lighthouse keepers")
@@ -213,7 +233,7 @@ def main():
         shot(page, "06-phone-worlds")
         world_link = page.get_by_role("link", name=WORLD)
         world_link.click()
-        expect(page.locator(".job [data-status=completed]")).to_have_count(2)
+        expect(page.locator(".job [data-status=completed]")).to_have_count(3)
         shot(page, "07-phone-world")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"the world page is {width} px wide at 375 px"
