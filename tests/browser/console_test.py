@@ -5,10 +5,11 @@ QUARRY_BASE and QUARRY_TOKEN. Chromium is Debian's (QUARRY_CHROMIUM), driven hea
 Playwright. Checks, in order: the CSP header on the page; a wrong token is refused with a clear
 message; an API 4xx shows the API's message; a world made on the local model; two files
 uploaded at once through the file input and a third dropped on the upload box, their jobs
-followed live to `completed` without a reload; a question whose expected passage comes first; its citation opening the source text
-with the cited span highlighted; the operations page; the pages at 375 px with no sideways
-scrolling; the world deleted after a confirmation. Throughout: no request leaves for another
-origin, and the page logs no error (a CSP violation would be one). A screenshot of each page
+followed live to `completed` without a reload; a question whose expected passage comes first;
+its citation opening the source text with the cited span highlighted; the operations page,
+and a `read` token's 403 there; the pages at 375 px with no sideways scrolling; the world
+deleted after a confirmation. Throughout: no request leaves for another origin, and the page
+logs no error (a CSP violation would be one). A screenshot of each page
 goes to QUARRY_SCREENSHOTS.
 """
 
@@ -222,6 +223,28 @@ def main():
         expect(page.get_by_role("heading", name="Provider keys")).to_be_visible()
         shot(page, "05-operations")
         step("the operations page")
+
+        # A token that may only read: the operations it may not see show the API's 403.
+        made = context.request.post(
+            f"{BASE}/v1/tokens",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"name": "console reader", "scopes": ["read"]},
+        )
+        assert made.status == 201, made.text()
+        page.get_by_role("button", name="Forget").click()
+        page.get_by_label("Bearer token").fill(made.json()["secret"])
+        page.get_by_role("button", name="Use token").click()
+        expect(page.locator("#status")).to_contain_text("Token accepted")
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
+        expect(page.locator("main .error")).to_have_count(3)
+        expect(page.locator("main .error").first).to_contain_text("insufficient_scope, HTTP 403")
+        expect(page.locator("main .error").first).to_contain_text("`admin` scope")
+        shot(page, "05b-operations-read-token")
+        page.get_by_role("button", name="Forget").click()
+        page.get_by_label("Bearer token").fill(TOKEN)
+        page.get_by_role("button", name="Use token").click()
+        expect(page.locator("#status")).to_contain_text("Token accepted")
+        step("a read token sees the API's 403 where it lacks the scope")
 
         # A phone's width: nothing scrolls sideways on the main pages.
         page.set_viewport_size({"width": 375, "height": 800})
