@@ -1,8 +1,9 @@
-# Sourced by scripts that test a quarry binary over HTTP (fuzz-api, sdk-check): starts `$bin`
-# on SQLite and embedded vectors in `$work`, with the built-in local model from `$model_dir`
-# (no network: Google, OpenAI and rerank point at port 9, where nothing listens), bearer token
-# `$token`, its log in `$work/server.log`. Sets `server_pid` and `base` (http://host:port) once
-# it is listening; exits non-zero, with the log, if it stops or says nothing within 60 s.
+# Sourced by scripts that test a quarry binary over HTTP (fuzz-api, sdk-check, browser-test):
+# starts `$bin` on SQLite and embedded vectors in `$work`, with the built-in local model from
+# `$model_dir` (no network: Google, OpenAI and rerank point at port 9, where nothing listens),
+# bearer token `$token`, its log in `$work/server.log`. Sets `server_pid` and `base`
+# (http://host:port) once it is listening; exits non-zero, with the log, if it stops or says
+# nothing within 60 s.
 # The caller's EXIT trap stops the server (kill -TERM "$server_pid").
 start_quarry() {
     : >"$work/server.log"

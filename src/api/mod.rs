@@ -5,11 +5,13 @@
 //! middleware stack, outermost first: request id → tracing span → error logging → HTTP metrics
 //! → JSON errors for anything the router itself answers (unknown route, wrong method, timeout,
 //! body limit) → request timeout → body limit; `/v1/*` and `/mcp` additionally require a
-//! bearer token. `docs/DESIGN.md`, "How a request flows", follows an upload, a retrieval and an
-//! MCP call through these layers.
+//! bearer token (the console's pages under `/console/` need none: they hold no data, and every
+//! call they make carries the user's token). `docs/DESIGN.md`, "How a request flows", follows
+//! an upload, a retrieval and an MCP call through these layers.
 
 pub mod audit;
 pub mod cluster;
+pub mod console;
 mod de;
 pub mod dify;
 pub mod error;
@@ -186,6 +188,7 @@ pub fn router(state: AppState, auth: Auth, limits: Limits) -> Router {
         .with_state(state)
         .merge(dify)
         .merge(openapi::router())
+        .merge(console::router())
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(

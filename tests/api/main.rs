@@ -8,6 +8,7 @@ mod chunking;
 mod cli;
 mod cluster;
 mod collection_layout;
+mod console;
 mod context_prefix;
 mod contract;
 mod dify;

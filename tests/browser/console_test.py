@@ -1,0 +1,299 @@
+"""The web console in a real browser (issue 42), as a user walks it.
+
+Run by scripts/browser-test, which starts a quarry binary and passes its address and token in
+QUARRY_BASE and QUARRY_TOKEN. Chromium is Debian's (QUARRY_CHROMIUM), driven headless by
+Playwright. Checks, in order: the CSP header on the page; a wrong token is refused with a clear
+message; an API 4xx shows the API's message; a world made on the local model; two files
+uploaded at once through the file input and a third dropped on the upload box, their jobs
+followed live to `completed` without a reload; a question whose expected passage comes first;
+its citation opening the source text with the cited span highlighted; the operations page,
+and a `read` token's 403 there; the pages at 375 px with no sideways scrolling; the world
+deleted after a confirmation. Throughout: no request leaves for another origin, and the page
+logs no error (a CSP violation would be one). A screenshot of each page
+goes to QUARRY_SCREENSHOTS.
+"""
+
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+BASE = os.environ["QUARRY_BASE"].rstrip("/")
+TOKEN = os.environ["QUARRY_TOKEN"]
+CHROMIUM = os.environ.get("QUARRY_CHROMIUM", "/usr/bin/chromium")
+SHOTS = Path(os.environ.get("QUARRY_SCREENSHOTS", "target/console-screenshots"))
+HEADED = os.environ.get("QUARRY_BROWSER_HEADED") == "1"
+
+WORLD = "Console walk"
+ISLES = """# The Isles
+
+Queen Maren rules the northern isles from the harbour town of Skellig, where her fleet winters.
+She took the crown after the long winter war and has kept the peace for thirty years.
+
+## Trade
+
+The islanders trade salted fish, wool and whale oil for grain from the southern mainland.
+Merchants sail in spring, when the ice leaves the straits, and return before the autumn gales.
+
+## Festivals
+
+Every midsummer the towns light bonfires on the cliffs and sing the old sailing songs until dawn.
+Children race small boats of bark and sailcloth across the harbour for a prize of honey cakes.
+"""
+WEATHER = """Storms on the coast
+
+The lighthouse keepers on the western cape record the wind every hour of the day and night.
+In winter, gales from the north-west can blow for a week and close the harbours to every ship.
+Fog comes in summer, thick and cold, and the foghorns sound from dusk until the morning sun.
+"""
+HARBOUR = """The harbour of Skellig
+
+The harbour master keeps a ledger of every ship that enters, its cargo and its crew.
+"""
+QUESTION = "Who rules the northern isles?"
+PASSAGE = "Queen Maren rules the northern isles"
+
+step_started = time.monotonic()
+
+
+def step(text):
+    global step_started
+    now = time.monotonic()
+    print(f"  [{now - step_started:5.1f} s] {text}", flush=True)
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def is_problem(message):
+    """A console error, except Chromium's note on each 4xx answer (the test asks for some)."""
+    return message.type == "error" and not re.match(
+        r"Failed to load resource: the server responded with a status of 4\d\d", message.text
+    )
+
+
+def alert(page):
+    return page.locator("#alert")
+
+
+def main():
+    origin = BASE
+    requests = []
+    problems = []
+    files = Path(tempfile.mkdtemp())
+    (files / "isles.md").write_text(ISLES)
+    (files / "weather.txt").write_text(WEATHER)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=not HEADED)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.on("request", lambda r: requests.append(r.url))
+        page = context.new_page()
+        page.on("console", lambda m: problems.append(f"console: {m.text}") if is_problem(m) else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        expect.set_options(timeout=15_000)
+
+        # The page: `/console` leads to `/console/`, with a strict CSP; no token is needed.
+        response = page.goto(f"{BASE}/console")
+        assert page.url == f"{BASE}/console/", page.url
+        csp = response.headers.get("content-security-policy", "")
+        for directive in ["default-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "script-src 'self'"]:
+            assert directive in csp, f"CSP lacks {directive}: {csp!r}"
+        assert "unsafe-inline" not in csp, csp
+        expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
+        expect(page.get_by_label("Bearer token")).to_be_focused()
+        step("the page answers with its CSP, and asks for a token")
+
+        # A wrong token: a clear message, and nothing else shown.
+        page.get_by_label("Bearer token").fill("not-a-valid-token")
+        page.get_by_role("button", name="Use token").click()
+        expect(alert(page)).to_contain_text("The token was not accepted")
+        expect(alert(page)).to_contain_text("unauthorized")
+        expect(alert(page)).to_contain_text("HTTP 401")
+        assert page.evaluate("sessionStorage.getItem('quarry.token')") is None
+        shot(page, "01-wrong-token")
+        step("a wrong token is refused with the API's message")
+
+        # The right token, entered with the keyboard.
+        page.get_by_label("Bearer token").fill(TOKEN)
+        page.get_by_label("Bearer token").press("Enter")
+        expect(page.get_by_role("heading", name="Worlds", exact=True)).to_be_visible()
+        expect(page.get_by_text("No worlds yet")).to_be_visible()
+        expect(alert(page)).to_be_empty()
+        models = page.get_by_label("Embedding model")
+        expect(models.locator("option", has_text="local / all-MiniLM-L6-v2")).to_have_count(1)
+        step("the token is accepted; the worlds page lists the models")
+
+        # An API 4xx shows the API's own message: a chunk size the model cannot take.
+        page.get_by_label("Name").fill(WORLD)
+        models.select_option(label=models.locator("option", has_text="local / all-MiniLM-L6-v2").inner_text())
+        page.get_by_label("Chunk size (tokens)").fill("100000")
+        page.get_by_role("button", name="Create world").click()
+        expect(alert(page)).to_contain_text("invalid_chunking_profile")
+        expect(alert(page)).to_contain_text("HTTP 400")
+        shot(page, "02-worlds-api-error")
+        step("an API 400 shows its code and message")
+
+        # Create the world on the local model, in small chunks so that a citation is a span.
+        page.get_by_label("Chunk size (tokens)").fill("48")
+        page.get_by_label("Chunk overlap (tokens)").fill("0")
+        page.get_by_role("button", name="Create world").click()
+        expect(page.get_by_role("heading", name=WORLD, exact=True)).to_be_visible()
+        assert re.search(r"#/worlds/[0-9a-f-]{36}$", page.url), page.url
+        expect(alert(page)).to_be_empty()
+        step("world created; its page is open")
+
+        # Two files at once through the file input; the jobs are followed live, no reload.
+        page.evaluate("window.__notReloaded = true")
+        page.get_by_label("Upload files").set_input_files([str(files / "isles.md"), str(files / "weather.txt")])
+        expect(page.locator(".uploads li.ok")).to_have_count(2)
+        jobs = page.locator(".job")
+        expect(jobs).to_have_count(2)
+        expect(page.locator(".job [data-status=completed]")).to_have_count(2, timeout=90_000)
+        for i in range(2):
+            bar = jobs.nth(i).locator("progress")
+            assert bar.get_attribute("value") == bar.get_attribute("max"), "a completed job's bar is full"
+            expect(jobs.nth(i)).to_contain_text("0 failed")
+        assert page.evaluate("window.__notReloaded === true"), "the page was reloaded"
+        assert any(re.search(r"/v1/jobs/[0-9a-f-]{36}/events$", url) for url in requests), "no job event stream was read"
+        sources = page.get_by_role("table").filter(has_text="isles.md")
+        expect(sources).to_contain_text("weather.txt")
+        shot(page, "03-world-jobs-completed")
+        step("two uploads embedded; both jobs reached completed live")
+
+        # A third file dropped on the upload box (drag and drop), followed the same way.
+        dropped = page.evaluate_handle(
+            """([name, text]) => {
+                const transfer = new DataTransfer();
+                transfer.items.add(new File([text], name, { type: "text/plain" }));
+                return transfer;
+            }""",
+            ["harbour.txt", HARBOUR],
+        )
+        page.locator(".dropzone").dispatch_event("dragover", {"dataTransfer": dropped})
+        page.locator(".dropzone").dispatch_event("drop", {"dataTransfer": dropped})
+        expect(page.locator(".uploads li.ok")).to_have_count(3)
+        expect(page.locator(".job [data-status=completed]")).to_have_count(3, timeout=90_000)
+        expect(sources).to_contain_text("harbour.txt")
+        step("a dropped file is uploaded and embedded too")
+
+        # A source's text from the sources table.
+        page.get_by_role("button", name="Open the text of weather.txt").click()
+        expect(page.locator("pre.source-text")).to_contain_text("lighthouse keepers")
+        step("a source's text opens")
+
+        # The playground: the expected passage first, its citation highlighted in the source.
+        page.get_by_role("link", name="Open the retrieval playground").click()
+        expect(page.get_by_role("heading", name=f"Retrieval playground: {WORLD}")).to_be_visible()
+        page.get_by_label("Question").fill(QUESTION)
+        page.get_by_label("Mode").select_option("dense")
+        page.get_by_label("Results (top_k)").fill("3")
+        page.get_by_label("Expand").select_option("none")
+        page.get_by_label("Context budget (tokens)").fill("400")
+        page.get_by_label("Question").press("Control+Enter")
+        results = page.locator("ol.results > li")
+        expect(results.first).to_contain_text("isles.md")
+        expect(results.first.locator(".chunk-text")).to_contain_text(PASSAGE)
+        expect(page.locator(".timing")).to_contain_text("ms")
+        expect(page.locator("pre.context-text")).to_contain_text(f"[1] ")
+        expect(page.locator("pre.context-text")).to_contain_text(PASSAGE)
+        step("the expected passage comes first, in the context too")
+
+        page.locator(".citations button").first.click()
+        mark = page.locator("pre.source-text mark")
+        expect(mark).to_contain_text(PASSAGE)
+        expect(mark).to_be_in_viewport()
+        whole = page.locator("pre.source-text").inner_text()
+        cited = mark.inner_text()
+        assert len(cited) < len(whole), "the highlight is a span of the text, not all of it"
+        assert whole.count(cited) >= 1
+        shot(page, "04-playground-citation")
+        step("its citation opens the source with the cited span highlighted")
+
+        # Operations (the bootstrap token may read them all).
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
+        expect(page.get_by_role("heading", name="Cluster")).to_be_visible()
+        expect(page.locator("main")).to_contain_text("This replica")
+        expect(page.get_by_role("heading", name="Provider keys")).to_be_visible()
+        shot(page, "05-operations")
+        step("the operations page")
+
+        # A token that may only read: the operations it may not see show the API's 403.
+        made = context.request.post(
+            f"{BASE}/v1/tokens",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"name": "console reader", "scopes": ["read"]},
+        )
+        assert made.status == 201, made.text()
+        page.get_by_role("button", name="Forget").click()
+        page.get_by_label("Bearer token").fill(made.json()["secret"])
+        page.get_by_role("button", name="Use token").click()
+        expect(page.locator("#status")).to_contain_text("Token accepted")
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
+        expect(page.locator("main .error")).to_have_count(3)
+        expect(page.locator("main .error").first).to_contain_text("insufficient_scope, HTTP 403")
+        expect(page.locator("main .error").first).to_contain_text("`admin` scope")
+        shot(page, "05b-operations-read-token")
+        page.get_by_role("button", name="Forget").click()
+        page.get_by_label("Bearer token").fill(TOKEN)
+        page.get_by_role("button", name="Use token").click()
+        expect(page.locator("#status")).to_contain_text("Token accepted")
+        step("a read token sees the API's 403 where it lacks the scope")
+
+        # A phone's width: nothing scrolls sideways on the main pages.
+        page.set_viewport_size({"width": 375, "height": 800})
+        nav = page.get_by_role("navigation", name="Sections")
+        nav.get_by_role("link", name="Worlds").click()
+        expect(page.get_by_role("heading", name="Worlds", exact=True)).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"the worlds page is {width} px wide at 375 px"
+        shot(page, "06-phone-worlds")
+        world_link = page.get_by_role("link", name=WORLD)
+        world_link.click()
+        expect(page.locator(".job [data-status=completed]")).to_have_count(3)
+        shot(page, "07-phone-world")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"the world page is {width} px wide at 375 px"
+        page.get_by_role("link", name="Open the retrieval playground").click()
+        expect(page.get_by_label("Question")).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"the playground is {width} px wide at 375 px"
+        shot(page, "08-phone-playground")
+        page.set_viewport_size({"width": 1280, "height": 900})
+        step("at 375 px nothing scrolls sideways")
+
+        # Delete the world, after a confirmation (cancelled once).
+        nav.get_by_role("link", name="Worlds").click()
+        page.get_by_role("button", name=f"Delete {WORLD}").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text(f"Delete the world “{WORLD}”?")
+        shot(page, "09-delete-confirmation")
+        dialog.get_by_role("button", name="Cancel").click()
+        expect(page.get_by_role("link", name=WORLD)).to_be_visible()
+        page.get_by_role("button", name=f"Delete {WORLD}").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete world").click()
+        expect(page.get_by_text("No worlds yet")).to_be_visible()
+        expect(page.locator("#status")).to_contain_text("deleted")
+        shot(page, "10-world-deleted")
+        step("the world is deleted after a confirmation")
+
+        browser.close()
+
+    strays = [url for url in requests if not (url == origin or url.startswith(origin + "/"))]
+    assert not strays, f"requests left for another origin: {strays}"
+    assert not problems, "the page logged errors:\n" + "\n".join(problems)
+    print(f"  {len(requests)} requests, all to {origin}; no page errors")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as err:
+        print(f"console_test: FAILED: {err}", file=sys.stderr)
+        raise
