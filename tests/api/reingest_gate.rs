@@ -363,3 +363,36 @@ async fn bad_gates_are_refused_with_the_field_named_and_write_nothing(app: TestA
         .await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "job_not_found");
 }
+
+on_both_stores!(a_gate_without_its_set_holds_and_a_cancelled_reingest_closes_its_gate);
+async fn a_gate_without_its_set_holds_and_a_cancelled_reingest_closes_its_gate(app: TestApp) {
+    let (world, eval, far) = world_and_set(&app).await;
+    let job = worse_reingest(&app, &world, &eval).await;
+    let job_id = id(&job);
+    // The set goes (and its runs with it) before the new run is embedded: nothing can be
+    // measured, so the gate holds, saying why, and the world keeps its run.
+    let (status, _) = app.delete(&format!("/v1/worlds/{world}/evals/{eval}")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let held = decided(&app, &job_id).await;
+    assert_eq!(held["status"], "held", "{held}");
+    assert_eq!(
+        (&held["gate"]["before"], &held["gate"]["after"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert!(held["gate"]["reason"].as_str().unwrap().contains("deleted"), "{held}");
+    assert_eq!(best(&app, &world).await, far);
+    // Cancelling the job the usual way is a discard: the runner closes the gate.
+    let (status, cancelled) = app.post(&format!("/v1/jobs/{job_id}/cancel"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    for _ in 0..200 {
+        let (_, read) = app.get(&format!("/v1/jobs/{job_id}")).await;
+        if read["gate"]["state"] == "discarded" {
+            assert!(read["gate"]["reason"].as_str().unwrap().contains("ended"), "{read}");
+            assert_eq!(max_tokens(&app, &world).await, 16);
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the cancelled re-ingest's gate stayed open");
+}
