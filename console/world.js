@@ -2,7 +2,7 @@
 // files at once), its sources (open the text, delete), and its jobs with live progress read
 // from each job's event stream (bars, why a job waits, failed chunks; pause, resume, cancel).
 
-import { ApiError, del, describe, events, get, post } from "./api.js";
+import { ApiError, can, del, describe, events, get, post } from "./api.js";
 import { confirmDialog, fill, h, num, when } from "./dom.js";
 import { showSource } from "./source.js";
 
@@ -41,7 +41,7 @@ export async function render(main, [worldId], ui) {
       world.hybrid ? ", hybrid" : "", ". ",
       h("a", { href: `#/worlds/${worldId}/playground`, class: "button primary" }, "Open the retrieval playground")),
     stats,
-    uploadCard(),
+    can("ingest") ? uploadCard() : null,
     h("section", { class: "card", "aria-labelledby": "jobs-title" },
       h("h2", { id: "jobs-title" }, "Jobs"), jobsNote, jobsList),
     h("section", { class: "card", "aria-labelledby": "sources-title" },
@@ -158,7 +158,7 @@ export async function render(main, [worldId], ui) {
       h("td", { class: "n" }, num(s.embedded)),
       h("td", { class: "n" }, num(s.pending)),
       h("td", { class: "n" }, num(s.failed)),
-      h("td", { class: "actions" }, open, remove));
+      h("td", { class: "actions" }, open, can("ingest") ? remove : null));
   }
 
   // ---- jobs
@@ -278,6 +278,7 @@ export async function render(main, [worldId], ui) {
     if (entry.waiting) waits.push(`Waiting: ${entry.waiting}`);
     const actions = [];
     const act = (verb, text, confirmText) => {
+      if (!can("ingest")) return;
       const b = h("button", { type: "button", "aria-label": `${text} ${label}` }, text);
       b.addEventListener("click", async () => {
         if (confirmText && !(await confirmDialog(`${text} this job?`, confirmText, text))) return;

@@ -6,8 +6,11 @@ Playwright. Checks, in order: the CSP header on the page; a wrong token is refus
 message; an API 4xx shows the API's message; a world made on the local model; two files
 uploaded at once through the file input and a third dropped on the upload box, their jobs
 followed live to `completed` without a reload; a question whose expected passage comes first;
-its citation opening the source text with the cited span highlighted; the operations page,
-and a `read` token's 403 there; the pages at 375 px with no sideways scrolling; the world
+its citation opening the source text with the cited span highlighted; the operations page (a
+provider key disabled and enabled, a webhook created, its delivery log opened, and deleted
+after a confirmation);
+a `read` token told it is read-only, shown no create form, upload box, delete button or job
+control, and the API's 403 on the operations page; the pages at 375 px with no sideways scrolling; the world
 deleted after a confirmation. Throughout: no request leaves for another origin, and the page
 logs no error (a CSP violation would be one). A screenshot of each page
 goes to QUARRY_SCREENSHOTS.
@@ -216,13 +219,43 @@ def main():
         shot(page, "04-playground-citation")
         step("its citation opens the source with the cited span highlighted")
 
-        # Operations (the bootstrap token may read them all).
+        # Operations (the bootstrap token may read them all): a provider key disabled and
+        # enabled again; a webhook made, its delivery log read, and deleted after a confirmation.
+        added = context.request.post(
+            f"{BASE}/v1/provider-keys",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"provider": "google", "secret": "console-test-key-0001", "label": "console key"},
+        )
+        assert added.status == 201, added.text()
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
         expect(page.get_by_role("heading", name="Cluster")).to_be_visible()
         expect(page.locator("main")).to_contain_text("This replica")
-        expect(page.get_by_role("heading", name="Provider keys")).to_be_visible()
+        expect(page.get_by_role("heading", name="Key scheduler")).to_be_visible()
+        keys = page.get_by_role("table", name="Provider keys")
+        expect(keys.locator("[data-state=enabled]")).to_have_count(1)
+        page.get_by_role("button", name="Disable key console key").click()
+        expect(keys.locator("[data-state=disabled]")).to_have_count(1)
+        expect(keys).to_contain_text("disabled")
+        page.get_by_role("button", name="Enable key console key").click()
+        expect(keys.locator("[data-state=enabled]")).to_have_count(1)
+        hook = "https://hooks.example.com/quarry"
+        page.get_by_label("Receiver URL").fill(hook)
+        page.get_by_label("job.waiting").uncheck()
+        page.get_by_role("button", name="Create webhook").click()
+        expect(page.locator("#status")).to_contain_text("Webhook created")
+        hooks = page.get_by_role("table", name="Webhook subscriptions")
+        expect(hooks).to_contain_text(hook)
+        expect(hooks).to_contain_text("job.held")
+        expect(hooks).not_to_contain_text("job.waiting")
+        expect(page.locator(".secret code")).to_contain_text("whsec_")
+        page.get_by_role("button", name=f"Deliveries of {hook}").click()
+        expect(page.get_by_role("heading", name=f"Deliveries to {hook}")).to_be_visible()
+        expect(page.locator(".deliveries")).to_contain_text("No deliveries yet")
         shot(page, "05-operations")
-        step("the operations page")
+        page.get_by_role("button", name=f"Delete webhook {hook}").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete webhook").click()
+        expect(page.get_by_text("No webhook subscriptions.")).to_be_visible()
+        step("the operations page: a key disabled and enabled, a webhook made, read and deleted")
 
         # A token that may only read: the operations it may not see show the API's 403.
         made = context.request.post(
@@ -235,8 +268,21 @@ def main():
         page.get_by_label("Bearer token").fill(made.json()["secret"])
         page.get_by_role("button", name="Use token").click()
         expect(page.locator("#status")).to_contain_text("Token accepted")
+        # It is told what it may not do, and sees no control that needs more than `read`.
+        expect(page.locator("#scope-note")).to_contain_text("Read-only token (console reader)")
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
+        expect(page.get_by_role("link", name=WORLD)).to_be_visible()
+        expect(page.get_by_role("heading", name="Create a world")).to_have_count(0)
+        expect(page.get_by_role("button", name=f"Delete {WORLD}")).to_have_count(0)
+        page.get_by_role("link", name=WORLD).click()
+        expect(page.get_by_role("button", name="Open the text of weather.txt")).to_be_visible()
+        expect(page.locator(".dropzone")).to_have_count(0)
+        expect(page.get_by_role("button", name=re.compile(r"^Delete "))).to_have_count(0)
+        expect(page.locator(".job button")).to_have_count(0)
+        shot(page, "05a-world-read-token")
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
-        expect(page.locator("main .error")).to_have_count(3)
+        expect(page.locator("main .error")).to_have_count(4)
+        expect(page.get_by_role("button", name="Create webhook")).to_have_count(0)
         expect(page.locator("main .error").first).to_contain_text("insufficient_scope, HTTP 403")
         expect(page.locator("main .error").first).to_contain_text("`admin` scope")
         shot(page, "05b-operations-read-token")
@@ -244,7 +290,7 @@ def main():
         page.get_by_label("Bearer token").fill(TOKEN)
         page.get_by_role("button", name="Use token").click()
         expect(page.locator("#status")).to_contain_text("Token accepted")
-        step("a read token sees the API's 403 where it lacks the scope")
+        step("a read token sees no upload box, no delete buttons, and the API's 403 where it lacks the scope")
 
         # A phone's width: nothing scrolls sideways on the main pages.
         page.set_viewport_size({"width": 375, "height": 800})
