@@ -10,7 +10,9 @@ its citation opening the source text with the cited span highlighted; the operat
 provider key disabled and enabled, a webhook created, its delivery log opened, and deleted
 after a confirmation);
 a `read` token told it is read-only, shown no create form, upload box, delete button or job
-control, and the API's 403 on the operations page; the pages at 375 px with no sideways scrolling; the world
+control, and the API's 403 on the operations page; a held re-ingest's gate (the job list
+answered with one added) shown with its figures and promoted; a test set's two runs as a table
+and a chart; the pages at 375 px with no sideways scrolling; the world
 deleted after a confirmation. Throughout: no request leaves for another origin, and the page
 logs no error (a CSP violation would be one). A screenshot of each page
 goes to QUARRY_SCREENSHOTS.
@@ -291,6 +293,97 @@ def main():
         page.get_by_role("button", name="Use token").click()
         expect(page.locator("#status")).to_contain_text("Token accepted")
         step("a read token sees no upload box, no delete buttons, and the API's 403 where it lacks the scope")
+
+        # A world's evaluation runs: a test set and two runs made through the API, shown as a
+        # table and a chart on the world page.
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        listed = context.request.get(f"{BASE}/v1/worlds", headers=auth).json()["worlds"]
+        world_id = next(w["id"] for w in listed if w["name"] == WORLD)
+        in_world = f"{BASE}/v1/worlds/{world_id}"
+        isles = next(
+            x["id"]
+            for x in context.request.get(f"{in_world}/sources", headers=auth).json()["sources"]
+            if x["filename"] == "isles.md"
+        )
+        made = context.request.post(
+            f"{in_world}/evals",
+            headers=auth,
+            data={
+                "name": "Isles questions",
+                "items": [
+                    {"query": QUESTION, "expected": {"sources": [isles], "answer": PASSAGE}},
+                    {"query": "What do the islanders trade?",
+                     "expected": {"answer": "The islanders trade salted fish, wool and whale oil"}},
+                ],
+            },
+        )
+        assert made.status == 201, made.text()
+        eval_id = made.json()["eval_id"]
+        runs = []
+        for body in [{}, {"settings": [{"mode": "dense", "top_k": 3}, {"mode": "dense", "top_k": 1}], "budgets": [400]}]:
+            started = context.request.post(f"{in_world}/evals/{eval_id}/runs", headers=auth, data=body)
+            assert started.status in (201, 202), started.text()
+            runs.append(started.json()["run_id"])
+        deadline = time.monotonic() + 60
+        for run in runs:
+            while True:
+                status = context.request.get(f"{in_world}/evals/{eval_id}/runs/{run}", headers=auth).json()["status"]
+                if status == "completed":
+                    break
+                assert status in ("queued", "running"), status
+                assert time.monotonic() < deadline, "the evaluation runs did not complete within 60 s"
+                time.sleep(0.2)
+
+        # A gated re-ingest held by its gate: the job list is answered with one added (making a
+        # gate hold for real needs a re-ingest that scores worse), and so is its promote.
+        held = {
+            "id": "0b6a4a52-7d3e-4c55-9d1e-6f0a2b9c1d11", "world_id": world_id, "kind": "reingest",
+            "status": "held", "run_id": "5d0c8e1a-2b3f-4a6c-8e9d-0f1a2b3c4d5e", "source_id": None,
+            "counts": {"total": 3, "embedded": 3, "pending": 0, "failed": 0, "retries": 0, "rate_limited": 0, "reused": 0},
+            "errors": [], "created_at": "2026-01-01T00:00:00Z", "started_at": "2026-01-01T00:00:00Z",
+            "finished_at": None, "waiting": None,
+            "gate": {
+                "state": "held", "eval_id": eval_id, "metric": "answer_share", "tolerance": 0.02,
+                "before": 0.9, "after": 0.6, "before_run_id": runs[0], "after_run_id": runs[1],
+                "reason": "answer_share fell from 0.900 to 0.600, more than the tolerance 0.020", "decided_at": None,
+            },
+        }
+
+        def with_held(route):
+            answer = route.fetch()
+            body = answer.json()
+            body["jobs"].insert(0, held)
+            route.fulfill(response=answer, json=body)
+
+        def promoted(route):
+            gate = {**held["gate"], "state": "promoted"}
+            route.fulfill(json={**held, "status": "completed", "gate": gate})
+
+        page.route(re.compile(r".*/v1/worlds/[0-9a-f-]{36}/jobs\?limit=20$"), with_held)
+        page.route(re.compile(r".*/reingest/[0-9a-f-]{36}/promote$"), promoted)
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
+        page.get_by_role("link", name=WORLD).click()
+        gate = page.locator(".job .gate")
+        expect(page.locator(".job [data-status=held]")).to_have_count(1)
+        expect(gate).to_contain_text("Gate held")
+        expect(gate).to_contain_text("90.0 %")
+        expect(gate).to_contain_text("60.0 %")
+        expect(gate).to_contain_text("more than the tolerance")
+        evals = page.get_by_role("region", name="Evaluation runs")
+        expect(evals.get_by_label("Test set")).to_contain_text("Isles questions (2 items)")
+        expect(evals.locator("tr.run [data-status=completed]")).to_have_count(2)
+        expect(evals.locator("svg.chart polyline")).to_have_count(2)
+        expect(evals.locator("svg.chart circle")).to_have_count(4)
+        expect(evals.locator("tbody")).to_contain_text("100.0 %")
+        shot(page, "05c-world-gate-and-evals")
+        page.get_by_role("button", name=re.compile(r"^Discard reingest job")).click()
+        page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+        page.get_by_role("button", name=re.compile(r"^Promote reingest job")).click()
+        expect(page.locator("#status")).to_contain_text("promoted")
+        expect(gate).to_contain_text("Gate promoted")
+        expect(page.locator(".job [data-status=held]")).to_have_count(0)
+        page.unroute_all()
+        step("a held re-ingest shows its gate and is promoted; the evaluation runs as a table and a chart")
 
         # A phone's width: nothing scrolls sideways on the main pages.
         page.set_viewport_size({"width": 375, "height": 800})
