@@ -6,7 +6,8 @@ Playwright. Checks, in order: the CSP header on the page; a wrong token is refus
 message; an API 4xx shows the API's message; a world made on the local model; two files
 uploaded at once through the file input and a third dropped on the upload box, their jobs
 followed live to `completed` without a reload; a question whose expected passage comes first;
-its citation opening the source text with the cited span highlighted; the operations page (a
+its citation opening the source text with the cited span highlighted; the same question
+explained and held to one source; the operations page (a
 provider key disabled and enabled, a webhook created, its delivery log opened, and deleted
 after a confirmation);
 a `read` token told it is read-only, shown no create form, upload box, delete button or job
@@ -220,6 +221,18 @@ def main():
         assert whole.count(cited) >= 1
         shot(page, "04-playground-citation")
         step("its citation opens the source with the cited span highlighted")
+
+        # Explained, and held to one source: each hit shows its dense standing.
+        page.get_by_label("Source", exact=True).select_option(label="3. harbour.txt")
+        page.get_by_label("Explain").check()
+        page.get_by_role("button", name="Retrieve").click()
+        expect(results.first).to_contain_text("harbour.txt")
+        # Its standing in the whole dense ranking (the explanation ranks without the filter).
+        expect(results.first.locator(".explain")).to_contain_text(re.compile(r"dense #\d+ \(0\.\d{3}\) · BM25"))
+        for i in range(results.count()):
+            expect(results.nth(i).locator(".result-head")).to_contain_text("harbour.txt")
+        shot(page, "04b-playground-explain")
+        step("explained and held to one source, each hit shows its dense and BM25 standing")
 
         # Operations (the bootstrap token may read them all): a provider key disabled and
         # enabled again; a webhook made, its delivery log read, and deleted after a confirmation.
