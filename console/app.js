@@ -91,7 +91,7 @@ function showScopes(me) {
   if (!can("ingest")) {
     text = `Read-only token (${me.name}): uploading, deleting, job controls and administration are hidden.`;
   } else if (!can("admin")) {
-    text = `Ingest token (${me.name}): creating, renaming and deleting worlds, re-ingests and the operations page's actions are hidden.`;
+    text = `Ingest token (${me.name}): creating, renaming and deleting worlds, deciding held re-ingests and the operations page's actions are hidden.`;
   } else if (worlds) {
     text = `Token ${me.name}:`;
   }
@@ -119,6 +119,7 @@ document.getElementById("token-form").addEventListener("submit", async (e) => {
   } catch (err) {
     if (err.status === 401) setToken("");
     showTokenState();
+    fill(scopeNote);
     ui.fail(err);
     return;
   }

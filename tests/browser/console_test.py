@@ -417,6 +417,11 @@ def main():
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"the playground is {width} px wide at 375 px"
         shot(page, "08-phone-playground")
+        nav.get_by_role("link", name="Operations").click()
+        expect(page.get_by_role("button", name="Create webhook")).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"the operations page is {width} px wide at 375 px"
+        shot(page, "08b-phone-operations")
         page.set_viewport_size({"width": 1280, "height": 900})
         step("at 375 px nothing scrolls sideways")
 
