@@ -163,7 +163,7 @@ export async function render(main, _params, ui) {
       const box = h("input", { type: "checkbox", value: e, checked: true, id: `event-${e.replace(".", "-")}` });
       return h("span", { class: "check" }, box, h("label", { for: box.id }, e));
     });
-    const form = h("form", { class: "grid" },
+    const form = h("form", { class: "grid webhook-form" },
       field("Receiver URL", url),
       h("fieldset", { class: "field" }, h("legend", {}, "Events"), boxes),
       h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Create webhook")));

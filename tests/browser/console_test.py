@@ -8,8 +8,8 @@ uploaded at once through the file input and a third dropped on the upload box, t
 followed live to `completed` without a reload; a question whose expected passage comes first;
 its citation opening the source text with the cited span highlighted; the same question
 explained and held to one source; the operations page (a
-provider key disabled and enabled, a webhook created, its delivery log opened, and deleted
-after a confirmation);
+provider key disabled and enabled, a webhook created, one made before the uploads showing
+its three deliveries, the new one deleted after a confirmation);
 a `read` token told it is read-only, shown no create form, upload box, delete button or job
 control, and the API's 403 on the operations page; a held re-ingest's gate (the job list
 answered with one added) shown with its figures and promoted; a test set's two runs as a table
@@ -155,6 +155,16 @@ def main():
         expect(alert(page)).to_be_empty()
         step("world created; its page is open")
 
+        # A webhook made through the API before the uploads, so that the operations page has a
+        # delivery log to show (its receiver is not reachable: the deliveries stay unanswered).
+        early = "https://early.hooks.example.com/quarry"
+        subscribed = context.request.post(
+            f"{BASE}/v1/webhooks",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"url": early, "events": ["job.completed"]},
+        )
+        assert subscribed.status == 201, subscribed.text()
+
         # Two files at once through the file input; the jobs are followed live, no reload.
         page.evaluate("window.__notReloaded = true")
         page.get_by_label("Upload files").set_input_files([str(files / "isles.md"), str(files / "weather.txt")])
@@ -266,10 +276,17 @@ def main():
         page.get_by_role("button", name=f"Deliveries of {hook}").click()
         expect(page.get_by_role("heading", name=f"Deliveries to {hook}")).to_be_visible()
         expect(page.locator(".deliveries")).to_contain_text("No deliveries yet")
+        page.get_by_role("button", name=f"Deliveries of {early}").click()
+        expect(page.get_by_role("heading", name=f"Deliveries to {early}")).to_be_visible()
+        deliveries = page.get_by_role("table", name="Deliveries, newest first")
+        expect(deliveries.locator("tbody tr")).to_have_count(3)
+        expect(deliveries).to_contain_text("job.completed")
         shot(page, "05-operations")
         page.get_by_role("button", name=f"Delete webhook {hook}").click()
         page.get_by_role("dialog").get_by_role("button", name="Delete webhook").click()
-        expect(page.get_by_text("No webhook subscriptions.")).to_be_visible()
+        expect(page.locator("#status")).to_contain_text("Webhook deleted")
+        expect(hooks).not_to_contain_text(hook)
+        expect(hooks).to_contain_text(early)
         step("the operations page: a key disabled and enabled, a webhook made, read and deleted")
 
         # A token that may only read: the operations it may not see show the API's 403.
