@@ -11,8 +11,8 @@ explained and held to one source; the operations page (a
 provider key disabled and enabled, a webhook created, one made before the uploads showing
 its three deliveries, the new one deleted after a confirmation);
 a `read` token told it is read-only, shown no create form, upload box, delete button or job
-control, and the API's 403 on the operations page; a held re-ingest's gate (the job list
-answered with one added) shown with its figures and promoted; a test set's two runs as a table
+control, and the API's 403 on the operations page; a re-ingest really held by its gate shown
+with its figures and promoted; a test set's two runs as a table
 and a chart; the pages at 375 px with no sideways scrolling; the world
 deleted after a confirmation. Throughout: no request leaves for another origin, and the page
 logs no error (a CSP violation would be one). A screenshot of each page
@@ -364,40 +364,45 @@ def main():
                 assert time.monotonic() < deadline, "the evaluation runs did not complete within 60 s"
                 time.sleep(0.2)
 
-        # A gated re-ingest held by its gate: the job list is answered with one added (making a
-        # gate hold for real needs a re-ingest that scores worse), and so is its promote.
-        held = {
-            "id": "0b6a4a52-7d3e-4c55-9d1e-6f0a2b9c1d11", "world_id": world_id, "kind": "reingest",
-            "status": "held", "run_id": "5d0c8e1a-2b3f-4a6c-8e9d-0f1a2b3c4d5e", "source_id": None,
-            "counts": {"total": 3, "embedded": 3, "pending": 0, "failed": 0, "retries": 0, "rate_limited": 0, "reused": 0},
-            "errors": [], "created_at": "2026-01-01T00:00:00Z", "started_at": "2026-01-01T00:00:00Z",
-            "finished_at": None, "waiting": None,
-            "gate": {
-                "state": "held", "eval_id": eval_id, "metric": "answer_share", "tolerance": 0.02,
-                "before": 0.9, "after": 0.6, "before_run_id": runs[0], "after_run_id": runs[1],
-                "reason": "answer_share fell from 0.900 to 0.600, more than the tolerance 0.020", "decided_at": None,
+        # A gated re-ingest that its gate really holds. A set whose item names the passage's
+        # chunk: chunk ids are new in every run, so the re-ingest's run cannot hit it (hit@1
+        # falls from 1 to 0) and the gate holds, whatever the model makes of the text.
+        best = context.request.post(
+            f"{in_world}/retrieve", headers=auth, data={"query": QUESTION, "mode": "dense", "top_k": 1}
+        ).json()["results"][0]
+        assert PASSAGE in best["chunk_text"], best
+        pinned = context.request.post(
+            f"{in_world}/evals",
+            headers=auth,
+            data={"name": "Pinned chunk", "items": [{"query": QUESTION, "expected": {"chunks": [best["chunk_id"]]}}]},
+        )
+        assert pinned.status == 201, pinned.text()
+        reingest = context.request.post(
+            f"{in_world}/reingest",
+            headers=auth,
+            data={
+                "chunking": {"overlap_tokens": 0},
+                "gate": {"eval_id": pinned.json()["eval_id"], "settings": {"mode": "dense", "top_k": 1},
+                         "metric": "hit_at_1"},
             },
-        }
-
-        def with_held(route):
-            answer = route.fetch()
-            body = answer.json()
-            body["jobs"].insert(0, held)
-            route.fulfill(response=answer, json=body)
-
-        def promoted(route):
-            gate = {**held["gate"], "state": "promoted"}
-            route.fulfill(json={**held, "status": "completed", "gate": gate})
-
-        page.route(re.compile(r".*/v1/worlds/[0-9a-f-]{36}/jobs\?limit=20$"), with_held)
-        page.route(re.compile(r".*/reingest/[0-9a-f-]{36}/promote$"), promoted)
+        )
+        assert reingest.status == 202, reingest.text()
+        job_id = reingest.json()["id"]
+        deadline = time.monotonic() + 60
+        while True:
+            job = context.request.get(f"{BASE}/v1/jobs/{job_id}", headers=auth).json()
+            if job["status"] == "held":
+                break
+            assert job["gate"]["state"] in ("waiting", "evaluating"), job
+            assert time.monotonic() < deadline, f"the gate did not hold within 60 s: {job}"
+            time.sleep(0.2)
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
         page.get_by_role("link", name=WORLD).click()
         gate = page.locator(".job .gate")
         expect(page.locator(".job [data-status=held]")).to_have_count(1)
         expect(gate).to_contain_text("Gate held")
-        expect(gate).to_contain_text("90.0 %")
-        expect(gate).to_contain_text("60.0 %")
+        expect(gate).to_contain_text("100.0 %")
+        expect(gate).to_contain_text("0.0 %")
         expect(gate).to_contain_text("more than the tolerance")
         evals = page.get_by_role("region", name="Evaluation runs")
         expect(evals.get_by_label("Test set")).to_contain_text("Isles questions (2 items)")
@@ -412,7 +417,8 @@ def main():
         expect(page.locator("#status")).to_contain_text("promoted")
         expect(gate).to_contain_text("Gate promoted")
         expect(page.locator(".job [data-status=held]")).to_have_count(0)
-        page.unroute_all()
+        job = context.request.get(f"{BASE}/v1/jobs/{job_id}", headers=auth).json()
+        assert (job["status"], job["gate"]["state"]) == ("completed", "promoted"), job
         step("a held re-ingest shows its gate and is promoted; the evaluation runs as a table and a chart")
 
         # A phone's width: nothing scrolls sideways on the main pages.
@@ -425,7 +431,8 @@ def main():
         shot(page, "06-phone-worlds")
         world_link = page.get_by_role("link", name=WORLD)
         world_link.click()
-        expect(page.locator(".job [data-status=completed]")).to_have_count(3)
+        # The three uploads and the promoted re-ingest.
+        expect(page.locator(".job [data-status=completed]")).to_have_count(4)
         shot(page, "07-phone-world")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"the world page is {width} px wide at 375 px"
