@@ -10,6 +10,30 @@ export function token() {
 export function setToken(value) {
   if (value) sessionStorage.setItem(KEY, value);
   else sessionStorage.removeItem(KEY);
+  me = null;
+}
+
+// The token's own description (GET /v1/token): its name, scopes and worlds. Pages ask `can`
+// before drawing a control, so that a token sees only what it may do; the API still refuses
+// anything else.
+let me = null;
+
+/** Who the current token is (asked once per token). */
+export async function whoami() {
+  if (!me) me = await get("/v1/token");
+  return me;
+}
+
+/** Whether the current token holds `scope` (`admin` holds `ingest`, which holds `read`). */
+export function can(scope) {
+  const held = (me && me.scopes) || [];
+  const holds = {
+    read: ["read", "ingest", "admin"],
+    ingest: ["ingest", "admin"],
+    admin: ["admin"],
+    metrics: ["metrics"],
+  }[scope] || [];
+  return held.some((s) => holds.includes(s));
 }
 
 export class ApiError extends Error {

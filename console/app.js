@@ -2,7 +2,7 @@
 // time into <main>. A page is `render(main, params, ui)`; it may return a function that stops
 // what it started (event streams) when the user leaves it.
 
-import { describe, get, setToken, token } from "./api.js";
+import { can, describe, setToken, token, whoami } from "./api.js";
 import { fill, h } from "./dom.js";
 import * as worlds from "./worlds.js";
 import * as world from "./world.js";
@@ -13,6 +13,7 @@ const main = document.getElementById("main");
 const alertBox = document.getElementById("alert");
 const statusBox = document.getElementById("status");
 const tokenInput = document.getElementById("token");
+const scopeNote = document.getElementById("scope-note");
 
 /** What pages use to talk to the user. */
 const ui = {
@@ -56,6 +57,15 @@ async function route() {
     tokenInput.focus();
     return;
   }
+  try {
+    showScopes(await whoami());
+  } catch (err) {
+    // A token without `read` (metrics only) may do nothing here: say so, as the API does.
+    fill(scopeNote);
+    fill(main);
+    ui.fail(err);
+    return;
+  }
   const hash = location.hash || "#/";
   for (const [pattern, page] of routes) {
     const match = hash.match(pattern);
@@ -73,6 +83,21 @@ async function route() {
     h("p", {}, "No console page has this address. ", h("a", { href: "#/" }, "Back to the worlds"))));
 }
 
+/** One line on what the token may not do, when it may not do everything. */
+function showScopes(me) {
+  const worlds = me.worlds
+    ? ` It reaches ${me.worlds.length === 1 ? "one world" : `${me.worlds.length} worlds`} only.` : "";
+  let text = "";
+  if (!can("ingest")) {
+    text = `Read-only token (${me.name}): uploading, deleting, job controls and administration are hidden.`;
+  } else if (!can("admin")) {
+    text = `Ingest token (${me.name}): creating, renaming and deleting worlds, deciding held re-ingests and the operations page's actions are hidden.`;
+  } else if (worlds) {
+    text = `Token ${me.name}:`;
+  }
+  fill(scopeNote, text ? h("p", { class: "scope-note" }, text, worlds) : null);
+}
+
 function showTokenState() {
   tokenInput.value = token();
   document.body.classList.toggle("has-token", Boolean(token()));
@@ -87,13 +112,14 @@ document.getElementById("token-form").addEventListener("submit", async (e) => {
   }
   setToken(value);
   try {
-    // Any call tells whether the token is accepted; listing worlds needs only `read`.
-    await get("/v1/worlds?limit=1");
+    // Who am I tells whether the token is accepted, and what it may do.
+    await whoami();
     ui.clearError();
     ui.say("Token accepted.");
   } catch (err) {
     if (err.status === 401) setToken("");
     showTokenState();
+    fill(scopeNote);
     ui.fail(err);
     return;
   }
@@ -105,6 +131,7 @@ document.getElementById("token-form").addEventListener("submit", async (e) => {
 document.getElementById("forget").addEventListener("click", () => {
   setToken("");
   showTokenState();
+  fill(scopeNote);
   route();
   ui.say("Token forgotten.");
 });

@@ -40,6 +40,11 @@ export function num(n) {
   return typeof n === "number" ? n.toLocaleString("en") : "–";
 }
 
+/** A figure from 0 to 1 as a percentage (or a dash). */
+export function pct(x) {
+  return typeof x === "number" ? `${(x * 100).toFixed(1)} %` : "–";
+}
+
 /** A date-time, short and local. */
 export function when(iso) {
   if (!iso) return "–";

@@ -1,5 +1,6 @@
 // Page 3, the retrieval playground: a query with its settings (mode, fusion, top_k, expand,
-// the context's token budget), the ranked results with their scores, the context text as a
+// the context's token budget, one source, explain), the ranked results (with each hit's dense
+// and BM25 standing when explained) with their scores, the context text as a
 // model would get it with its citations, and timings. A citation opens its source's text with
 // the cited characters highlighted.
 
@@ -17,6 +18,8 @@ export async function render(main, [worldId], ui) {
     ["neighbors", "neighbors"], ["none", "none (the hits alone)"]]);
   const budget = h("input", { type: "number", name: "max_context_tokens", min: 1, inputmode: "numeric" });
   const minScore = h("input", { type: "number", name: "min_score", min: 0, max: 1, step: "0.01", inputmode: "decimal" });
+  const source = h("select", { name: "source" }, h("option", { value: "" }, "every source"));
+  const explain = h("input", { type: "checkbox", name: "explain", id: "explain" });
   const submit = h("button", { type: "submit", class: "primary" }, "Retrieve");
   const form = h("form", { class: "grid playground-form" },
     h("div", { class: "field wide" }, h("label", { for: "query" }, "Question"), query),
@@ -26,6 +29,9 @@ export async function render(main, [worldId], ui) {
     field("Expand", expand),
     field("Context budget (tokens)", budget, "empty: the server's default"),
     field("Minimum score", minScore, "0 to 1; empty: none"),
+    field("Source", source, "search one source only"),
+    h("div", { class: "field check" }, explain,
+      h("label", { for: "explain" }, "Explain (each hit's dense and BM25 standing)")),
     h("div", { class: "row wide" }, submit));
   query.id = "query";
   const answer = h("div", { class: "answer", "aria-live": "polite" });
@@ -38,6 +44,9 @@ export async function render(main, [worldId], ui) {
     h("section", { class: "card", "aria-labelledby": "ask-title" }, h("h2", { id: "ask-title" }, "Ask"), form),
     h("div", { class: "split" }, answer, viewer));
   query.focus();
+  get(`/v1/worlds/${worldId}/sources?limit=1000`).then((r) => {
+    source.append(...r.sources.map((x) => h("option", { value: x.id }, `${x.book_number}. ${x.filename}`)));
+  }).catch((err) => ui.fail(err));
 
   query.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit();
@@ -51,6 +60,8 @@ export async function render(main, [worldId], ui) {
     if (expand.value) body.expand = expand.value;
     if (budget.value) body.max_context_tokens = Number(budget.value);
     if (minScore.value) body.min_score = Number(minScore.value);
+    if (source.value) body.filter = { source_ids: [source.value] };
+    if (explain.checked) body.explain = true;
     submit.disabled = true;
     fill(answer, h("p", {}, "Retrieving…"));
     try {
@@ -84,6 +95,7 @@ export async function render(main, [worldId], ui) {
           h("span", {}, `book ${x.book_number}, chunk ${x.chunk_number}`),
           x.page != null ? h("span", {}, `page ${x.page}`) : null,
           cite),
+        x.explain ? standing(x.explain) : null,
         h("p", { class: "chunk-text" }, x.chunk_text));
     });
     const citations = r.context.citations.map((c) => {
@@ -110,6 +122,14 @@ export async function render(main, [worldId], ui) {
         h("h3", {}, "Citations"),
         citations.length ? h("ul", { class: "citations" }, citations) : h("p", {}, "None.")));
   }
+}
+
+/** A hit's standing in the dense and BM25 rankings, and its fused score. */
+function standing(e) {
+  const rank = (name, s) => (s ? `${name} #${s.rank} (${s.score.toFixed(3)})` : `${name}: not found`);
+  return h("p", { class: "explain" },
+    rank("dense", e.dense), " · ", rank("BM25", e.sparse),
+    e.fused_score != null ? ` · fused ${e.fused_score.toFixed(3)}` : "");
 }
 
 function select(name, options) {

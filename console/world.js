@@ -1,9 +1,11 @@
 // Page 2, one world: its profile and counts, upload (file picker or drag and drop, several
 // files at once), its sources (open the text, delete), and its jobs with live progress read
-// from each job's event stream (bars, why a job waits, failed chunks; pause, resume, cancel).
+// from each job's event stream (bars, why a job waits, failed chunks; pause, resume, cancel;
+// a held re-ingest's gate with promote and discard), and its evaluation runs (evals.js).
 
-import { ApiError, del, describe, events, get, post } from "./api.js";
-import { confirmDialog, fill, h, num, when } from "./dom.js";
+import { ApiError, can, del, describe, events, get, post } from "./api.js";
+import { confirmDialog, fill, h, num, pct, when } from "./dom.js";
+import { evalsCard } from "./evals.js";
 import { showSource } from "./source.js";
 
 const LIVE = new Set(["queued", "running", "paused"]);
@@ -41,12 +43,13 @@ export async function render(main, [worldId], ui) {
       world.hybrid ? ", hybrid" : "", ". ",
       h("a", { href: `#/worlds/${worldId}/playground`, class: "button primary" }, "Open the retrieval playground")),
     stats,
-    uploadCard(),
+    can("ingest") ? uploadCard() : null,
     h("section", { class: "card", "aria-labelledby": "jobs-title" },
       h("h2", { id: "jobs-title" }, "Jobs"), jobsNote, jobsList),
     h("section", { class: "card", "aria-labelledby": "sources-title" },
       h("h2", { id: "sources-title" }, "Sources"), sourcesBox),
-    viewer);
+    viewer,
+    evalsCard(worldId, ui, signal));
 
   function showStats(s) {
     fill(stats, ...[["Sources", s.sources], ["Chunks", s.chunks], ["Embedded", s.embedded],
@@ -158,7 +161,7 @@ export async function render(main, [worldId], ui) {
       h("td", { class: "n" }, num(s.embedded)),
       h("td", { class: "n" }, num(s.pending)),
       h("td", { class: "n" }, num(s.failed)),
-      h("td", { class: "actions" }, open, remove));
+      h("td", { class: "actions" }, open, can("ingest") ? remove : null));
   }
 
   // ---- jobs
@@ -278,6 +281,7 @@ export async function render(main, [worldId], ui) {
     if (entry.waiting) waits.push(`Waiting: ${entry.waiting}`);
     const actions = [];
     const act = (verb, text, confirmText) => {
+      if (!can("ingest")) return;
       const b = h("button", { type: "button", "aria-label": `${text} ${label}` }, text);
       b.addEventListener("click", async () => {
         if (confirmText && !(await confirmDialog(`${text} this job?`, confirmText, text))) return;
@@ -298,7 +302,13 @@ export async function render(main, [worldId], ui) {
     if (job.status === "queued" || job.status === "running") act("pause", "Pause");
     if (job.status === "paused") act("resume", "Resume");
     if (LIVE.has(job.status)) act("cancel", "Cancel", "A cancelled job cannot be resumed; its chunks not yet embedded stay pending.");
-    if (!LIVE.has(job.status) && (c.failed || 0) > 0) act("retry", "Retry failed chunks");
+    if (!LIVE.has(job.status) && job.status !== "held" && (c.failed || 0) > 0) act("retry", "Retry failed chunks");
+    if (job.status === "held" && can("admin")) {
+      actions.push(
+        decide(entry, label, "promote", "Promote", null),
+        decide(entry, label, "discard", "Discard",
+          "The re-ingest is cancelled and its new run removed; the world keeps the run it serves."));
+    }
     const failures = [...entry.failures.values()];
     fill(entry.el,
       h("div", { class: "job-head" },
@@ -311,6 +321,7 @@ export async function render(main, [worldId], ui) {
         c.retries ? ` · ${num(c.retries)} retries` : "",
         c.reused ? ` · ${num(c.reused)} reused` : ""),
       waits.length ? h("p", { class: "waiting" }, waits.join(" ")) : null,
+      job.gate ? gateFigures(job.gate) : null,
       entry.streamError ? h("p", { class: "error" }, `Live updates stopped: ${entry.streamError}`) : null,
       failures.length ? h("details", { class: "failures" },
         h("summary", {}, `${num(c.failed || failures.length)} failed chunks`),
@@ -319,8 +330,46 @@ export async function render(main, [worldId], ui) {
       actions.length ? h("div", { class: "row" }, actions) : null);
   }
 
+  // A held re-ingest's decision: promote switches the world to the new run, discard cancels it.
+  function decide(entry, label, verb, text, confirmText) {
+    const b = h("button", { type: "button", class: verb === "discard" ? "danger" : "primary",
+      "aria-label": `${text} ${label}` }, text);
+    b.addEventListener("click", async () => {
+      if (confirmText && !(await confirmDialog(`${text} this re-ingest?`, confirmText, text))) return;
+      b.disabled = true;
+      try {
+        const updated = await post(`/v1/worlds/${worldId}/reingest/${entry.job.id}/${verb}`);
+        if (updated && updated.id) entry.job = updated;
+        ui.clearError();
+        ui.say(`${label}: ${verb === "promote" ? "promoted" : "discarded"}.`);
+        drawJob(entry);
+        followMore();
+        await refreshWorld();
+      } catch (err) {
+        ui.fail(err);
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
+
   await Promise.all([refreshSources(), refreshJobs()]);
   return () => stop.abort();
+}
+
+const METRICS = {
+  hit_at_1: "hit@1", hit_at_5: "hit@5", mrr_at_10: "MRR@10", answer_share: "answer share", fully: "fully answered",
+};
+
+/** A gated re-ingest's gate: its state, the metric before and after, and what decided it. */
+function gateFigures(gate) {
+  const metric = METRICS[gate.metric] || gate.metric;
+  return h("div", { class: `gate gate-${gate.state}` },
+    h("p", {}, h("strong", {}, `Gate ${gate.state}`), ` on ${metric}, tolerance ${pct(gate.tolerance)}`),
+    gate.before != null || gate.after != null ? h("dl", { class: "stats gate-figures" },
+      h("div", {}, h("dt", {}, "Before (run served)"), h("dd", {}, pct(gate.before))),
+      h("div", {}, h("dt", {}, "After (new run)"), h("dd", {}, pct(gate.after)))) : null,
+    gate.reason ? h("p", { class: "gate-reason" }, gate.reason) : null);
 }
 
 function sleep(ms) {

@@ -1,7 +1,7 @@
 // Page 1, the worlds: a table with their counts, a form to create one (provider and model
 // from GET /v1/models), rename in place, delete after a confirmation.
 
-import { del, get, patch, post } from "./api.js";
+import { can, del, get, patch, post } from "./api.js";
 import { confirmDialog, field, fill, h, num } from "./dom.js";
 
 export async function render(main, _params, ui) {
@@ -11,8 +11,8 @@ export async function render(main, _params, ui) {
     h("h1", {}, "Worlds"),
     h("section", { class: "card", "aria-labelledby": "list-title" },
       h("h2", { id: "list-title" }, "All worlds"), list),
-    createCard);
-  renderCreate(createCard, ui);
+    can("admin") ? createCard : null);
+  if (can("admin")) renderCreate(createCard, ui);
   await refresh(list, ui);
 }
 
@@ -26,7 +26,7 @@ async function refresh(list, ui) {
     return;
   }
   if (!worlds.length) {
-    fill(list, h("p", {}, "No worlds yet: create one below."));
+    fill(list, h("p", {}, can("admin") ? "No worlds yet: create one below." : "No worlds yet."));
     return;
   }
   const rows = worlds.map((w) => worldRow(w, list, ui));
@@ -78,7 +78,7 @@ function worldRow(w, list, ui) {
     h("td", { class: "n" }, num(s.embedded)),
     h("td", { class: "n" }, num(s.pending)),
     h("td", { class: "n" }, num(s.failed)),
-    h("td", { class: "actions" }, rename, remove));
+    h("td", { class: "actions" }, can("admin") ? [rename, remove] : "–"));
 }
 
 function nameLink(w) {

@@ -53,6 +53,7 @@ const ASSETS: &[Asset] = assets! {
     "playground.js" => "text/javascript; charset=utf-8",
     "source.js" => "text/javascript; charset=utf-8",
     "operations.js" => "text/javascript; charset=utf-8",
+    "evals.js" => "text/javascript; charset=utf-8",
     "favicon.svg" => "image/svg+xml",
 };
 

@@ -82,6 +82,7 @@ use super::{
         tokens::get_token,
         tokens::delete_token,
         tokens::rotate_token,
+        tokens::current_token,
         audit::list_audit,
         cluster::cluster,
         health::healthz,

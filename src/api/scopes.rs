@@ -137,6 +137,7 @@ pub const ROUTES: &[(&str, &str, Scope, Reach)] = &[
     ("GET", "/v1/tokens/{token_id}", Admin, Reach::Global),
     ("DELETE", "/v1/tokens/{token_id}", Admin, Reach::Global),
     ("POST", "/v1/tokens/{token_id}/rotate", Admin, Reach::Global),
+    ("GET", "/v1/token", Read, Reach::Listing),
     ("GET", "/v1/audit", Admin, Reach::Global),
 ];
 

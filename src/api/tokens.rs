@@ -29,6 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{token_id}", get(get_token).delete(delete_token))
         .route("/v1/tokens/{token_id}/rotate", post(rotate_token))
+        .route("/v1/token", get(current_token))
 }
 
 super::openapi::names_schema!(
@@ -114,6 +115,54 @@ pub struct TokenList {
     pub tokens: Vec<TokenDto>,
     /// The `offset` of the next page; `null` on the last one.
     pub next_offset: Option<u64>,
+}
+
+/// The token a request presents, as `GET /v1/token` shows it: what a client (the console) needs
+/// to know what it may do.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CurrentToken {
+    /// `null` for a bootstrap token from `auth.tokens`.
+    pub id: Option<Uuid>,
+    /// The managed token's name, or `bootstrap`.
+    #[schema(example = "support bot")]
+    pub name: String,
+    /// A bootstrap token holds every scope.
+    #[schema(value_type = Vec<ScopeName>)]
+    pub scopes: Vec<&'static str>,
+    /// `null`: every world.
+    pub worlds: Option<Vec<Uuid>>,
+    /// `null`: never.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<&Principal> for CurrentToken {
+    fn from(principal: &Principal) -> Self {
+        match principal {
+            Principal::Bootstrap => CurrentToken {
+                id: None,
+                name: "bootstrap".to_owned(),
+                scopes: Scope::ALL.iter().map(|s| s.as_str()).collect(),
+                worlds: None,
+                expires_at: None,
+            },
+            Principal::Token(token) => CurrentToken {
+                id: Some(token.id.0),
+                name: token.name.clone(),
+                scopes: token.scopes.iter().map(|s| s.as_str()).collect(),
+                worlds: (token.worlds.as_ref()).map(|w| w.iter().map(|w| w.0).collect()),
+                expires_at: token.expires_at,
+            },
+        }
+    }
+}
+
+/// Who am I: the token this request presents — its name, id, scopes, worlds and expiry.
+#[utoipa::path(get, path = "/v1/token", tag = "tokens",
+    responses((status = 200, body = CurrentToken), (status = 401, body = ErrorBody),
+        (status = 403, description = "insufficient_scope", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn current_token(Extension(principal): Extension<Principal>) -> axum::Json<CurrentToken> {
+    axum::Json(CurrentToken::from(&principal))
 }
 
 /// Make a token. The answer carries its secret, shown this once.

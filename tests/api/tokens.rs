@@ -302,6 +302,40 @@ async fn secrets_are_shown_once_rotated_with_grace_and_revoked_at_once() {
 }
 
 #[tokio::test]
+async fn a_token_tells_who_it_is() {
+    let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
+    let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;
+    // A bootstrap token of `auth.tokens`: no id, every scope, every world, no expiry.
+    let (status, me) = app.get("/v1/token").await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(
+        me,
+        json!({"id": null, "name": "bootstrap", "scopes": ["read", "ingest", "admin", "metrics"],
+            "worlds": null, "expires_at": null})
+    );
+    // A managed token limited in scope and world, with an expiry.
+    let world = google_world(&app).await;
+    let expires = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let (secret, id) = token(
+        &app,
+        json!({"name": "reader", "scopes": ["read"], "worlds": [world], "expires_at": expires}),
+    )
+    .await;
+    let (status, me) = app.request_as(&secret, Method::GET, "/v1/token", None).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["id"], id);
+    assert_eq!(me["name"], "reader");
+    assert_eq!(me["scopes"], json!(["read"]));
+    assert_eq!(me["worlds"], json!([world]));
+    let shown = chrono::DateTime::parse_from_rfc3339(me["expires_at"].as_str().unwrap()).unwrap();
+    assert_eq!(shown, chrono::DateTime::parse_from_rfc3339(&expires).unwrap());
+    // No token: 401.
+    let resp = app.client.get(app.url("/v1/token")).send().await.unwrap();
+    let (status, answer) = crate::helpers::read(resp).await;
+    assert_error(status, &answer, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
 async fn an_expired_token_is_refused() {
     let fake = crate::fake_providers::FakeGoogle::start(&["key-a"]).await;
     let app = spawn_app_with(on_fake_google(fake.base_url(), |_| {})).await;

@@ -6,8 +6,14 @@ Playwright. Checks, in order: the CSP header on the page; a wrong token is refus
 message; an API 4xx shows the API's message; a world made on the local model; two files
 uploaded at once through the file input and a third dropped on the upload box, their jobs
 followed live to `completed` without a reload; a question whose expected passage comes first;
-its citation opening the source text with the cited span highlighted; the operations page,
-and a `read` token's 403 there; the pages at 375 px with no sideways scrolling; the world
+its citation opening the source text with the cited span highlighted; the same question
+explained and held to one source; the operations page (a
+provider key disabled and enabled, a webhook created, one made before the uploads showing
+its three deliveries, the new one deleted after a confirmation);
+a `read` token told it is read-only, shown no create form, upload box, delete button or job
+control, and the API's 403 on the operations page; a re-ingest really held by its gate shown
+with its figures and promoted; a test set's two runs as a table
+and a chart; the pages at 375 px with no sideways scrolling; the world
 deleted after a confirmation. Throughout: no request leaves for another origin, and the page
 logs no error (a CSP violation would be one). A screenshot of each page
 goes to QUARRY_SCREENSHOTS.
@@ -149,6 +155,16 @@ def main():
         expect(alert(page)).to_be_empty()
         step("world created; its page is open")
 
+        # A webhook made through the API before the uploads, so that the operations page has a
+        # delivery log to show (its receiver is not reachable: the deliveries stay unanswered).
+        early = "https://early.hooks.example.com/quarry"
+        subscribed = context.request.post(
+            f"{BASE}/v1/webhooks",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"url": early, "events": ["job.completed"]},
+        )
+        assert subscribed.status == 201, subscribed.text()
+
         # Two files at once through the file input; the jobs are followed live, no reload.
         page.evaluate("window.__notReloaded = true")
         page.get_by_label("Upload files").set_input_files([str(files / "isles.md"), str(files / "weather.txt")])
@@ -216,13 +232,62 @@ def main():
         shot(page, "04-playground-citation")
         step("its citation opens the source with the cited span highlighted")
 
-        # Operations (the bootstrap token may read them all).
+        # Explained, and held to one source: each hit shows its dense standing.
+        page.get_by_label("Source", exact=True).select_option(label="3. harbour.txt")
+        page.get_by_label("Explain").check()
+        page.get_by_role("button", name="Retrieve").click()
+        expect(results.first).to_contain_text("harbour.txt")
+        # Its standing in the whole dense ranking (the explanation ranks without the filter).
+        expect(results.first.locator(".explain")).to_contain_text(re.compile(r"dense #\d+ \(0\.\d{3}\) · BM25"))
+        for i in range(results.count()):
+            expect(results.nth(i).locator(".result-head")).to_contain_text("harbour.txt")
+        shot(page, "04b-playground-explain")
+        step("explained and held to one source, each hit shows its dense and BM25 standing")
+
+        # Operations (the bootstrap token may read them all): a provider key disabled and
+        # enabled again; a webhook made, its delivery log read, and deleted after a confirmation.
+        added = context.request.post(
+            f"{BASE}/v1/provider-keys",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            data={"provider": "google", "secret": "console-test-key-0001", "label": "console key"},
+        )
+        assert added.status == 201, added.text()
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
         expect(page.get_by_role("heading", name="Cluster")).to_be_visible()
         expect(page.locator("main")).to_contain_text("This replica")
-        expect(page.get_by_role("heading", name="Provider keys")).to_be_visible()
+        expect(page.get_by_role("heading", name="Key scheduler")).to_be_visible()
+        keys = page.get_by_role("table", name="Provider keys")
+        expect(keys.locator("[data-state=enabled]")).to_have_count(1)
+        page.get_by_role("button", name="Disable key console key").click()
+        expect(keys.locator("[data-state=disabled]")).to_have_count(1)
+        expect(keys).to_contain_text("disabled")
+        page.get_by_role("button", name="Enable key console key").click()
+        expect(keys.locator("[data-state=enabled]")).to_have_count(1)
+        hook = "https://hooks.example.com/quarry"
+        page.get_by_label("Receiver URL").fill(hook)
+        page.get_by_label("job.waiting").uncheck()
+        page.get_by_role("button", name="Create webhook").click()
+        expect(page.locator("#status")).to_contain_text("Webhook created")
+        hooks = page.get_by_role("table", name="Webhook subscriptions")
+        expect(hooks).to_contain_text(hook)
+        expect(hooks).to_contain_text("job.held")
+        expect(hooks).not_to_contain_text("job.waiting")
+        expect(page.locator(".secret code")).to_contain_text("whsec_")
+        page.get_by_role("button", name=f"Deliveries of {hook}").click()
+        expect(page.get_by_role("heading", name=f"Deliveries to {hook}")).to_be_visible()
+        expect(page.locator(".deliveries")).to_contain_text("No deliveries yet")
+        page.get_by_role("button", name=f"Deliveries of {early}").click()
+        expect(page.get_by_role("heading", name=f"Deliveries to {early}")).to_be_visible()
+        deliveries = page.get_by_role("table", name="Deliveries, newest first")
+        expect(deliveries.locator("tbody tr")).to_have_count(3)
+        expect(deliveries).to_contain_text("job.completed")
         shot(page, "05-operations")
-        step("the operations page")
+        page.get_by_role("button", name=f"Delete webhook {hook}").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete webhook").click()
+        expect(page.locator("#status")).to_contain_text("Webhook deleted")
+        expect(hooks).not_to_contain_text(hook)
+        expect(hooks).to_contain_text(early)
+        step("the operations page: a key disabled and enabled, a webhook made, read and deleted")
 
         # A token that may only read: the operations it may not see show the API's 403.
         made = context.request.post(
@@ -235,8 +300,21 @@ def main():
         page.get_by_label("Bearer token").fill(made.json()["secret"])
         page.get_by_role("button", name="Use token").click()
         expect(page.locator("#status")).to_contain_text("Token accepted")
+        # It is told what it may not do, and sees no control that needs more than `read`.
+        expect(page.locator("#scope-note")).to_contain_text("Read-only token (console reader)")
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
+        expect(page.get_by_role("link", name=WORLD)).to_be_visible()
+        expect(page.get_by_role("heading", name="Create a world")).to_have_count(0)
+        expect(page.get_by_role("button", name=f"Delete {WORLD}")).to_have_count(0)
+        page.get_by_role("link", name=WORLD).click()
+        expect(page.get_by_role("button", name="Open the text of weather.txt")).to_be_visible()
+        expect(page.locator(".dropzone")).to_have_count(0)
+        expect(page.get_by_role("button", name=re.compile(r"^Delete "))).to_have_count(0)
+        expect(page.locator(".job button")).to_have_count(0)
+        shot(page, "05a-world-read-token")
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Operations").click()
-        expect(page.locator("main .error")).to_have_count(3)
+        expect(page.locator("main .error")).to_have_count(4)
+        expect(page.get_by_role("button", name="Create webhook")).to_have_count(0)
         expect(page.locator("main .error").first).to_contain_text("insufficient_scope, HTTP 403")
         expect(page.locator("main .error").first).to_contain_text("`admin` scope")
         shot(page, "05b-operations-read-token")
@@ -244,7 +322,104 @@ def main():
         page.get_by_label("Bearer token").fill(TOKEN)
         page.get_by_role("button", name="Use token").click()
         expect(page.locator("#status")).to_contain_text("Token accepted")
-        step("a read token sees the API's 403 where it lacks the scope")
+        step("a read token sees no upload box, no delete buttons, and the API's 403 where it lacks the scope")
+
+        # A world's evaluation runs: a test set and two runs made through the API, shown as a
+        # table and a chart on the world page.
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        listed = context.request.get(f"{BASE}/v1/worlds", headers=auth).json()["worlds"]
+        world_id = next(w["id"] for w in listed if w["name"] == WORLD)
+        in_world = f"{BASE}/v1/worlds/{world_id}"
+        isles = next(
+            x["id"]
+            for x in context.request.get(f"{in_world}/sources", headers=auth).json()["sources"]
+            if x["filename"] == "isles.md"
+        )
+        made = context.request.post(
+            f"{in_world}/evals",
+            headers=auth,
+            data={
+                "name": "Isles questions",
+                "items": [
+                    {"query": QUESTION, "expected": {"sources": [isles], "answer": PASSAGE}},
+                    {"query": "What do the islanders trade?",
+                     "expected": {"answer": "The islanders trade salted fish, wool and whale oil"}},
+                ],
+            },
+        )
+        assert made.status == 201, made.text()
+        eval_id = made.json()["eval_id"]
+        runs = []
+        for body in [{}, {"settings": [{"mode": "dense", "top_k": 3}, {"mode": "dense", "top_k": 1}], "budgets": [400]}]:
+            started = context.request.post(f"{in_world}/evals/{eval_id}/runs", headers=auth, data=body)
+            assert started.status in (201, 202), started.text()
+            runs.append(started.json()["run_id"])
+        deadline = time.monotonic() + 60
+        for run in runs:
+            while True:
+                status = context.request.get(f"{in_world}/evals/{eval_id}/runs/{run}", headers=auth).json()["status"]
+                if status == "completed":
+                    break
+                assert status in ("queued", "running"), status
+                assert time.monotonic() < deadline, "the evaluation runs did not complete within 60 s"
+                time.sleep(0.2)
+
+        # A gated re-ingest that its gate really holds. A set whose item names the passage's
+        # chunk: chunk ids are new in every run, so the re-ingest's run cannot hit it (hit@1
+        # falls from 1 to 0) and the gate holds, whatever the model makes of the text.
+        best = context.request.post(
+            f"{in_world}/retrieve", headers=auth, data={"query": QUESTION, "mode": "dense", "top_k": 1}
+        ).json()["results"][0]
+        assert PASSAGE in best["chunk_text"], best
+        pinned = context.request.post(
+            f"{in_world}/evals",
+            headers=auth,
+            data={"name": "Pinned chunk", "items": [{"query": QUESTION, "expected": {"chunks": [best["chunk_id"]]}}]},
+        )
+        assert pinned.status == 201, pinned.text()
+        reingest = context.request.post(
+            f"{in_world}/reingest",
+            headers=auth,
+            data={
+                "chunking": {"overlap_tokens": 0},
+                "gate": {"eval_id": pinned.json()["eval_id"], "settings": {"mode": "dense", "top_k": 1},
+                         "metric": "hit_at_1"},
+            },
+        )
+        assert reingest.status == 202, reingest.text()
+        job_id = reingest.json()["id"]
+        deadline = time.monotonic() + 60
+        while True:
+            job = context.request.get(f"{BASE}/v1/jobs/{job_id}", headers=auth).json()
+            if job["status"] == "held":
+                break
+            assert job["gate"]["state"] in ("waiting", "evaluating"), job
+            assert time.monotonic() < deadline, f"the gate did not hold within 60 s: {job}"
+            time.sleep(0.2)
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
+        page.get_by_role("link", name=WORLD).click()
+        gate = page.locator(".job .gate")
+        expect(page.locator(".job [data-status=held]")).to_have_count(1)
+        expect(gate).to_contain_text("Gate held")
+        expect(gate).to_contain_text("100.0 %")
+        expect(gate).to_contain_text("0.0 %")
+        expect(gate).to_contain_text("more than the tolerance")
+        evals = page.get_by_role("region", name="Evaluation runs")
+        expect(evals.get_by_label("Test set")).to_contain_text("Isles questions (2 items)")
+        expect(evals.locator("tr.run [data-status=completed]")).to_have_count(2)
+        expect(evals.locator("svg.chart polyline")).to_have_count(2)
+        expect(evals.locator("svg.chart circle")).to_have_count(4)
+        expect(evals.locator("tbody")).to_contain_text("100.0 %")
+        shot(page, "05c-world-gate-and-evals")
+        page.get_by_role("button", name=re.compile(r"^Discard reingest job")).click()
+        page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+        page.get_by_role("button", name=re.compile(r"^Promote reingest job")).click()
+        expect(page.locator("#status")).to_contain_text("promoted")
+        expect(gate).to_contain_text("Gate promoted")
+        expect(page.locator(".job [data-status=held]")).to_have_count(0)
+        job = context.request.get(f"{BASE}/v1/jobs/{job_id}", headers=auth).json()
+        assert (job["status"], job["gate"]["state"]) == ("completed", "promoted"), job
+        step("a held re-ingest shows its gate and is promoted; the evaluation runs as a table and a chart")
 
         # A phone's width: nothing scrolls sideways on the main pages.
         page.set_viewport_size({"width": 375, "height": 800})
@@ -256,7 +431,8 @@ def main():
         shot(page, "06-phone-worlds")
         world_link = page.get_by_role("link", name=WORLD)
         world_link.click()
-        expect(page.locator(".job [data-status=completed]")).to_have_count(3)
+        # The three uploads and the promoted re-ingest.
+        expect(page.locator(".job [data-status=completed]")).to_have_count(4)
         shot(page, "07-phone-world")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"the world page is {width} px wide at 375 px"
@@ -265,6 +441,11 @@ def main():
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"the playground is {width} px wide at 375 px"
         shot(page, "08-phone-playground")
+        nav.get_by_role("link", name="Operations").click()
+        expect(page.get_by_role("button", name="Create webhook")).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"the operations page is {width} px wide at 375 px"
+        shot(page, "08b-phone-operations")
         page.set_viewport_size({"width": 1280, "height": 900})
         step("at 375 px nothing scrolls sideways")
 

@@ -24,6 +24,7 @@ from .create_webhook_request import CreateWebhookRequest
 from .create_world_request import CreateWorldRequest
 from .created_token import CreatedToken
 from .created_webhook import CreatedWebhook
+from .current_token import CurrentToken
 from .delivery import Delivery
 from .delivery_list import DeliveryList
 from .delivery_status_name import DeliveryStatusName
@@ -156,6 +157,7 @@ __all__ = (
     "CreateWorldRequest",
     "CreatedToken",
     "CreatedWebhook",
+    "CurrentToken",
     "Delivery",
     "DeliveryList",
     "DeliveryStatusName",
