@@ -13,6 +13,9 @@ const LIVE = new Set(["queued", "running", "paused"]);
 // follow at most this many jobs live and leave the rest for the API calls.
 const MAX_STREAMS = 3;
 
+// The embedding rate is read over the progress events of the last ten seconds.
+const RATE_WINDOW_MS = 10_000;
+
 const WAIT_REASONS = {
   rate_limited: "every key of the provider is rate limited",
   daily_quota: "every key has used its daily quota",
@@ -244,6 +247,11 @@ export async function render(main, [worldId], ui) {
           entry.job.counts = { ...entry.job.counts, ...d };
           if (entry.waiting && d.embedded > (entry.lastEmbedded ?? -1)) entry.waiting = null;
           entry.lastEmbedded = d.embedded;
+          if (typeof d.embedded === "number") {
+            const now = performance.now();
+            entry.samples = (entry.samples || []).filter((x) => now - x.t <= RATE_WINDOW_MS);
+            entry.samples.push({ t: now, embedded: d.embedded });
+          }
         }
         break;
       case "warning":
@@ -273,6 +281,12 @@ export async function render(main, [worldId], ui) {
     const done = (c.embedded || 0) + (c.failed || 0);
     const label = `${job.kind} job ${job.id.slice(0, 8)}`;
     const bar = h("progress", { max: Math.max(total, 1), value: total ? done : 0, "aria-label": `${label} progress` });
+    // The rate's box is kept while the job is live, empty when the rate is unknown: no shift.
+    const speed = job.status === "running" ? rate(entry) : null;
+    const rateBox = LIVE.has(job.status)
+      ? h("span", { class: "rate" },
+        speed ? `${speed < 10 ? speed.toFixed(1) : num(Math.round(speed))} chunks/s · ${eta((c.pending || 0) / speed)}` : "")
+      : null;
     const waits = [];
     if (job.waiting && job.status === "running") {
       const reason = WAIT_REASONS[job.waiting.reason] || job.waiting.reason;
@@ -315,7 +329,7 @@ export async function render(main, [worldId], ui) {
         h("strong", {}, job.kind),
         h("span", { class: `status status-${job.status}`, "data-status": job.status }, job.status),
         h("small", {}, `started ${when(job.started_at || job.created_at)}`)),
-      bar,
+      rateBox ? h("div", { class: "job-bar" }, bar, rateBox) : bar,
       h("p", { class: "counts" },
         `${num(c.embedded)} of ${num(total)} embedded · ${num(c.pending)} pending · ${num(c.failed)} failed`,
         c.retries ? ` · ${num(c.retries)} retries` : "",
@@ -370,6 +384,28 @@ function gateFigures(gate) {
       h("div", {}, h("dt", {}, "Before (run served)"), h("dd", {}, pct(gate.before))),
       h("div", {}, h("dt", {}, "After (new run)"), h("dd", {}, pct(gate.after)))) : null,
     gate.reason ? h("p", { class: "gate-reason" }, gate.reason) : null);
+}
+
+/** Chunks embedded per second over the last RATE_WINDOW_MS of progress events, or null when
+ *  unknown (fewer than two events half a second apart, none lately, or no chunk embedded). */
+function rate(entry) {
+  const now = performance.now();
+  const recent = (entry.samples || []).filter((x) => now - x.t <= RATE_WINDOW_MS);
+  if (recent.length < 2) return null;
+  const first = recent[0];
+  const last = recent[recent.length - 1];
+  const seconds = (last.t - first.t) / 1000;
+  const embedded = last.embedded - first.embedded;
+  return seconds >= 0.5 && embedded > 0 ? embedded / seconds : null;
+}
+
+/** "about 1 min left", from seconds. */
+function eta(seconds) {
+  if (seconds < 1) return "almost done";
+  if (seconds < 60) return `about ${Math.ceil(seconds)} s left`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `about ${minutes} min left`;
+  return `about ${Math.floor(minutes / 60)} h ${minutes % 60} min left`;
 }
 
 function sleep(ms) {

@@ -165,8 +165,20 @@ def main():
         )
         assert subscribed.status == 201, subscribed.text()
 
-        # Two files at once through the file input; the jobs are followed live, no reload.
+        # Two files at once through the file input; the jobs are followed live, no reload. Every
+        # rate line shown beside a bar while they run is recorded (a small job may end before the
+        # rate is known, so none is required, but any shown must read "N chunks/s · about …").
         page.evaluate("window.__notReloaded = true")
+        page.evaluate(
+            """() => {
+                window.__rates = [];
+                new MutationObserver(() => {
+                    for (const el of document.querySelectorAll(".job .rate")) {
+                        if (el.textContent) window.__rates.push(el.textContent);
+                    }
+                }).observe(document.body, { childList: true, subtree: true, characterData: true });
+            }"""
+        )
         page.get_by_label("Upload files").set_input_files([str(files / "isles.md"), str(files / "weather.txt")])
         expect(page.locator(".uploads li.ok")).to_have_count(2)
         jobs = page.locator(".job")
@@ -177,6 +189,12 @@ def main():
             assert bar.get_attribute("value") == bar.get_attribute("max"), "a completed job's bar is full"
             expect(jobs.nth(i)).to_contain_text("0 failed")
         assert page.evaluate("window.__notReloaded === true"), "the page was reloaded"
+        # Finished jobs show no rate; any rate shown while they ran was well formed.
+        expect(page.locator(".job .rate")).to_have_count(0)
+        rates = page.evaluate("window.__rates")
+        for text in rates:
+            assert re.fullmatch(r"[\d.,]+ chunks/s · (about \d+ (s|min|h \d+ min) left|almost done)", text), text
+        print(f"  (rate lines seen while the jobs ran: {len(set(rates))}, e.g. {rates[-1] if rates else 'none'})")
         assert any(re.search(r"/v1/jobs/[0-9a-f-]{36}/events$", url) for url in requests), "no job event stream was read"
         sources = page.get_by_role("table").filter(has_text="isles.md")
         expect(sources).to_contain_text("weather.txt")
@@ -199,10 +217,30 @@ def main():
         expect(sources).to_contain_text("harbour.txt")
         step("a dropped file is uploaded and embedded too")
 
-        # A source's text from the sources table.
+        # A source's text from the sources table, with as many chunk marks as the API lists.
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        world_id = re.search(r"#/worlds/([0-9a-f-]{36})$", page.url).group(1)
+        in_world = f"{BASE}/v1/worlds/{world_id}"
+        by_name = {
+            x["filename"]: x["id"] for x in context.request.get(f"{in_world}/sources", headers=auth).json()["sources"]
+        }
+
+        def chunk_total(name):
+            listed = context.request.get(f"{in_world}/sources/{by_name[name]}/chunks?limit=1", headers=auth)
+            assert listed.status == 200, listed.text()
+            return listed.json()["total"]
+
         page.get_by_role("button", name="Open the text of weather.txt").click()
         expect(page.locator("pre.source-text")).to_contain_text("lighthouse keepers")
-        step("a source's text opens")
+        weather_chunks = chunk_total("weather.txt")
+        assert weather_chunks >= 2, f"weather.txt has {weather_chunks} chunks; the test wants several"
+        chunk_marks = page.locator("pre.source-text span.chunk")
+        expect(chunk_marks).to_have_count(weather_chunks)
+        expect(chunk_marks.first).to_have_attribute("title", "Chunk 0")
+        expect(chunk_marks.first).to_have_class(re.compile(r"\bchunk-a\b"))
+        expect(chunk_marks.nth(1)).to_have_class(re.compile(r"\bchunk-b\b"))
+        expect(page.locator("pre.source-text")).to_contain_text(WEATHER.strip())
+        step(f"a source's text opens with its {weather_chunks} chunks marked")
 
         # The playground: the expected passage first, its citation highlighted in the source.
         page.get_by_role("link", name="Open the retrieval playground").click()
@@ -229,6 +267,9 @@ def main():
         cited = mark.inner_text()
         assert len(cited) < len(whole), "the highlight is a span of the text, not all of it"
         assert whole.count(cited) >= 1
+        # The citation's mark sits inside the chunk marks, which are as many as isles.md's chunks.
+        expect(chunk_marks).to_have_count(chunk_total("isles.md"))
+        expect(page.locator("pre.source-text span.chunk mark#cited-span")).to_have_count(1)
         shot(page, "04-playground-citation")
         step("its citation opens the source with the cited span highlighted")
 
@@ -326,15 +367,7 @@ def main():
 
         # A world's evaluation runs: a test set and two runs made through the API, shown as a
         # table and a chart on the world page.
-        auth = {"Authorization": f"Bearer {TOKEN}"}
-        listed = context.request.get(f"{BASE}/v1/worlds", headers=auth).json()["worlds"]
-        world_id = next(w["id"] for w in listed if w["name"] == WORLD)
-        in_world = f"{BASE}/v1/worlds/{world_id}"
-        isles = next(
-            x["id"]
-            for x in context.request.get(f"{in_world}/sources", headers=auth).json()["sources"]
-            if x["filename"] == "isles.md"
-        )
+        isles = by_name["isles.md"]
         made = context.request.post(
             f"{in_world}/evals",
             headers=auth,
@@ -420,6 +453,65 @@ def main():
         job = context.request.get(f"{BASE}/v1/jobs/{job_id}", headers=auth).json()
         assert (job["status"], job["gate"]["state"]) == ("completed", "promoted"), job
         step("a held re-ingest shows its gate and is promoted; the evaluation runs as a table and a chart")
+
+        # The keyboard alone. The worlds page, freshly loaded: Tab reaches every link, button and
+        # field in document order, each with a visible focus outline.
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Worlds").click()
+        expect(page.get_by_role("link", name=WORLD)).to_be_visible()
+        page.reload()
+        expect(page.get_by_role("link", name=WORLD)).to_be_visible()
+        expect(page.get_by_label("Embedding model").locator("option", has_text="all-MiniLM-L6-v2")).to_have_count(1)
+        focusable = page.evaluate(
+            """() => [...document.querySelectorAll(
+                    "a[href], button, input, select, textarea, summary, [tabindex]")]
+                .filter((e) => e.tabIndex >= 0 && !e.disabled && e.type !== "hidden"
+                    && e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")
+                .map((e, i) => { e.dataset.tabCheck = String(i);
+                    return e.getAttribute("aria-label") || e.textContent.trim() || e.id || e.tagName; })"""
+        )
+        assert len(focusable) >= 10, focusable
+        for i, name in enumerate(focusable):
+            page.keyboard.press("Tab")
+            got = page.evaluate(
+                """() => { const e = document.activeElement; const s = getComputedStyle(e);
+                    return [e.dataset.tabCheck ?? null, s.outlineStyle, s.outlineWidth]; }"""
+            )
+            assert got[0] == str(i), f"Tab {i + 1} should reach {name!r}, got element {got[0]}"
+            assert got[1] != "none" and got[2] != "0px", f"{name!r} shows no focus outline: {got}"
+        # One action by keyboard: back to the world's link, into its playground, Tab from the
+        # breadcrumbs to the question box, type, Ctrl+Enter, and the results.
+        for _ in range(len(focusable)):
+            if page.evaluate("document.activeElement.textContent") == WORLD:
+                break
+            page.keyboard.press("Shift+Tab")
+        expect(page.get_by_role("link", name=WORLD)).to_be_focused()
+        page.keyboard.press("Enter")
+        playground = page.get_by_role("link", name="Open the retrieval playground")
+        expect(playground).to_be_visible()
+        # A page change moves the focus to the main region once the page is drawn.
+        expect(page.locator("#main")).to_be_focused()
+        for _ in range(20):
+            if page.evaluate("document.activeElement.textContent") == "Open the retrieval playground":
+                break
+            page.keyboard.press("Tab")
+        expect(playground).to_be_focused()
+        page.keyboard.press("Enter")
+        question = page.get_by_label("Question")
+        expect(page.get_by_role("heading", name=f"Retrieval playground: {WORLD}")).to_be_visible()
+        expect(page.locator("#main")).to_be_focused()
+        for _ in range(10):
+            if page.evaluate("document.activeElement.id") == "query":
+                break
+            page.keyboard.press("Tab")
+        expect(question).to_be_focused()
+        page.keyboard.type(QUESTION)
+        page.keyboard.press("Control+Enter")
+        # The defaults (mode auto: the whole corpus of so small a world) answer with the context.
+        expect(page.get_by_role("heading", name=re.compile(r"^Results \("))).to_be_visible()
+        expect(page.locator(".timing")).to_contain_text("ms")
+        expect(page.locator("pre.context-text")).to_contain_text(PASSAGE)
+        step(f"by keyboard: Tab reaches all {len(focusable)} controls of the worlds page with a visible outline; "
+             "a question asked from the nav with Tab, typing and Ctrl+Enter")
 
         # A phone's width: nothing scrolls sideways on the main pages.
         page.set_viewport_size({"width": 375, "height": 800})
