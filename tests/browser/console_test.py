@@ -5,15 +5,18 @@ QUARRY_BASE and QUARRY_TOKEN. Chromium is Debian's (QUARRY_CHROMIUM), driven hea
 Playwright. Checks, in order: the CSP header on the page; a wrong token is refused with a clear
 message; an API 4xx shows the API's message; a world made on the local model; two files
 uploaded at once through the file input and a third dropped on the upload box, their jobs
-followed live to `completed` without a reload; a question whose expected passage comes first;
-its citation opening the source text with the cited span highlighted; the same question
+followed live to `completed` without a reload; a source's text with as many chunk marks as the
+API lists; a question whose expected passage comes first;
+its citation opening the source text with the cited span highlighted inside its chunk marks; the same question
 explained and held to one source; the operations page (a
 provider key disabled and enabled, a webhook created, one made before the uploads showing
 its three deliveries, the new one deleted after a confirmation);
 a `read` token told it is read-only, shown no create form, upload box, delete button or job
 control, and the API's 403 on the operations page; a re-ingest really held by its gate shown
 with its figures and promoted; a test set's two runs as a table
-and a chart; the pages at 375 px with no sideways scrolling; the world
+and a chart; by keyboard alone, every control of the worlds page reached in turn by Tab with
+a visible outline, and a question asked with Tab, typing and Ctrl+Enter; the pages at 375 px
+with no sideways scrolling; a longer job's rate and ETA beside its bar while it runs; the world
 deleted after a confirmation. Throughout: no request leaves for another origin, and the page
 logs no error (a CSP violation would be one). A screenshot of each page
 goes to QUARRY_SCREENSHOTS.
@@ -540,6 +543,29 @@ def main():
         shot(page, "08b-phone-operations")
         page.set_viewport_size({"width": 1280, "height": 900})
         step("at 375 px nothing scrolls sideways")
+
+        # A longer upload, so that its job runs long enough to show its rate and ETA beside the
+        # bar: "N chunks/s · about … left" from the progress events, gone once it completes.
+        ledger = files / "ledger.txt"
+        cargoes = ["salted fish", "wool", "whale oil", "grain", "timber", "rope", "tar", "honey"]
+        ledger.write_text("\n".join(
+            f"Entry {i}: the ship number {i * 7 % 101} brought {cargoes[i % 8]} and {cargoes[(i * 3) % 8]} "
+            f"to Skellig on day {i % 365} of the year, with a crew of {i % 40 + 3}."
+            for i in range(int(os.environ.get("QUARRY_LEDGER_LINES", "400")))
+        ))
+        nav.get_by_role("link", name="Worlds").click()
+        page.get_by_role("link", name=WORLD).click()
+        page.get_by_label("Upload files").set_input_files([str(ledger)])
+        running = page.locator(".job").filter(has=page.locator("[data-status=running]"))
+        rate = running.locator(".rate")
+        expect(rate).to_have_text(
+            re.compile(r"^[\d.,]+ chunks/s · (about \d+ (s|min|h \d+ min) left|almost done)$"), timeout=60_000
+        )
+        shown = rate.inner_text()
+        shot(page, "08c-world-job-rate")
+        expect(page.locator(".job [data-status=completed]")).to_have_count(5, timeout=120_000)
+        expect(page.locator(".job .rate")).to_have_count(0)
+        step(f"a longer job shows its rate and ETA while it runs ({shown!r}), none once completed")
 
         # Delete the world, after a confirmation (cancelled once).
         nav.get_by_role("link", name="Worlds").click()
