@@ -551,7 +551,7 @@ def main():
         ledger.write_text("\n".join(
             f"Entry {i}: the ship number {i * 7 % 101} brought {cargoes[i % 8]} and {cargoes[(i * 3) % 8]} "
             f"to Skellig on day {i % 365} of the year, with a crew of {i % 40 + 3}."
-            for i in range(int(os.environ.get("QUARRY_LEDGER_LINES", "400")))
+            for i in range(int(os.environ.get("QUARRY_LEDGER_LINES", "1200")))
         ))
         nav.get_by_role("link", name="Worlds").click()
         page.get_by_role("link", name=WORLD).click()
