@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use super::report::report;
-use super::{EvalService, MAX_ITEMS, invalid};
+use super::{EvalService, invalid};
 use crate::domain::{
     EvalRun, EvalRunStatus, EvalSetId, GateMetric, GateState, Job, JobEventData, JobId, JobKind, NewGate, ReingestGate,
     WorldId, now,
@@ -80,7 +80,6 @@ impl EvalService {
                 ),
             ));
         }
-        debug_assert!(set.items.len() <= MAX_ITEMS);
         let run = || EvalRun::new(&set, EvalRunStatus::Waiting, vec![setting.clone()], vec![budget]);
         Ok(NewGate {
             eval_id: set.id,
@@ -221,6 +220,14 @@ struct Decision {
 
 /// What an `evaluating` gate's runs say: nothing while one is under way.
 async fn judge(store: &dyn Store, gate: &ReingestGate) -> crate::store::Result<Option<Decision>> {
+    // The runs' statuses first (no items, no scores): the runner looks every few seconds while
+    // they are under way, and each run holds a copy of its set (up to 4 MiB).
+    let ended = |read: Option<(EvalRunStatus, _)>| read.is_none_or(|(status, _)| status.is_terminal());
+    if !(ended(store.eval_run_progress(gate.before_run).await?)
+        && ended(store.eval_run_progress(gate.after_run).await?))
+    {
+        return Ok(None);
+    }
     let before = store.get_eval_run(gate.world_id, gate.before_run).await?;
     let after = store.get_eval_run(gate.world_id, gate.after_run).await?;
     let held = |reason: String, before, after| Decision {
