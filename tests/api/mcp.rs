@@ -243,23 +243,31 @@ async fn mcp_needs_the_bearer_token() {
 /// `claude mcp add` line's, which must say the same) reach the server, once its address and
 /// token are those of this test's server.
 #[tokio::test]
-async fn the_readme_mcp_configuration_connects_as_written() {
+async fn the_documented_mcp_configuration_connects_as_written() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let block = readme
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mcp.md")).unwrap();
+    let block = guide
         .split("```json\n")
         .skip(1)
         .map(|rest| rest.split("```").next().unwrap())
         .find(|b| b.contains("mcpServers"))
-        .expect("README shows an MCP client configuration");
-    let config: Value = serde_json::from_str(block).expect("the README's MCP configuration is JSON");
+        .expect("docs/mcp.md shows an MCP client configuration");
+    let config: Value = serde_json::from_str(block).expect("the documented MCP configuration is JSON");
     let server = &config["mcpServers"]["quarry"];
     assert_eq!(server["type"], "http", "{server}");
     let url = server["url"].as_str().unwrap();
     let auth = server["headers"]["Authorization"].as_str().unwrap();
-    let claude = readme
-        .lines()
-        .find(|l| l.starts_with("claude mcp add"))
-        .expect("README shows the claude command");
+    let claude_line = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("claude mcp add"))
+            .map(str::to_owned)
+    };
+    let claude = claude_line(&readme).expect("README shows the claude command");
+    assert_eq!(
+        Some(&claude),
+        claude_line(&guide).as_ref(),
+        "README and docs/mcp.md show the same command"
+    );
     assert!(
         claude.contains(&format!(" {url} ")) && claude.contains(&format!("\"Authorization: {auth}\"")),
         "the claude line and the JSON configuration agree: {claude}"

@@ -94,7 +94,7 @@ const EXERCISED: &[(&str, &str)] = &[
     ),
     (
         "claude mcp add",
-        "mcp::the_readme_mcp_configuration_connects_as_written (its URL and header; the Claude Code CLI is not on the machine)",
+        "mcp::the_documented_mcp_configuration_connects_as_written (its URL and header, against docs/mcp.md's configuration; the Claude Code CLI is not on the machine)",
     ),
     (
         "curl -s -X POST localhost:8080/v1/webhooks",
