@@ -233,11 +233,16 @@ pub async fn get_job(
 }
 
 /// `job` as the API shows it, with its gate when it has one.
-pub async fn with_gate(state: &AppState, job: Job) -> Result<JobDto, ApiError> {
+pub async fn with_gate(state: &AppState, mut job: Job) -> Result<JobDto, ApiError> {
     let gate = match job.gate {
         Some(_) => state.evals.gate(job.id).await?,
         None => None,
     };
+    // The gate was read after the job: its state is the newer one, and the status shown
+    // (`held` or not) follows it, so that one answer never says `running` beside a held gate.
+    if let Some(gate) = &gate {
+        job.gate = Some(gate.state);
+    }
     let mut dto = JobDto::from(job);
     dto.gate = gate.map(Into::into);
     Ok(dto)

@@ -384,7 +384,12 @@ impl WebhookDispatcher {
                     data["replaced"] = self.replaced(job.id).await;
                 }
                 if job.gate.is_some() {
-                    data["gate"] = self.gate(job.id).await;
+                    let gate = self.gate(job.id).await;
+                    // Read after the job, the gate's state is the newer: the status follows it.
+                    if job.status == JobStatus::Running && gate["state"] == "held" {
+                        data["status"] = json!("held");
+                    }
+                    data["gate"] = gate;
                 }
             }
             Ok(None) => {}
