@@ -428,6 +428,11 @@ impl Table {
         self.rows.push(cells);
     }
 
+    #[allow(dead_code)] // only tables printed when something was measured ask
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     pub fn print(&self) {
         let n = self.headers.len();
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();

@@ -677,9 +677,9 @@ fn in_list(first: usize, n: usize) -> String {
 
 // The statements, as the store runs them.
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM, CLAIM_READ, CLAIM_RETURNING, COMPLETE_MARK, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS,
-    LIST_CHUNKS_TOTAL, LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL,
-    WORLD_STATS,
+    CHUNKS_BY_POINTS, CLAIM, CLAIM_OPEN, CLAIM_READ, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS, LIST_CHUNKS_TOTAL,
+    LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
+    complete_mark,
 };
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
@@ -689,9 +689,9 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
     let stamp = now();
     let lease = stamp + chrono::Duration::minutes(10);
     let owner = Arg::Text("bench-explain".into());
-    let lock = match kind {
-        StoreKind::Sqlite => "",
-        StoreKind::Postgres => "FOR UPDATE OF m SKIP LOCKED",
+    let claim = match kind {
+        StoreKind::Sqlite => CLAIM,
+        StoreKind::Postgres => CLAIM_OPEN,
     };
     let (world, run) = (l.world.0, l.run.0);
     let hits: Vec<(Uuid, SourceId, ChunkId)> = l
@@ -717,7 +717,7 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "worker: claim_work, the claim",
             origin: "work.rs CLAIM",
-            sql: format!("{CLAIM}{lock}){CLAIM_RETURNING}"),
+            sql: claim.into(),
             args: vec![
                 owner.clone(),
                 Arg::Int(i64::from(WORKER_CLAIM)),
@@ -744,14 +744,15 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "worker: complete_work, marking one entry",
             origin: "work.rs COMPLETE_MARK",
-            sql: COMPLETE_MARK.into(),
+            sql: complete_mark(1),
             args: vec![
-                Arg::Id(chunk),
                 owner.clone(),
-                Arg::Text("0".repeat(64)),
                 Arg::Time(stamp),
                 Arg::Id(l.queue.0),
                 Arg::Id(run),
+                Arg::Id(chunk),
+                Arg::Text("0".repeat(64)),
+                Arg::Id(chunk),
             ],
         },
         Statement {

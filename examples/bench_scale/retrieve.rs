@@ -34,6 +34,8 @@ struct Tables {
     space: Table,
     latency: Table,
     world: Table,
+    /// PostgreSQL's own counts for the hot tables after the load.
+    tables: Table,
     notes: Vec<String>,
 }
 
@@ -65,6 +67,16 @@ pub async fn run(o: &Options) -> Result<()> {
             "total ms",
         ]),
         world: Table::new(&["store", "calls", "p50 ms", "p99 ms"]),
+        tables: Table::new(&[
+            "table",
+            "updates",
+            "HOT updates",
+            "HOT share",
+            "live rows",
+            "dead rows",
+            "autovacuum runs",
+            "MiB",
+        ]),
         notes: Vec::new(),
     };
     let corpus = Corpus::new(o.text);
@@ -90,6 +102,16 @@ pub async fn run(o: &Options) -> Result<()> {
     println!();
     t.space.print();
     println!();
+    if !t.tables.is_empty() {
+        t.tables.print();
+        println!();
+        println!(
+            "PostgreSQL's statistics (pg_stat_user_tables) for the hot tables once every chunk was embedded: \
+             updates written as heap-only tuples (no new index entry) and the dead row versions left for vacuum. \
+             MiB: pg_total_relation_size (indexes included)."
+        );
+        println!();
+    }
     println!(
         "RSS: the whole process (quarry, the fake provider, the load generator) less what it held before quarry \
          started, after the index settled; peak: VmHWM, the process's peak since it started (earlier sections \
@@ -166,7 +188,12 @@ async fn one(o: &Options, corpus: &Corpus, store: StoreKind, t: &mut Tables) -> 
             )
             .await;
             let stopped = quarry.stop().await;
-            result.and(stopped)
+            let result = result.and(stopped);
+            match result {
+                // The engine alone on the same world, its folder free now that quarry stopped.
+                Ok(()) => raw(o, corpus, label, &dir, pg.as_ref().map(|p| p.0.as_str()), t).await,
+                Err(err) => Err(err),
+            }
         }
         Err(err) => Err(err),
     };
@@ -231,6 +258,7 @@ async fn load_and_measure(
             let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
                 .fetch_one(&pool)
                 .await?;
+            table_counts(&pool, t).await?;
             pool.close().await;
             bytes as u64
         }
@@ -329,19 +357,138 @@ async fn load_and_measure(
             t.notes
                 .push(format!("{label}, concurrency {concurrency}: first error: {err}"));
         }
-        t.latency.row(vec![
-            label.to_owned(),
-            concurrency.to_string(),
-            requests.to_string(),
-            load.errors.to_string(),
-            format!("{:.2}", quantile_ms(&load.latencies, 0.50)),
-            format!("{:.2}", quantile_ms(&load.latencies, 0.95)),
-            format!("{:.2}", quantile_ms(&load.latencies, 0.99)),
-            num(load.per_second(), 1),
+        let mut cells = load_cells(label, concurrency, requests, &load);
+        cells.extend([
             format!("{:.2}", mean(out.iter().map(|t| t.embed))),
             format!("{:.2}", mean(out.iter().map(|t| t.search))),
             format!("{:.2}", mean(out.iter().map(|t| t.verify))),
             format!("{:.2}", mean(out.iter().map(|t| t.total))),
+        ]);
+        t.latency.row(cells);
+    }
+    Ok(())
+}
+
+/// A latency row's first cells: who, how many at once, the client's percentiles and the rate.
+fn load_cells<T>(who: &str, concurrency: usize, requests: usize, load: &harness::Load<T>) -> Vec<String> {
+    vec![
+        who.to_owned(),
+        concurrency.to_string(),
+        requests.to_string(),
+        load.errors.to_string(),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.50)),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.95)),
+        format!("{:.2}", quantile_ms(&load.latencies, 0.99)),
+        num(load.per_second(), 1),
+    ]
+}
+
+/// The vector engine alone (quarry's embedded store over qdrant-edge, as the `vectors` section
+/// measures it) on the world quarry just served: the same queries, embedded as the fake provider
+/// embeds them, the same filter (world and active run) and limit, alone and at each concurrency.
+async fn raw(
+    o: &Options,
+    corpus: &Corpus,
+    label: &str,
+    dir: &Path,
+    pg_url: Option<&str>,
+    t: &mut Tables,
+) -> Result<()> {
+    use quarry::vector::edge::EdgeRepo;
+    use quarry::vector::{DenseSearch, PointFilter, VectorRepo};
+    let per_source = o.chunks / o.sources;
+    let total = per_source * o.sources;
+    const WORLD_ROW: &str = "SELECT w.id, w.active_run_id, r.collection FROM worlds w JOIN runs r ON r.id = w.active_run_id \
+         WHERE w.name = $1";
+    let (world, run, collection): (uuid::Uuid, uuid::Uuid, String) = match pg_url {
+        Some(url) => {
+            let pool = sqlx::PgPool::connect(url).await?;
+            let row = sqlx::query_as(WORLD_ROW).bind(WORLD).fetch_one(&pool).await?;
+            pool.close().await;
+            row
+        }
+        None => {
+            let url = format!("sqlite://{}", dir.join("quarry.db").display());
+            let pool = sqlx::SqlitePool::connect(&url).await?;
+            let row = sqlx::query_as(WORLD_ROW).bind(WORLD).fetch_one(&pool).await?;
+            pool.close().await;
+            row
+        }
+    };
+    let repo = Arc::new(EdgeRepo::open(&dir.join("vectors"))?);
+    let most = o.requests.iter().copied().max().unwrap_or(0).max(100);
+    let vectors: Arc<Vec<Vec<f32>>> = Arc::new(
+        (0..most as u64)
+            .map(|q| crate::fake::text_vector(&corpus.query(0, q, total), o.dims))
+            .collect(),
+    );
+    let collection = Arc::new(collection);
+    let search = move |i: usize| {
+        let (repo, vectors, collection) = (repo.clone(), vectors.clone(), collection.clone());
+        async move {
+            let request = DenseSearch {
+                hnsw_ef: None,
+                vector: vectors[i % vectors.len()].clone(),
+                filter: PointFilter::world(quarry::domain::WorldId(world)).run(quarry::domain::RunId(run)),
+                sources: None,
+                limit: TOP_K,
+                score_threshold: Some(0.0f32.next_down()),
+            };
+            let hits = repo.search(&collection, request).await.map_err(|e| e.to_string())?;
+            Ok::<usize, String>(hits.len())
+        }
+    };
+    progress(format!("retrieve ({label}): the engine alone, warming up"));
+    let warm = harness::run_load(4, 100, search.clone()).await;
+    if let Some(err) = warm.first_error {
+        return Err(format!("raw search fails: {err}").into());
+    }
+    for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
+        progress(format!(
+            "retrieve ({label}): the engine alone, {requests} searches at concurrency {concurrency}"
+        ));
+        let load = harness::run_load(concurrency, requests, search.clone()).await;
+        let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
+        if short > 0 {
+            t.notes.push(format!(
+                "{label} engine alone, concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
+            ));
+        }
+        let mut cells = load_cells(&format!("{label}: engine alone"), concurrency, requests, &load);
+        cells.extend(std::iter::repeat_n("–".to_owned(), 4));
+        t.latency.row(cells);
+    }
+    Ok(())
+}
+
+/// PostgreSQL's update, HOT and dead-row counts of the tables a load writes most.
+async fn table_counts(pool: &sqlx::PgPool, t: &mut Tables) -> Result<()> {
+    let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+        .fetch_one(pool)
+        .await?;
+    t.notes.push(format!("postgres: autovacuum = {autovacuum}"));
+    let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT relname::text, n_tup_upd, n_tup_hot_upd, n_live_tup, n_dead_tup, autovacuum_count, \
+         pg_total_relation_size(relid) FROM pg_stat_user_tables \
+         WHERE relname IN ('manifest_entries', 'manifest_open', 'jobs', 'chunks', 'chunk_vectors') ORDER BY relname",
+    )
+    .fetch_all(pool)
+    .await?;
+    for (name, updated, hot, live, dead, vacuums, bytes) in rows {
+        let share = if updated > 0 {
+            hot as f64 / updated as f64 * 100.0
+        } else {
+            0.0
+        };
+        t.tables.row(vec![
+            name,
+            num(updated as f64, 0),
+            num(hot as f64, 0),
+            format!("{share:.1} %"),
+            num(live as f64, 0),
+            num(dead as f64, 0),
+            vacuums.to_string(),
+            num(mib(bytes as u64), 0),
         ]);
     }
     Ok(())

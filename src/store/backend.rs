@@ -53,8 +53,12 @@ pub trait Backend:
     const BEGIN: &'static str;
     /// The statement that opens a read-only transaction whose statements all see one snapshot.
     const BEGIN_SNAPSHOT: &'static str;
-    /// The end of the claim statement's subquery (see `work.rs`).
+    /// The end of a claim's subquery, which locks the rows it chose (`m`) on PostgreSQL.
     const CLAIM_LOCK: &'static str;
+    /// Whether `manifest_open` is a table of its own, kept by triggers (PostgreSQL, migration
+    /// 0028), rather than a view of the entries: the claim then reads its queue from it (see
+    /// `work.rs`).
+    const OPEN_TABLE: bool;
     /// The database's clock as seconds since the Unix epoch (a double): what replicas on
     /// machines whose clocks disagree agree on (see `cluster.rs`).
     const NOW_S: &'static str;
@@ -75,6 +79,7 @@ impl Backend for Sqlite {
     /// Nothing to add: the single statement runs under the database's write lock, which keeps
     /// concurrent claimers apart.
     const CLAIM_LOCK: &'static str = "";
+    const OPEN_TABLE: bool = false;
     const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
     /// Nothing to fold: the triggers keep one row per (run, state) up to date.
     const FOLDS_COUNTS: bool = false;
@@ -88,6 +93,7 @@ impl Backend for Postgres {
     /// Locks the chosen rows, skipping those another claimer holds, so that concurrent
     /// claimers take disjoint entries.
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF m SKIP LOCKED";
+    const OPEN_TABLE: bool = true;
     /// `clock_timestamp()`, not `now()`: the time the statement runs, not its transaction's start.
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
     /// The counts are deltas to fold (see [`super::worlds`]'s `fold_counts`).

@@ -129,10 +129,10 @@ pub(super) async fn lock_job_status<'e, DB: Backend>(
 
 /// [`finish_if_done`]'s statement: `$1` job, `$2` now.
 pub const FINISH_IF_DONE: &str = "UPDATE jobs SET status = CASE WHEN EXISTS (\
-     SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
+     SELECT 1 FROM manifest_open WHERE job_id = $1 AND state = 'failed') THEN 'failed' ELSE 'completed' END, \
      finished_at = $2 WHERE id = $1 AND kind <> 'reingest' AND status = 'running' \
-     AND NOT EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'pending') \
-     AND (version_of IS NULL OR EXISTS (SELECT 1 FROM manifest_entries WHERE job_id = $1 AND state = 'failed')) \
+     AND NOT EXISTS (SELECT 1 FROM manifest_open WHERE job_id = $1 AND state = 'pending') \
+     AND (version_of IS NULL OR EXISTS (SELECT 1 FROM manifest_open WHERE job_id = $1 AND state = 'failed')) \
      RETURNING id";
 
 /// Completes (or fails, when entries failed) running job `id` when no entry of it is pending;
@@ -174,8 +174,8 @@ pub(super) async fn insert_event<'e, DB: Backend>(
 
 /// `get_job`'s read of a job's first failed entries: `$1` job, `$2` how many.
 pub const JOB_ERRORS: &str = "SELECT c.book_number, c.chunk_number, m.last_error_code, m.last_error_message \
-     FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY c.book_number, c.chunk_number LIMIT $2";
+     FROM manifest_open m JOIN chunks c ON c.id = m.chunk_id \
+     WHERE m.job_id = $1 AND m.state = 'failed' ORDER BY m.book_number, m.chunk_number LIMIT $2";
 
 #[async_trait]
 impl<DB: Backend> JobStore for SqlStore<DB> {
@@ -205,7 +205,7 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
              e.last_error_message FROM (SELECT m.job_id, c.book_number, c.chunk_number, m.last_error_code, \
              m.last_error_message, \
              ROW_NUMBER() OVER (PARTITION BY m.job_id ORDER BY c.book_number, c.chunk_number) AS n \
-             FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id WHERE m.state = 'failed' AND m.job_id IN ";
+             FROM manifest_open m JOIN chunks c ON c.id = m.chunk_id WHERE m.state = 'failed' AND m.job_id IN ";
         const LIST_JOB_ERRORS_END: &str = ") e WHERE e.n <= $1 ORDER BY e.job_id, e.book_number, e.chunk_number";
         let kept: &[JobStatus] = if statuses.is_empty() { &JobStatus::ALL } else { statuses };
         let mut query = sqlx::query_as::<DB, JobRow>(LIST_JOBS)
@@ -299,7 +299,7 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
         // under way, and finishes itself when that ends.
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT j.id FROM jobs j WHERE j.status = 'running' AND j.kind <> 'repair' \
-             AND NOT EXISTS (SELECT 1 FROM manifest_entries m WHERE m.job_id = j.id AND m.state = 'pending') \
+             AND NOT EXISTS (SELECT 1 FROM manifest_open m WHERE m.job_id = j.id AND m.state = 'pending') \
              ORDER BY j.created_at LIMIT 100",
         )
         .fetch_all(&self.pool)
@@ -339,7 +339,8 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
         let requeued = sqlx::query(
             "UPDATE manifest_entries SET state = 'pending', attempts = 0, last_error_code = NULL, \
              last_error_message = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $2 \
-             WHERE job_id = $1 AND state = 'failed' AND run_id IN \
+             WHERE chunk_id IN (SELECT chunk_id FROM manifest_open WHERE job_id = $1 AND state = 'failed') \
+             AND state = 'failed' AND run_id IN \
              (SELECT id FROM runs WHERE world_id = $3 AND status IN ('active', 'building'))",
         )
         .bind(id.0)
@@ -379,7 +380,7 @@ impl<DB: Backend> JobStore for SqlStore<DB> {
 
     async fn failed_entries(&self, world: WorldId) -> Result<Vec<FailedEntry>> {
         let rows: Vec<(Option<Uuid>, Uuid, Uuid)> = sqlx::query_as(
-            "SELECT m.job_id, m.run_id, m.chunk_id FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
+            "SELECT m.job_id, m.run_id, m.chunk_id FROM manifest_open m JOIN chunks c ON c.id = m.chunk_id \
              WHERE m.world_id = $1 AND m.state = 'failed' AND m.run_id IN \
              (SELECT id FROM runs WHERE world_id = $1 AND status IN ('active', 'building')) \
              ORDER BY c.book_number, c.chunk_number",

@@ -80,7 +80,7 @@ pub mod statements {
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
     pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, REUSABLE_TAIL, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
-    pub use super::work::{CLAIM, CLAIM_READ, CLAIM_RETURNING, COMPLETE_MARK};
+    pub use super::work::{CLAIM, CLAIM_OPEN, CLAIM_READ, COMPLETE_MARK, complete_mark};
     pub use super::worlds::WORLD_STATS;
 }
 
@@ -609,17 +609,24 @@ pub trait WorkStore: Send + Sync {
         rate_limited: bool,
         now: DateTime<Utc>,
     ) -> Result<()>;
-    /// Gives back every entry `owner` still holds, due at once (a worker stopping: another
-    /// process, or this one after a restart, takes them without waiting for the lease to run
-    /// out). Entries given back with a "not before" time are not held, so they keep it.
-    /// Returns how many were given back.
-    async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64>;
+    /// Gives back the entries of `chunks` that `owner` still holds, due at once (a worker
+    /// stopping with its claim: another process, or this one after a restart, takes them without
+    /// waiting for the lease to run out). Entries given back with a "not before" time are not
+    /// held, so they keep it. Returns how many were given back.
+    async fn release_owner(&self, owner: &str, chunks: &[ChunkId], now: DateTime<Utc>) -> Result<u64>;
     /// Records why pending `chunks` went back to the queue without spending an attempt (a
     /// provider outage): their `last_error`, shown in the chunk listing until they are embedded.
     async fn note_error(&self, chunks: &[ChunkId], code: &str, message: &str, now: DateTime<Utc>) -> Result<()>;
-    /// Extends the leases `owner` still holds to `until` (a worker's heartbeat while it works on
-    /// them). Returns how many were extended.
-    async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64>;
+    /// Extends the leases `owner` still holds on `chunks` to `until` (a worker's heartbeat while
+    /// it works on its claim). By the claim's ids, not by owner: no index names the lease's owner
+    /// (PostgreSQL's claims are HOT updates, migration 0028). Returns how many were extended.
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        chunks: &[ChunkId],
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<u64>;
     /// Gives back every lease any owner holds, due at once: for a process that knows it is the
     /// only one working on this store (embedded vectors, whose folder one process locks), at
     /// startup, so it does not wait out the leases of its own previous life. Entries given back

@@ -31,7 +31,7 @@ impl<DB: Backend> OpsStore for SqlStore<DB> {
         // A pending entry waits since its job was created (a retry reuses its job, so a retried
         // chunk counts from the job's start: an upper bound).
         let rows: Vec<(uuid::Uuid, Option<String>, i64, Option<DateTime<Utc>>)> = sqlx::query_as(
-            "SELECT m.world_id, r.provider, COUNT(*), MIN(j.created_at) FROM manifest_entries m \
+            "SELECT m.world_id, r.provider, COUNT(*), MIN(j.created_at) FROM manifest_open m \
              LEFT JOIN runs r ON r.id = m.run_id LEFT JOIN jobs j ON j.id = m.job_id \
              WHERE m.state = 'pending' GROUP BY m.world_id, r.provider ORDER BY m.world_id",
         )

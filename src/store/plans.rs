@@ -3,7 +3,7 @@
 //! it makes at any size, and a statement that walks a world shows it here.
 
 use super::retrieval::{REUSABLE, REUSABLE_TAIL};
-use super::work::{CLAIM, CLAIM_READ, CLAIM_RETURNING};
+use super::work::{CLAIM, CLAIM_READ};
 
 /// The plan SQLite (which quarry never gives statistics) makes for a statement on an empty
 /// store: the one it makes at any size.
@@ -71,7 +71,7 @@ async fn world_counts_read_no_entries() {
 /// bottleneck of a million-chunk load, under SQLite's write lock.
 #[tokio::test]
 async fn a_claim_reads_only_its_batch() {
-    let steps = plan(&format!("{CLAIM}){CLAIM_RETURNING}"), 4).await;
+    let steps = plan(CLAIM, 4).await;
     for (table, index) in [
         ("SCAN j ", "INDEX jobs_claim_order"),
         ("SEARCH m ", "INDEX manifest_job_queue (job_id=? AND state=?)"),
@@ -162,4 +162,26 @@ async fn a_claim_reads_back_its_entries_by_key() {
             .all(|s| !s.starts_with("SCAN") && !s.contains("lease_owner")),
         "{steps:?}"
     );
+}
+
+/// What reads the entries still to do through `manifest_open` (a view of the entries on SQLite)
+/// reads them by the job's queue index, never by walking the entries or building a filter of
+/// them.
+#[tokio::test]
+async fn the_open_entries_are_read_by_the_queue_index() {
+    for (sql, binds) in [(super::jobs::FINISH_IF_DONE, 2), (super::jobs::JOB_ERRORS, 2)] {
+        let steps = plan(sql, binds).await;
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.contains("INDEX manifest_job_queue (job_id=? AND state=?)")),
+            "{steps:?}"
+        );
+        assert!(
+            steps
+                .iter()
+                .all(|s| !s.starts_with("SCAN") && !s.contains("BLOOM") && !s.contains("manifest_world_state")),
+            "{steps:?}"
+        );
+    }
 }

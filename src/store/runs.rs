@@ -194,9 +194,10 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         // code before requeues went to the re-ingest job, or by an older replica): nobody else
         // would ever embed them, and the run switches only once they are.
         let stranded = sqlx::query(
-            "UPDATE manifest_entries SET job_id = $3 \
-             WHERE world_id = $1 AND run_id = $2 AND state = 'pending' AND (job_id IS NULL OR job_id IN \
-             (SELECT id FROM jobs WHERE world_id = $1 AND status IN ('completed', 'cancelled', 'failed')))",
+            "UPDATE manifest_entries SET job_id = $3 WHERE state = 'pending' AND chunk_id IN \
+             (SELECT chunk_id FROM manifest_open WHERE world_id = $1 AND run_id = $2 AND state = 'pending' \
+             AND (job_id IS NULL OR job_id IN \
+             (SELECT id FROM jobs WHERE world_id = $1 AND status IN ('completed', 'cancelled', 'failed'))))",
         )
         .bind(world.0)
         .bind(run.0)
@@ -212,7 +213,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         // Every entry of the run counts, not only the job's own: the run is what the world will
         // serve.
         let pending: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'pending')",
+            "SELECT EXISTS (SELECT 1 FROM manifest_open WHERE world_id = $1 AND run_id = $2 AND state = 'pending')",
         )
         .bind(world.0)
         .bind(run.0)
@@ -224,7 +225,7 @@ impl<DB: Backend> RunStore for SqlStore<DB> {
         }
         let collection = run_collection(&mut *tx, run.0).await?;
         let failed: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM manifest_entries WHERE world_id = $1 AND run_id = $2 AND state = 'failed')",
+            "SELECT EXISTS (SELECT 1 FROM manifest_open WHERE world_id = $1 AND run_id = $2 AND state = 'failed')",
         )
         .bind(world.0)
         .bind(run.0)

@@ -621,11 +621,10 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
             tx.rollback().await?;
             return Ok(None);
         };
-        let unfinished: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM manifest_entries WHERE source_id = $1 AND state <> 'embedded'")
-                .bind(staged)
-                .fetch_one(&mut *tx)
-                .await?;
+        let unfinished: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM manifest_open WHERE source_id = $1")
+            .bind(staged)
+            .fetch_one(&mut *tx)
+            .await?;
         if unfinished > 0 {
             tx.rollback().await?;
             return Ok(None);

@@ -9,11 +9,10 @@ use super::{Result, WorkStore, vectors};
 use crate::domain::{ChunkId, EmbeddedVector, JobId, RunId, WorkItem};
 use uuid::Uuid;
 
-/// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3`
-/// lease end, `$4` now. Ends with the backend's [`Backend::CLAIM_LOCK`] and `)`: the Postgres
-/// form locks the chosen rows with `SKIP LOCKED`, so concurrent claimers take disjoint entries;
-/// SQLite runs the single statement under its database write lock, which gives the same
-/// guarantee.
+/// Leases entries of the running job claimed least recently. `$1` owner, `$2` limit, `$3` lease
+/// end, `$4` now; returns the claimed entries' ids. SQLite's form (PostgreSQL's, where
+/// [`Backend::OPEN_TABLE`], is [`CLAIM_OPEN`]): it reads the queue off the entries' own index,
+/// and runs as one statement under SQLite's write lock, which keeps concurrent claimers apart.
 pub const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
      WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_entries m \
      WHERE m.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
@@ -21,11 +20,22 @@ pub const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_exp
      AND (p.lease_expires_at IS NULL OR p.lease_expires_at < $4)) \
      ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
-     ORDER BY m.book_number, m.chunk_number LIMIT $2 ";
+     ORDER BY m.book_number, m.chunk_number LIMIT $2) RETURNING chunk_id";
 
-/// Closes [`CLAIM`] (after the backend's lock clause and the subquery's parenthesis): the
-/// claimed entries' ids.
-pub const CLAIM_RETURNING: &str = " RETURNING chunk_id";
+/// [`CLAIM`] on PostgreSQL, whole. The queue is read from `manifest_open` (the entries still to
+/// do, by job in reading order) and the lease from the entry, so that neither a claim nor a mark
+/// changes an indexed column of the entry (migration 0028). `FOR UPDATE OF m SKIP LOCKED` locks
+/// the chosen entries, skipping those another claimer holds, so concurrent claimers take disjoint
+/// entries; the entry's `state` is tested as well because PostgreSQL re-reads a locked row that
+/// changed meanwhile by its own conditions alone.
+pub const CLAIM_OPEN: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
+     WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_open o JOIN manifest_entries m ON m.chunk_id = o.chunk_id \
+     WHERE o.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
+     SELECT 1 FROM manifest_open p JOIN manifest_entries q ON q.chunk_id = p.chunk_id \
+     WHERE p.job_id = j.id AND p.state = 'pending' AND (q.lease_expires_at IS NULL OR q.lease_expires_at < $4)) \
+     ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
+     AND o.state = 'pending' AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
+     ORDER BY o.book_number, o.chunk_number LIMIT $2 FOR UPDATE OF m SKIP LOCKED) RETURNING chunk_id";
 
 /// What a claim leased, read back by the ids its `RETURNING` gave (the list follows, `$1…`),
 /// with each entry's lease holder and state, which the caller checks. By key alone, with no
@@ -42,12 +52,33 @@ pub const CLAIM_READ: &str = "SELECT m.chunk_id, m.point_id, m.job_id, m.run_id,
      FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN runs r ON r.id = m.run_id \
      JOIN worlds w ON w.id = m.world_id JOIN sources s ON s.id = m.source_id WHERE m.chunk_id IN ";
 
-/// `complete_work`'s mark of one entry: `$1` chunk, `$2` owner, `$3` text hash, `$4` now,
-/// `$5` job (still running), `$6` its run.
-pub const COMPLETE_MARK: &str = "UPDATE manifest_entries SET state = 'embedded', embedded_text_sha256 = $3, lease_owner = NULL, \
-     lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $4 \
-     WHERE chunk_id = $1 AND lease_owner = $2 AND state = 'pending' \
-     AND EXISTS (SELECT 1 FROM jobs WHERE id = $5 AND status = 'running' AND run_id = $6)";
+/// `complete_work`'s mark of a batch, in one statement: `$1` owner, `$2` now, `$3` job (still
+/// running), `$4` its run; then the `CASE`'s `WHEN` and `THEN` (each chunk's id, and the hash of
+/// the text its vector was made from), and [`MARK_TAIL`] with the list of ids (built by
+/// [`complete_mark`]). Changes no indexed column of the entry (see [`CLAIM`]).
+pub const COMPLETE_MARK: &str = "UPDATE manifest_entries SET state = 'embedded', lease_owner = NULL, \
+     lease_expires_at = NULL, last_error_code = NULL, last_error_message = NULL, updated_at = $2, \
+     embedded_text_sha256 = CASE chunk_id ";
+/// Closes [`COMPLETE_MARK`]'s `CASE`; the list of chunk ids follows, then `RETURNING chunk_id`.
+pub const MARK_TAIL: &str = "END WHERE lease_owner = $1 AND state = 'pending' \
+     AND EXISTS (SELECT 1 FROM jobs WHERE id = $3 AND status = 'running' AND run_id = $4) AND chunk_id IN ";
+
+/// The most entries one mark statement names (two parameters each, within SQLite's limit).
+const MARK_BATCH: usize = 500;
+
+/// The statement marking `n` entries: [`COMPLETE_MARK`], the `CASE` and the list, with
+/// placeholders from `$5`.
+pub fn complete_mark(n: usize) -> String {
+    let mut sql = String::from(COMPLETE_MARK);
+    for i in 0..n {
+        let id = 5 + 2 * i;
+        sql.push_str(&format!("WHEN ${id} THEN ${} ", id + 1));
+    }
+    sql.push_str(MARK_TAIL);
+    sql.push_str(&in_list(5 + 2 * n, n));
+    sql.push_str(" RETURNING chunk_id");
+    sql
+}
 
 #[async_trait]
 impl<DB: Backend> WorkStore for SqlStore<DB> {
@@ -58,8 +89,7 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         lease_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<Vec<WorkItem>> {
-        // Only the backend's constant lock clause is added to the constant text.
-        let claim = sqlx::AssertSqlSafe(format!("{CLAIM}{}){CLAIM_RETURNING}", DB::CLAIM_LOCK));
+        let claim = if DB::OPEN_TABLE { CLAIM_OPEN } else { CLAIM };
         let claimed: Vec<Uuid> = sqlx::query_scalar::<DB, Uuid>(claim)
             .bind(owner)
             .bind(i64::from(limit))
@@ -105,22 +135,25 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
     ) -> Result<u64> {
         let mut tx = self.begin().await?;
         let mut kept: Vec<&EmbeddedVector> = Vec::with_capacity(done.len());
-        for embedded in done {
-            let result = sqlx::query(COMPLETE_MARK)
-                .bind(embedded.chunk_id.0)
+        for batch in done.chunks(MARK_BATCH) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(complete_mark(batch.len()));
+            let mut query = sqlx::query_scalar::<DB, Uuid>(sql)
                 .bind(owner)
-                .bind(&embedded.text_sha256)
                 .bind(now)
                 .bind(job.0)
-                .bind(run.0)
-                .execute(&mut *tx)
-                .await?;
-            if result.rows_affected() > 0 {
-                kept.push(embedded);
+                .bind(run.0);
+            for embedded in batch {
+                query = query.bind(embedded.chunk_id.0).bind(&embedded.text_sha256);
             }
+            for embedded in batch {
+                query = query.bind(embedded.chunk_id.0);
+            }
+            let mut marked: std::collections::HashSet<Uuid> = query.fetch_all(&mut *tx).await?.into_iter().collect();
+            // Each marked entry once, even when `done` names a chunk twice.
+            kept.extend(batch.iter().filter(|e| marked.remove(&e.chunk_id.0)));
         }
-        // The vectors of the entries just marked, and only those (a chunk is marked at most once
-        // above, so no row comes twice).
+        // The vectors of the entries just marked, and only those (each once).
         vectors::keep(&mut tx, &kept).await?;
         let marked = kept.len() as u64;
         if marked > 0 {
@@ -174,16 +207,20 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         Ok(())
     }
 
-    async fn release_owner(&self, owner: &str, now: DateTime<Utc>) -> Result<u64> {
-        let done = sqlx::query(
-            "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $2 \
-             WHERE lease_owner = $1 AND state = 'pending'",
-        )
-        .bind(owner)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
+    async fn release_owner(&self, owner: &str, chunks: &[ChunkId], now: DateTime<Utc>) -> Result<u64> {
+        const RELEASE: &str = "UPDATE manifest_entries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $2 \
+             WHERE lease_owner = $1 AND state = 'pending' AND chunk_id IN ";
+        let mut released = 0;
+        for batch in chunks.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!("{RELEASE}{}", in_list(3, batch.len())));
+            let mut query = sqlx::query::<DB>(sql).bind(owner).bind(now);
+            for chunk in batch {
+                query = query.bind(chunk.0);
+            }
+            released += query.execute(&self.pool).await?.rows_affected();
+        }
+        Ok(released)
     }
 
     async fn note_error(&self, chunks: &[ChunkId], code: &str, message: &str, now: DateTime<Utc>) -> Result<()> {
@@ -204,17 +241,26 @@ impl<DB: Backend> WorkStore for SqlStore<DB> {
         Ok(())
     }
 
-    async fn renew_leases(&self, owner: &str, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<u64> {
-        let done = sqlx::query(
-            "UPDATE manifest_entries SET lease_expires_at = $2, updated_at = $3 \
-             WHERE lease_owner = $1 AND state = 'pending'",
-        )
-        .bind(owner)
-        .bind(until)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        chunks: &[ChunkId],
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        const RENEW: &str = "UPDATE manifest_entries SET lease_expires_at = $2, updated_at = $3 \
+             WHERE lease_owner = $1 AND state = 'pending' AND chunk_id IN ";
+        let mut renewed = 0;
+        for batch in chunks.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(format!("{RENEW}{}", in_list(4, batch.len())));
+            let mut query = sqlx::query::<DB>(sql).bind(owner).bind(until).bind(now);
+            for chunk in batch {
+                query = query.bind(chunk.0);
+            }
+            renewed += query.execute(&self.pool).await?.rows_affected();
+        }
+        Ok(renewed)
     }
 
     async fn release_all_leases(&self, now: DateTime<Utc>) -> Result<u64> {

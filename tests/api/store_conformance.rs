@@ -141,6 +141,7 @@ async fn complete(store: &Arc<dyn Store>, owner: &str, items: &[quarry::domain::
 
 mod cluster;
 mod connect;
+mod hot_updates;
 mod idempotency;
 mod job_events;
 mod kept_vectors;

@@ -4,7 +4,7 @@
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::domain::{ProviderKind, now};
+use crate::domain::{ChunkId, ProviderKind, now};
 
 use super::{CLAIM_LIMIT, EmbeddingWorkers, POLL, Step, to_chrono};
 
@@ -23,8 +23,13 @@ impl EmbeddingWorkers {
     /// One worker's loop. When `cancel` fires, the step under way is dropped and the entries
     /// it held are given back at once.
     pub async fn run(self, owner: String, cancel: CancellationToken) {
-        self.work(&owner, &cancel).await;
-        match self.shared.store.release_owner(&owner, now()).await {
+        let held = Held::default();
+        self.work(&owner, &held, &cancel).await;
+        let held = std::mem::take(&mut *held.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        if held.is_empty() {
+            return;
+        }
+        match self.shared.store.release_owner(&owner, &held, now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(%owner, entries = n, "worker stopped; its claimed entries were given back"),
             Err(err) => {
@@ -33,7 +38,7 @@ impl EmbeddingWorkers {
         }
     }
 
-    async fn work(&self, owner: &str, cancel: &CancellationToken) {
+    async fn work(&self, owner: &str, held: &Held, cancel: &CancellationToken) {
         let engine = &self.shared.engine;
         loop {
             if cancel.is_cancelled() {
@@ -44,7 +49,7 @@ impl EmbeddingWorkers {
             woken.as_mut().enable();
             let step = tokio::select! {
                 () = cancel.cancelled() => return,
-                step = self.run_once(owner) => step,
+                step = self.step(owner, held) => step,
             };
             match step {
                 Ok(step) if step.claimed > 0 => continue,
@@ -80,6 +85,13 @@ impl EmbeddingWorkers {
 
     /// Claims one set of entries, processes it and reports to the job engine.
     pub async fn run_once(&self, owner: &str) -> crate::store::Result<Step> {
+        self.step(owner, &Held::default()).await
+    }
+
+    /// [`Self::run_once`], keeping the ids of the claim under way in `held` until it is done,
+    /// for the worker's loop to give back when the step is dropped (a claim whose ids never
+    /// came back is given back by its lease running out).
+    async fn step(&self, owner: &str, held: &Held) -> crate::store::Result<Step> {
         let now = now();
         let lease_until = now + to_chrono(self.shared.config.lease);
         let items = self
@@ -92,6 +104,8 @@ impl EmbeddingWorkers {
         }
         let claimed = items.len();
         let job = items[0].job_id;
+        let ids: Vec<ChunkId> = items.iter().map(|item| item.chunk_id).collect();
+        set_held(held, ids.clone());
         // The leases are renewed while the claim is worked on, so they can be short: a worker
         // that dies stops renewing, and its entries are claimable again within one lease.
         let embedded = tokio::select! {
@@ -99,8 +113,9 @@ impl EmbeddingWorkers {
                 self.process(owner, items),
                 tracing::info_span!("worker.batch", owner = %owner, entries = claimed),
             ) => embedded?,
-            never = self.heartbeat(owner) => match never {},
+            never = self.heartbeat(owner, &ids) => match never {},
         };
+        set_held(held, Vec::new());
         self.shared.engine.report_progress(job).await?;
         Ok(Step { claimed, embedded })
     }
@@ -118,15 +133,27 @@ impl EmbeddingWorkers {
     /// Renews `owner`'s leases every third of a lease, for as long as it is polled. A failed
     /// renewal is logged and tried again at the next beat: one missed beat leaves two thirds of
     /// the lease.
-    async fn heartbeat(&self, owner: &str) -> std::convert::Infallible {
+    async fn heartbeat(&self, owner: &str, chunks: &[ChunkId]) -> std::convert::Infallible {
         let lease = self.shared.config.lease;
         let beat = lease / 3;
         loop {
             tokio::time::sleep(beat).await;
             let now = now();
-            if let Err(err) = self.shared.store.renew_leases(owner, now + to_chrono(lease), now).await {
+            if let Err(err) = self
+                .shared
+                .store
+                .renew_leases(owner, chunks, now + to_chrono(lease), now)
+                .await
+            {
                 tracing::warn!(%owner, error = %err, "renewing the worker's leases failed; trying again");
             }
         }
     }
+}
+
+/// The chunk ids of the claim a worker's step is working on: what it gives back if it stops.
+type Held = std::sync::Mutex<Vec<ChunkId>>;
+
+fn set_held(held: &Held, ids: Vec<ChunkId>) {
+    *held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = ids;
 }

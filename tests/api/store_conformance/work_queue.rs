@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{SubsecRound, Utc};
-use quarry::domain::{JobKind, JobStatus, RunId, SourceId, WorldId};
+use quarry::domain::{ChunkId, JobKind, JobStatus, RunId, SourceId, WorldId};
 use quarry::store::Store;
 
 use super::{add_source, claim, complete, new_world, vectors_of};
@@ -141,16 +141,17 @@ async fn renewed_leases_hold_and_all_can_be_released_at_once(store: Arc<dyn Stor
         .await
         .unwrap();
     assert_eq!(mine.len(), 2);
-    // The heartbeat extends what the owner holds, and nothing else.
+    // The heartbeat extends what the owner holds of its claim, and nothing else.
     let beat = now + chrono::Duration::milliseconds(500);
+    let ids: Vec<ChunkId> = mine.iter().map(|item| item.chunk_id).collect();
     assert_eq!(
         store
-            .renew_leases("beating", beat + chrono::Duration::seconds(30), beat)
+            .renew_leases("beating", &ids, beat + chrono::Duration::seconds(30), beat)
             .await
             .unwrap(),
         2
     );
-    assert_eq!(store.renew_leases("nobody", beat, beat).await.unwrap(), 0);
+    assert_eq!(store.renew_leases("nobody", &ids, beat, beat).await.unwrap(), 0);
     let later = now + chrono::Duration::seconds(5);
     let taken = store
         .claim_work("other", 10, later + chrono::Duration::minutes(5), later)
@@ -175,6 +176,22 @@ async fn renewed_leases_hold_and_all_can_be_released_at_once(store: Arc<dyn Stor
         .await
         .unwrap();
     assert_eq!(all.len(), 2, "released at once; the waiting one still waits");
+
+    // A stopping worker gives back what it holds of its claim, and only that.
+    let stop = later + chrono::Duration::seconds(1);
+    let ids: Vec<ChunkId> = all.iter().map(|item| item.chunk_id).collect();
+    assert_eq!(store.release_owner("someone else", &ids, stop).await.unwrap(), 0);
+    assert_eq!(store.release_owner("restarted", &ids[..1], stop).await.unwrap(), 1);
+    let again = store
+        .claim_work("next", 10, stop + chrono::Duration::minutes(5), stop)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.len(),
+        1,
+        "the given-back entry is claimable at once, the other still held"
+    );
+    assert_eq!(again[0].chunk_id, ids[0]);
 }
 
 conformance!(a_job_records_what_it_waits_for);
