@@ -877,9 +877,10 @@ async fn explain_postgres(pool: &sqlx::PgPool, l: &Loaded) -> Result<Vec<String>
             sql: statement.sql.clone(),
             args: statement.args.clone(),
         };
-        if i == 2 && !chunk.is_nil() {
-            // The mark names an entry the claim above leased.
-            statement.args[0] = Arg::Id(chunk);
+        if statement.origin == "work.rs COMPLETE_MARK" && !chunk.is_nil() {
+            // The mark names an entry the claim above leased (in its `CASE` and its list).
+            statement.args[4] = Arg::Id(chunk);
+            statement.args[6] = Arg::Id(chunk);
         }
         let sql = sqlx::AssertSqlSafe(format!("EXPLAIN (ANALYZE, BUFFERS) {}", statement.sql));
         let query = bind_all!(sqlx::query_scalar::<_, String>(sql), &statement.args);

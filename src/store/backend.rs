@@ -142,11 +142,22 @@ impl RowsAffected for sqlx::postgres::PgQueryResult {
 /// are implemented once, for every `SqlStore<DB: Backend>`, one aggregate per file.
 pub struct SqlStore<DB: Backend> {
     pub(super) pool: Pool<DB>,
+    /// What a retrieval reads by key (the world, the hits' chunks and sources, their windows and
+    /// parents): on PostgreSQL, sessions that plan each statement once and reuse the plan
+    /// (`plan_cache_mode = force_generic_plan`, see [`super::postgres`]); on SQLite, `pool`.
+    pub(super) reads: Pool<DB>,
 }
 
 impl<DB: Backend> SqlStore<DB> {
     pub(super) fn new(pool: Pool<DB>) -> Self {
-        Self { pool }
+        Self {
+            reads: pool.clone(),
+            pool,
+        }
+    }
+
+    pub(super) fn with_reads(pool: Pool<DB>, reads: Pool<DB>) -> Self {
+        Self { pool, reads }
     }
 
     /// Opens a transaction with the backend's [`Backend::BEGIN`].
@@ -172,6 +183,7 @@ impl<DB: Backend> super::Store for SqlStore<DB> {
     }
 
     async fn close(&self) {
+        self.reads.close().await;
         self.pool.close().await;
     }
 }

@@ -100,7 +100,7 @@ impl<DB: Backend> ParentStore for SqlStore<DB> {
             for (source, number) in batch {
                 query = query.bind(source.0).bind(wide(*number));
             }
-            for row in query.fetch_all(&self.pool).await? {
+            for row in query.fetch_all(&self.reads).await? {
                 found.push(parent(row)?);
             }
         }

@@ -107,7 +107,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         let row: Option<WorldCountRow> = sqlx::query_as(WORLD_FOR_RETRIEVAL)
             .bind(id.0)
             .bind(wide(at_most))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reads)
             .await?;
         match row {
             None => Ok(None),
@@ -120,7 +120,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             .bind(id.0)
             .bind(wide(at_most))
             .bind(run.0)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reads)
             .await?;
         match row {
             None => Ok(None),
@@ -149,7 +149,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             }
             let rows = match snapshot.as_mut() {
                 Some(tx) => query.fetch_all(&mut **tx).await?,
-                None => query.fetch_all(&self.pool).await?,
+                None => query.fetch_all(&self.reads).await?,
             };
             for row in rows {
                 let view: ChunkView = row.try_into()?;
@@ -174,7 +174,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             for source in batch {
                 query = query.bind(source.0);
             }
-            for row in query.fetch_all(&self.pool).await? {
+            for row in query.fetch_all(&self.reads).await? {
                 if row.world_id == world.0 {
                     found.push((SourceId(row.id), row.details.try_into()?));
                 }
@@ -198,7 +198,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             for (source, from, to) in batch {
                 query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
             }
-            for row in query.fetch_all(&self.pool).await? {
+            for row in query.fetch_all(&self.reads).await? {
                 found.push(row.try_into()?);
             }
         }
@@ -222,7 +222,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             for (source, from, to) in batch {
                 query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
             }
-            for row in query.fetch_all(&self.pool).await? {
+            for row in query.fetch_all(&self.reads).await? {
                 found.push(row.try_into()?);
             }
         }
