@@ -27,13 +27,16 @@ pub const CLAIM: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_exp
 /// changes an indexed column of the entry (migration 0028). `FOR UPDATE OF m SKIP LOCKED` locks
 /// the chosen entries, skipping those another claimer holds, so concurrent claimers take disjoint
 /// entries; the entry's `state` is tested as well because PostgreSQL re-reads a locked row that
-/// changed meanwhile by its own conditions alone.
+/// changed meanwhile by its own conditions alone. Whether a job has anything to claim is a scalar
+/// subquery with `LIMIT 1`, not `EXISTS`: PostgreSQL turns an `EXISTS` into a join it may plan
+/// as a hash join, and once autovacuum had analyzed the tables it did, reading every entry of
+/// the store for each claim (28 ms at 100,000 chunks) instead of the first of one job's queue.
 pub const CLAIM_OPEN: &str = "UPDATE manifest_entries SET lease_owner = $1, lease_expires_at = $3, updated_at = $4 \
      WHERE chunk_id IN (SELECT m.chunk_id FROM manifest_open o JOIN manifest_entries m ON m.chunk_id = o.chunk_id \
-     WHERE o.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND EXISTS (\
+     WHERE o.job_id = (SELECT j.id FROM jobs j WHERE j.status = 'running' AND (\
      SELECT 1 FROM manifest_open p JOIN manifest_entries q ON q.chunk_id = p.chunk_id \
-     WHERE p.job_id = j.id AND p.state = 'pending' AND (q.lease_expires_at IS NULL OR q.lease_expires_at < $4)) \
-     ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
+     WHERE p.job_id = j.id AND p.state = 'pending' AND (q.lease_expires_at IS NULL OR q.lease_expires_at < $4) \
+     LIMIT 1) IS NOT NULL ORDER BY j.claimed_at NULLS FIRST, j.created_at, j.id LIMIT 1) \
      AND o.state = 'pending' AND m.state = 'pending' AND (m.lease_expires_at IS NULL OR m.lease_expires_at < $4) \
      ORDER BY o.book_number, o.chunk_number LIMIT $2 FOR UPDATE OF m SKIP LOCKED) RETURNING chunk_id";
 
