@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use quarry::providers::local::{DIMENSIONS, LocalProvider, MODEL_NAME};
+use quarry::providers::local::{DIMENSIONS, LocalModel, LocalProvider, MODEL_NAME};
 use quarry::providers::{EmbedMode, EmbedRequest, EmbeddingProvider};
 use tokenizers::Tokenizer;
 
@@ -57,7 +57,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"));
     let provider = LocalProvider::new(&dir, 1);
     let loading = Instant::now();
-    provider.ready().await?;
+    provider.ready(LocalModel::Fp32).await?;
     let load_time = loading.elapsed();
 
     let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))?;
