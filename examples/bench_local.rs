@@ -1,6 +1,7 @@
-//! Throughput of the local embedding provider (all-MiniLM-L6-v2 on ONNX Runtime, CPU): chunks
-//! per second for 128- and 256-token chunks at batch sizes 1, 8 and 32, through the provider's
-//! public `embed` (so tokenizing, the blocking-pool hop and pooling are all included) — and,
+//! Throughput of the local embedding provider (all-MiniLM-L6-v2 on ONNX Runtime, CPU), fp32 and
+//! int8 (`all-MiniLM-L6-v2-int8`): chunks per second for 128- and 256-token chunks at batch
+//! sizes 1, 8 and 32, through the provider's public `embed` (so tokenizing, the blocking-pool
+//! hop and pooling are all included), and int8's ratio to fp32 at each — and,
 //! in the same run on the same texts, the peers' figures and quarry's ratio to each, when a
 //! Python environment with them is at hand (`scripts/bench-peers-setup` makes one in
 //! `target/bench-peers`; `QUARRY_BENCH_PEERS_PYTHON` names another).
@@ -17,16 +18,26 @@
 //! quarry and the peer (one process, model loaded once) take turns of about 0.3 s until each
 //! has run 10 s, so both are measured in the same moments (a shared machine's speed drifts by
 //! more than the gap being measured). The peers
-//! (`scripts/bench-peers.py`): ONNX Runtime's Python API on the same model.onnx with 2 intra-op
+//! (`scripts/bench-peers.py`): ONNX Runtime's Python API on the same graph (model.onnx, or
+//! model-int8.onnx for the int8 rows, with the session options quarry gives it) with 2 intra-op
 //! threads, tokenizing with the same tokenizer.json (what fastembed does), and the same
-//! vectors' cosine to quarry's.
+//! vectors' cosine to quarry's. The peer runs a batch as one padded pass; quarry runs the int8
+//! model one text per pass (see `providers::local`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use quarry::providers::local::{DIMENSIONS, LocalProvider, MODEL_NAME};
+use quarry::providers::local::{DIMENSIONS, LocalModel, LocalProvider, MODEL_NAME};
+
+/// The graph file of each model in the model folder, for the peer.
+fn graph_file(model: LocalModel) -> &'static str {
+    match model {
+        LocalModel::Fp32 => "model.onnx",
+        LocalModel::Int8 => "model-int8.onnx",
+    }
+}
 use quarry::providers::{EmbedMode, EmbedRequest, EmbeddingProvider};
 use tokenizers::Tokenizer;
 
@@ -57,8 +68,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"));
     let provider = LocalProvider::new(&dir, 1);
     let loading = Instant::now();
-    provider.ready().await?;
+    provider.ready(LocalModel::Fp32).await?;
     let load_time = loading.elapsed();
+    provider.ready(LocalModel::Int8).await?;
 
     let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))?;
     tokenizer.with_truncation(None)?;
@@ -67,12 +79,21 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     print_machine(load_time);
     println!();
     let peers = peers_python();
-    let mut peer = peers.as_deref().map(|python| Peer::start(python, &dir)).transpose()?;
+    let mut peers_by_model = Vec::new();
+    for model in LocalModel::ALL {
+        let peer = peers
+            .as_deref()
+            .map(|python| Peer::start(python, &dir, graph_file(model)))
+            .transpose()?;
+        peers_by_model.push((model, peer));
+    }
     println!(
-        "{:>6}  {:>5}  {:>9}  {:>10}  {:>8}{}",
+        "{:>5}  {:>6}  {:>5}  {:>9}  {:>9}  {:>10}  {:>8}{}",
+        "model",
         "tokens",
         "batch",
         "chunks/s",
+        "int8/fp32",
         "ms/request",
         "requests",
         if peers.is_some() {
@@ -84,47 +105,62 @@ async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     for tokens in TOKEN_LENGTHS {
         let chunks = cut_chunks(&tokenizer, &provider, tokens, BATCH_SIZES[BATCH_SIZES.len() - 1]).await?;
         for batch in BATCH_SIZES {
-            let texts = &chunks[..batch];
-            let request = EmbedRequest {
-                model: MODEL_NAME,
-                dimensions: DIMENSIONS,
-                mode: EmbedMode::Document,
-                texts,
-                token_counts: None,
-            };
-            let warm = Instant::now();
-            let ours = provider.embed(None, request).await?; // warm-up
-            // Turns of about TURN each; with a peer, quarry and the peer alternate turns until
-            // each has run MIN_RUN, so both are measured in the same moments of a machine whose
-            // speed drifts by more than the gap being measured.
-            let per_turn = (TURN.as_secs_f64() / warm.elapsed().as_secs_f64().max(1e-3)).clamp(1.0, 1000.0) as u32;
-            let (mut ours_s, mut theirs_s, mut requests, mut cosine) = (0.0f64, 0.0f64, 0u32, 1.0f64);
-            if let Some(peer) = peer.as_mut() {
-                let (_, vectors) = peer.turn(texts, 1)?; // warm-up
-                cosine = lowest_cosine(&ours, &vectors);
-            }
-            while requests < MIN_REQUESTS || ours_s < MIN_RUN.as_secs_f64() {
-                let started = Instant::now();
-                for _ in 0..per_turn {
-                    provider.embed(None, request).await?;
-                }
-                ours_s += started.elapsed().as_secs_f64();
-                requests += per_turn;
+            let mut fp32_rate = f64::NAN;
+            for (model, peer) in peers_by_model.iter_mut() {
+                let model = *model;
+                let texts = &chunks[..batch];
+                let request = EmbedRequest {
+                    model: model.name(),
+                    dimensions: DIMENSIONS,
+                    mode: EmbedMode::Document,
+                    texts,
+                    token_counts: None,
+                };
+                let warm = Instant::now();
+                let ours = provider.embed(None, request).await?; // warm-up
+                // Turns of about TURN each; with a peer, quarry and the peer alternate turns until
+                // each has run MIN_RUN, so both are measured in the same moments of a machine whose
+                // speed drifts by more than the gap being measured.
+                let per_turn = (TURN.as_secs_f64() / warm.elapsed().as_secs_f64().max(1e-3)).clamp(1.0, 1000.0) as u32;
+                let (mut ours_s, mut theirs_s, mut requests, mut cosine) = (0.0f64, 0.0f64, 0u32, 1.0f64);
                 if let Some(peer) = peer.as_mut() {
-                    theirs_s += peer.turn(texts, per_turn)?.0;
+                    let (_, vectors) = peer.turn(texts, 1)?; // warm-up
+                    cosine = lowest_cosine(&ours, &vectors);
                 }
+                while requests < MIN_REQUESTS || ours_s < MIN_RUN.as_secs_f64() {
+                    let started = Instant::now();
+                    for _ in 0..per_turn {
+                        provider.embed(None, request).await?;
+                    }
+                    ours_s += started.elapsed().as_secs_f64();
+                    requests += per_turn;
+                    if let Some(peer) = peer.as_mut() {
+                        theirs_s += peer.turn(texts, per_turn)?.0;
+                    }
+                }
+                let rate = f64::from(requests) * batch as f64 / ours_s;
+                let versus = match model {
+                    LocalModel::Fp32 => {
+                        fp32_rate = rate;
+                        "–".to_owned()
+                    }
+                    LocalModel::Int8 => format!("{:.2}×", rate / fp32_rate),
+                };
+                let label = match model {
+                    LocalModel::Fp32 => "fp32",
+                    LocalModel::Int8 => "int8",
+                };
+                let compared = if peer.is_some() {
+                    let peer_rate = f64::from(requests) * batch as f64 / theirs_s;
+                    format!("   {peer_rate:>9.1}   {:>12.2}×   {cosine:.6}", rate / peer_rate)
+                } else {
+                    String::new()
+                };
+                println!(
+                    "{label:>5}  {tokens:>6}  {batch:>5}  {rate:>9.1}  {versus:>9}  {:>10.1}  {requests:>8}{compared}",
+                    ours_s * 1000.0 / f64::from(requests),
+                );
             }
-            let rate = f64::from(requests) * batch as f64 / ours_s;
-            let compared = if peer.is_some() {
-                let peer_rate = f64::from(requests) * batch as f64 / theirs_s;
-                format!("   {peer_rate:>9.1}   {:>12.2}×   {cosine:.6}", rate / peer_rate)
-            } else {
-                String::new()
-            };
-            println!(
-                "{tokens:>6}  {batch:>5}  {rate:>9.1}  {:>10.1}  {requests:>8}{compared}",
-                ours_s * 1000.0 / f64::from(requests),
-            );
         }
     }
     if peers.is_none() {
@@ -152,11 +188,12 @@ struct Peer {
 }
 
 impl Peer {
-    fn start(python: &Path, model_dir: &Path) -> Result<Self, BoxError> {
+    fn start(python: &Path, model_dir: &Path, graph: &str) -> Result<Self, BoxError> {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-peers.py");
         let mut child = std::process::Command::new(python)
             .arg(script)
             .arg(model_dir)
+            .arg(graph)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()?;
@@ -204,7 +241,7 @@ fn print_machine(load_time: Duration) {
                 .map(|(_, name)| name.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
-    println!("local embedding throughput: {MODEL_NAME}, ONNX Runtime 1.31.1 CPU, f32");
+    println!("local embedding throughput: {MODEL_NAME} (fp32) and {MODEL_NAME}-int8, ONNX Runtime 1.31.1 CPU");
     println!("cpu: {cpu}");
     println!("cores: {cores}; ONNX Runtime intra-op threads: {cores}");
     println!("model load: {} ms; one request at a time", load_time.as_millis());

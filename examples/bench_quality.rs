@@ -53,8 +53,12 @@ use harness::{Quarry, Result, Table};
 const HELP: &str = "\
 usage: bench_quality [options]
   --only LIST        corpora to run: python,debian,vim (default: all three)
+  --configurations LIST  only these rows, by name, comma-separated (e.g. dense,defaults;
+                     default: every row)
   --limit N          ask at most N questions per corpus, spread evenly over it (default: all)
   --model-dir DIR    the local model (default: models/all-minilm-l6-v2 of the repository)
+  --model NAME       the local model id the worlds are on: all-MiniLM-L6-v2 (default) or
+                     all-MiniLM-L6-v2-int8 (run once with each to compare them)
   --python-faq DIR   the Python FAQ's HTML (default: /usr/share/doc/python3-doc/html/faq)
   --debian-faq DIR   the Debian FAQ's HTML (default: /usr/share/doc/debian/FAQ)
   --vim-faq FILE     the Vim FAQ (default: /usr/share/doc/vim/FAQ.gz)
@@ -133,6 +137,10 @@ struct Options {
     corpora: Vec<String>,
     limit: Option<usize>,
     model_dir: PathBuf,
+    /// The local model id every world is created with.
+    model: String,
+    /// Rows of [`configurations`] to ask, by name (`None`: all).
+    only_configurations: Option<Vec<String>>,
     python_faq: Option<PathBuf>,
     debian_faq: Option<PathBuf>,
     vim_faq: Option<PathBuf>,
@@ -152,6 +160,8 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
         corpora: vec!["python".into(), "debian".into(), "vim".into()],
         limit: None,
         model_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/all-minilm-l6-v2"),
+        model: quarry::providers::local::MODEL_NAME.into(),
+        only_configurations: None,
         python_faq: None,
         debian_faq: None,
         vim_faq: None,
@@ -191,6 +201,18 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
                 _ => return Err(format!("--limit: `{value}` is not a positive number")),
             },
             "--model-dir" => o.model_dir = value.into(),
+            "--configurations" => {
+                let names: Vec<String> = value.split(',').map(str::to_owned).collect();
+                let known = configurations(true);
+                if let Some(bad) = names.iter().find(|n| !known.iter().any(|c| c.name == n.as_str())) {
+                    return Err(format!("--configurations: unknown row `{bad}`"));
+                }
+                o.only_configurations = Some(names);
+            }
+            "--model" => match quarry::providers::local::LocalModel::from_name(value) {
+                Some(model) => o.model = model.name().into(),
+                None => return Err(format!("--model: `{value}` is not a local model id")),
+            },
             "--python-faq" => o.python_faq = Some(value.into()),
             "--debian-faq" => o.debian_faq = Some(value.into()),
             "--vim-faq" => o.vim_faq = Some(value.into()),
@@ -291,7 +313,10 @@ async fn run(o: Options) -> Result<()> {
     println!("command: {command}");
     println!("date:    {}", chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"));
     println!("machine: {}", harness::machine());
-    println!("model:   local all-MiniLM-L6-v2; worlds hybrid, default chunking; top_k {TOP_K}; budgets {BUDGETS:?}");
+    println!(
+        "model:   local {}; worlds hybrid, default chunking; top_k {TOP_K}; budgets {BUDGETS:?}",
+        o.model
+    );
 
     let model_dir = o.model_dir.clone();
     // No OpenAI-compatible server is used: every world is on the local model.
@@ -547,12 +572,15 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
     ));
 
     let ingest_started = Instant::now();
-    let (world_id, source_ids, chunks) = load(quarry, name, pages, false).await?;
+    let (world_id, source_ids, chunks) = load(quarry, &o.model, name, pages, false).await?;
     let ingest_seconds = ingest_started.elapsed().as_secs_f64();
-    let configurations = configurations(o.context_prefix);
+    let mut configurations = configurations(o.context_prefix);
+    if let Some(names) = &o.only_configurations {
+        configurations.retain(|c| names.iter().any(|n| n == c.name));
+    }
     // The same pages in a world whose chunks carry a context prefix, for the `, prefix` rows.
     let prefixed = match configurations.iter().any(|c| c.prefixed) {
-        true => Some(load(quarry, name, pages, true).await?),
+        true => Some(load(quarry, &o.model, name, pages, true).await?),
         false => None,
     };
 
@@ -762,13 +790,19 @@ async fn evaluate(quarry: &Quarry, corpus: &Corpus, o: &Options) -> Result<()> {
 /// Creates a hybrid world on the local model (with `chunking.context_prefix` when `prefix`) and
 /// uploads `pages` into it; returns its id, the pages' source ids and its chunk count once
 /// every page is embedded.
-async fn load(quarry: &Quarry, name: &str, pages: &[Page], prefix: bool) -> Result<(String, Vec<String>, u64)> {
+async fn load(
+    quarry: &Quarry,
+    model: &str,
+    name: &str,
+    pages: &[Page],
+    prefix: bool,
+) -> Result<(String, Vec<String>, u64)> {
     let world = quarry
         .post(
             "/v1/worlds",
             &json!({
                 "name": format!("{} FAQ{}", name, if prefix { ", prefixed" } else { "" }),
-                "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+                "embedding": {"provider": "local", "model": model},
                 "chunking": {"context_prefix": prefix},
                 "hybrid": true,
             }),

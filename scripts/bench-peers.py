@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""The peer of `examples/bench_local`: ONNX Runtime's Python API on the same model.onnx, with
-the same tokenizer.json (the way fastembed runs this model), 2 intra-op threads.
+"""The peer of `examples/bench_local`: ONNX Runtime's Python API on the same graph, with the same
+tokenizer.json (the way fastembed runs this model), 2 intra-op threads.
 
-Usage: bench-peers.py MODEL_DIR. Loads the model once, then answers one JSON line on stdin
+Usage: bench-peers.py MODEL_DIR [GRAPH]. GRAPH is model.onnx (the default) or model-int8.onnx;
+the int8 graph gets the session option quarry gives it (SkipLayerNormFusion off, see
+src/providers/local/model.rs), so both run the same optimised graph. Loads the model once, then answers one JSON line on stdin
 with one JSON line on stdout, until stdin closes:
   {"texts": [...], "requests": n}  ->  {"seconds": s, "vectors": [[...], ...]}
 embedding the texts as one batch per request, n requests one after another, and timing them
@@ -29,7 +31,10 @@ def main():
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), options, providers=["CPUExecutionProvider"])
+    graph = sys.argv[2] if len(sys.argv) > 2 else "model.onnx"
+    if graph == "model-int8.onnx":
+        options.add_session_config_entry("optimization.disable_specified_optimizers", "SkipLayerNormFusion")
+    session = ort.InferenceSession(os.path.join(model_dir, graph), options, providers=["CPUExecutionProvider"])
 
     def embed(texts):
         encodings = tokenizer.encode_batch(texts)

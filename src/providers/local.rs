@@ -4,6 +4,12 @@
 //! quarry works with no API key and no network. Same trait and scheduler path as the remote providers; a
 //! concurrency limit takes the place of keys.
 //!
+//! Two models, one per [`LocalModel`]: `all-MiniLM-L6-v2` (the fp32 graph, `model.onnx`) and
+//! `all-MiniLM-L6-v2-int8` (the same graph with int8 weights, `model-int8.onnx`, which
+//! `scripts/fetch-model` makes with ONNX Runtime's quantization tool). Their vectors differ, so
+//! they are different models to the registry: a world is on one or the other, never both. They
+//! share the tokenizer, the permits and the folder; each graph loads on its first use.
+//!
 //! The recipe matches sentence-transformers: the model's own WordPiece tokenizer with `[CLS]`
 //! and `[SEP]`, the BERT encoder, mean pooling over the attention mask, L2 normalisation.
 //! Token counts are exact, and a text over 256 tokens is refused with
@@ -12,9 +18,8 @@
 //!
 //! Choices:
 //! - **Laziness.** [`LocalProvider::new`] never fails and does no I/O. The model folder
-//!   (`config.json`, `tokenizer.json`, `model.onnx` and ONNX Runtime's library, put there by
-//!   `scripts/fetch-model`)
-//!   is loaded on the first call, on the blocking pool. Only success is cached: while files
+//!   (`config.json`, `tokenizer.json`, the model's graph and ONNX Runtime's library, put there
+//!   by `scripts/fetch-model`) is loaded on a model's first call, on the blocking pool. Only success is cached: while files
 //!   are missing or broken every call returns [`ProviderError::Unavailable`] naming the folder
 //!   and the script, and fetching the model later works without a restart.
 //! - **Threads.** Tokenizing and inference are CPU-bound, so both run under
@@ -33,7 +38,8 @@
 //! - **Batching.** A request's texts (at most [`MAX_BATCH_SIZE`]) are sorted by token length
 //!   and cut into forward passes of at most eight, each padded only to its own longest text;
 //!   results come back in input order. Padding is masked out, so a text's vector does not depend on what
-//!   it was batched with (up to float rounding).
+//!   it was batched with (up to float rounding). The int8 model runs one text per pass
+//!   ([`INT8_PASS_SIZE`]): its quantization would otherwise depend on the batch.
 //! - **Mode.** The model is symmetric: documents and queries are embedded the same way, and
 //!   [`EmbedRequest::mode`] is ignored. There are no keys either; `key` is ignored.
 
@@ -52,9 +58,11 @@ use super::{ApiKey, EmbedMode, EmbedRequest, EmbeddingProvider, ModelSpec, Provi
 use crate::chunking::TokenCounter;
 use crate::domain::ProviderKind;
 
-/// The one model this provider serves, as named in the model registry.
+/// The fp32 model, as named in the model registry.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
-/// Its output size; no other is offered.
+/// The same model with int8 weights, as named in the model registry.
+pub const INT8_MODEL_NAME: &str = "all-MiniLM-L6-v2-int8";
+/// The output size of both; no other is offered.
 pub const DIMENSIONS: u32 = 384;
 /// Its per-text limit in its own tokens, `[CLS]` and `[SEP]` included (the length it was
 /// trained at; sentence-transformers truncates there).
@@ -64,21 +72,69 @@ pub const MAX_INPUT_TOKENS: u32 = 256;
 pub const MAX_CHUNK_TOKENS: u32 = MAX_INPUT_TOKENS - 2;
 /// Most texts in one forward pass (and in one request, as reported by `limits`).
 pub const MAX_BATCH_SIZE: usize = 32;
-/// Most texts in one forward pass: as fast per text as larger passes on ONNX Runtime, and
-/// short enough that a query waits little for the pass in flight.
+/// Most texts in one forward pass of the fp32 model: as fast per text as larger passes on ONNX
+/// Runtime, and short enough that a query waits little for the pass in flight.
 pub const PASS_SIZE: usize = 8;
+/// Texts in one forward pass of the int8 model: one. Its activations are quantized with one
+/// scale per tensor, computed over the whole pass, padding included, so a text batched with
+/// others came out different (cosine 0.990 to the same text alone, as far from it as fp32
+/// is); alone, its vector is the same whatever it is sent with.
+pub const INT8_PASS_SIZE: usize = 1;
 /// Counted batches whose token ids are kept for the `embed` that follows.
 const KEPT_COUNTS: usize = 8;
+
+/// The models the local provider serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LocalModel {
+    /// all-MiniLM-L6-v2 as written from its weights (`model.onnx`).
+    Fp32,
+    /// The same graph with its dense layers' weights in int8 (`model-int8.onnx`): faster,
+    /// and its vectors a little off fp32's (BENCHMARKS.md).
+    Int8,
+}
+
+impl LocalModel {
+    pub const ALL: [LocalModel; 2] = [LocalModel::Fp32, LocalModel::Int8];
+
+    /// Its id in the model registry and in world profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalModel::Fp32 => MODEL_NAME,
+            LocalModel::Int8 => INT8_MODEL_NAME,
+        }
+    }
+
+    /// The model of a registry id, if the local provider serves it.
+    pub fn from_name(name: &str) -> Option<LocalModel> {
+        Self::ALL.into_iter().find(|model| model.name() == name)
+    }
+
+    /// Most texts in one of its forward passes.
+    pub fn pass_size(self) -> usize {
+        match self {
+            LocalModel::Fp32 => PASS_SIZE,
+            LocalModel::Int8 => INT8_PASS_SIZE,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            LocalModel::Fp32 => 0,
+            LocalModel::Int8 => 1,
+        }
+    }
+}
 
 /// Token ids of recently counted batches, by their exact texts.
 type Counted = std::sync::Mutex<std::collections::VecDeque<(Vec<String>, Vec<Vec<u32>>)>>;
 
-/// all-MiniLM-L6-v2 on the CPU. Cheap to construct; see the module docs for loading, threads
-/// and batching.
+/// all-MiniLM-L6-v2 (fp32 and int8) on the CPU. Cheap to construct; see the module docs for
+/// loading, threads and batching.
 pub struct LocalProvider {
     model_dir: PathBuf,
-    /// Set once the model has loaded; failed loads are not cached (see module docs).
-    model: OnceCell<Arc<Model>>,
+    /// Each [`LocalModel`]'s, by [`LocalModel::index`], set once it has loaded; failed loads
+    /// are not cached (see module docs).
+    models: [OnceCell<Arc<Model>>; 2],
     /// The tokenizer alone, for chunking (loaded apart from the weights, and likewise).
     counter: OnceCell<Arc<WordPieceCounter>>,
     /// Bounds concurrent forward passes; permits are held by the blocking task.
@@ -96,7 +152,8 @@ impl std::fmt::Debug for LocalProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalProvider")
             .field("model_dir", &self.model_dir)
-            .field("loaded", &self.model.initialized())
+            .field("fp32_loaded", &self.models[LocalModel::Fp32.index()].initialized())
+            .field("int8_loaded", &self.models[LocalModel::Int8.index()].initialized())
             .field("available_permits", &self.permits.available_permits())
             .field("forward_passes", &self.forward_passes())
             .finish()
@@ -110,7 +167,7 @@ impl LocalProvider {
     pub fn new(model_dir: &Path, max_concurrency: usize) -> LocalProvider {
         LocalProvider {
             model_dir: model_dir.to_path_buf(),
-            model: OnceCell::new(),
+            models: [OnceCell::new(), OnceCell::new()],
             counter: OnceCell::new(),
             permits: Arc::new(Semaphore::new(max_concurrency.max(1))),
             query_permits: Arc::new(Semaphore::new(1)),
@@ -125,10 +182,10 @@ impl LocalProvider {
         &self.model_dir
     }
 
-    /// Loads the model now if it is not loaded yet, e.g. to warm up or to report a missing
+    /// Loads `model` now if it is not loaded yet, e.g. to warm up or to report a missing
     /// model at startup. The same error every embedding call would return.
-    pub async fn ready(&self) -> Result<(), ProviderError> {
-        self.model().await.map(|_| ())
+    pub async fn ready(&self, model: LocalModel) -> Result<(), ProviderError> {
+        self.model(model).await.map(|_| ())
     }
 
     /// How many forward passes (batches through BERT) this provider has run.
@@ -152,11 +209,11 @@ impl LocalProvider {
             .cloned()
     }
 
-    async fn model(&self) -> Result<Arc<Model>, ProviderError> {
-        self.model
+    async fn model(&self, model: LocalModel) -> Result<Arc<Model>, ProviderError> {
+        self.models[model.index()]
             .get_or_try_init(|| {
                 let dir = self.model_dir.clone();
-                async move { blocking(move || Model::load(&dir)).await?.map(Arc::new) }
+                async move { blocking(move || Model::load(&dir, model)).await?.map(Arc::new) }
             })
             .await
             .cloned()
@@ -207,8 +264,7 @@ impl EmbeddingProvider for LocalProvider {
         model: &str,
         texts: &[String],
     ) -> Result<Vec<u32>, ProviderError> {
-        check_model(model)?;
-        let loaded = self.model().await?;
+        let loaded = self.model(check_model(model)?).await?;
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -223,16 +279,17 @@ impl EmbeddingProvider for LocalProvider {
     }
 
     async fn embed(&self, _key: Option<&ApiKey>, request: EmbedRequest<'_>) -> Result<Vec<Vec<f32>>, ProviderError> {
-        check_model(request.model)?;
+        let model = check_model(request.model)?;
         if request.dimensions != DIMENSIONS {
             return Err(ProviderError::Permanent {
                 message: format!(
-                    "{MODEL_NAME} only produces {DIMENSIONS} dimensions, not {}",
+                    "{} only produces {DIMENSIONS} dimensions, not {}",
+                    model.name(),
                     request.dimensions
                 ),
             });
         }
-        let loaded = self.model().await?;
+        let loaded = self.model(model).await?;
         if request.texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -288,14 +345,10 @@ impl EmbeddingProvider for LocalProvider {
     }
 }
 
-fn check_model(model: &str) -> Result<(), ProviderError> {
-    if model == MODEL_NAME {
-        Ok(())
-    } else {
-        Err(ProviderError::Permanent {
-            message: format!("the local provider only serves {MODEL_NAME}, not {model:?}"),
-        })
-    }
+fn check_model(model: &str) -> Result<LocalModel, ProviderError> {
+    LocalModel::from_name(model).ok_or_else(|| ProviderError::Permanent {
+        message: format!("the local provider only serves {MODEL_NAME} and {INT8_MODEL_NAME}, not {model:?}"),
+    })
 }
 
 fn token_count(ids: &[u32]) -> u32 {

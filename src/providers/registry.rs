@@ -2,6 +2,7 @@
 //! World creation validates profiles against it and `GET /v1/models` lists it. The registry
 //! knows nothing of configuration: `config` turns each model it declares into a [`ModelSpec`].
 
+use super::local::{self, LocalModel};
 use crate::domain::{BUILTIN_OPENAI_MODELS, ProviderKind};
 
 /// One embedding model.
@@ -46,7 +47,7 @@ impl ModelSpec {
     /// other count is of the text alone.
     pub fn max_chunk_tokens(&self) -> u32 {
         match self.provider {
-            ProviderKind::Local => self.max_input_tokens.min(super::local::MAX_CHUNK_TOKENS),
+            ProviderKind::Local => self.max_input_tokens.min(local::MAX_CHUNK_TOKENS),
             _ => self.max_input_tokens,
         }
     }
@@ -98,17 +99,20 @@ impl ModelRegistry {
                 query_mode: None,
                 document_mode: None,
             },
-            ModelSpec {
-                provider: ProviderKind::Local,
-                model: "all-MiniLM-L6-v2".into(),
-                default_dimensions: 384,
-                min_dimensions: 384,
-                max_dimensions: 384,
-                max_input_tokens: 256,
-                query_mode: None,
-                document_mode: None,
-            },
         ];
+        // The local provider's two models: all-MiniLM-L6-v2 and the same graph with int8 weights.
+        // Both read 256 tokens and give 384 dimensions; their vectors differ, so a world's
+        // profile names one or the other.
+        models.extend(LocalModel::ALL.into_iter().map(|local| ModelSpec {
+            provider: ProviderKind::Local,
+            model: local.name().into(),
+            default_dimensions: local::DIMENSIONS,
+            min_dimensions: local::DIMENSIONS,
+            max_dimensions: local::DIMENSIONS,
+            max_input_tokens: local::MAX_INPUT_TOKENS,
+            query_mode: None,
+            document_mode: None,
+        }));
         for spec in extra {
             if !models
                 .iter()
@@ -145,9 +149,11 @@ mod tests {
                 .default_dimensions,
             3072
         );
-        let l = r.find(ProviderKind::Local, "all-MiniLM-L6-v2").unwrap();
-        assert_eq!((l.default_dimensions, l.max_input_tokens), (384, 256));
-        assert!(!l.allows_dimensions(128));
+        for name in ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"] {
+            let l = r.find(ProviderKind::Local, name).unwrap();
+            assert_eq!((l.default_dimensions, l.max_input_tokens), (384, 256));
+            assert!(!l.allows_dimensions(128));
+        }
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The local provider (all-MiniLM-L6-v2 on ONNX Runtime) against an independent reference: vectors
 //! and token counts from `tests/fixtures/make_minilm_reference.py` (numpy), plus the
 //! provider's contract (limits enforced before the model runs, batch = single, order kept,
-//! a clear error when the model is missing, inference off the async runtime).
+//! a clear error when the model is missing, inference off the async runtime). The int8 model
+//! (`all-MiniLM-L6-v2-int8`) against ONNX Runtime's Python run of the same graph
+//! (`tests/fixtures/make_minilm_int8_reference.py`) and, at the distance measured, against the
+//! fp32 reference; and a world on it as its own profile.
 //!
 //! Tests that need the model files say loudly that they were skipped when the files are
 //! absent (run `scripts/fetch-model`), and fail instead when `QUARRY_TEST_REQUIRE_MODEL=1`.
@@ -13,7 +16,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use quarry::domain::ProviderKind;
-use quarry::providers::local::{DIMENSIONS, LocalProvider, MAX_BATCH_SIZE, MAX_INPUT_TOKENS, MODEL_NAME, PASS_SIZE};
+use quarry::providers::local::{
+    DIMENSIONS, INT8_MODEL_NAME, LocalModel, LocalProvider, MAX_BATCH_SIZE, MAX_INPUT_TOKENS, MODEL_NAME, PASS_SIZE,
+};
 use quarry::providers::{EmbedMode, EmbedRequest, EmbeddingProvider, ModelRegistry, ProviderError};
 use serde::Deserialize;
 
@@ -31,15 +36,19 @@ pub fn model_dir() -> PathBuf {
 /// Whether the model files are there; if not, a loud skip notice (a panic instead when
 /// `QUARRY_TEST_REQUIRE_MODEL=1`).
 pub fn model_present(test: &str) -> bool {
+    files_present(test, "model.onnx")
+}
+
+/// [`model_present`] for the int8 model, whose graph is `model-int8.onnx`.
+pub fn int8_model_present(test: &str) -> bool {
+    files_present(test, "model-int8.onnx")
+}
+
+fn files_present(test: &str, graph: &str) -> bool {
     let dir = model_dir();
-    let complete = [
-        "config.json",
-        "tokenizer.json",
-        "model.onnx",
-        "libonnxruntime.so.1.31.1",
-    ]
-    .iter()
-    .all(|file| dir.join(file).is_file());
+    let complete = ["config.json", "tokenizer.json", graph, "libonnxruntime.so.1.31.1"]
+        .iter()
+        .all(|file| dir.join(file).is_file());
     if complete {
         return true;
     }
@@ -80,6 +89,18 @@ async fn reference_vectors(provider: &'static LocalProvider) -> &'static [Vec<f3
         .await
 }
 
+/// The same with the int8 model (the shared provider loads its second graph).
+async fn int8_reference_vectors(provider: &'static LocalProvider) -> &'static [Vec<f32>] {
+    static VECTORS: tokio::sync::OnceCell<Vec<Vec<f32>>> = tokio::sync::OnceCell::const_new();
+    VECTORS
+        .get_or_init(|| async {
+            embed_with(provider, INT8_MODEL_NAME, &texts(&reference()))
+                .await
+                .unwrap()
+        })
+        .await
+}
+
 #[derive(Deserialize)]
 struct Reference {
     dimensions: usize,
@@ -100,16 +121,37 @@ fn reference() -> Reference {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// ONNX Runtime's Python run of the int8 graph on the same sentences.
+#[derive(Deserialize)]
+struct Int8Reference {
+    sentences: Vec<Int8ReferenceSentence>,
+}
+
+#[derive(Deserialize)]
+struct Int8ReferenceSentence {
+    text: String,
+    vector: Vec<f32>,
+}
+
+fn int8_reference() -> Int8Reference {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/minilm_int8_reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn texts(reference: &Reference) -> Vec<String> {
     reference.sentences.iter().map(|s| s.text.clone()).collect()
 }
 
 async fn embed(provider: &LocalProvider, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
+    embed_with(provider, MODEL_NAME, texts).await
+}
+
+async fn embed_with(provider: &LocalProvider, model: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
     provider
         .embed(
             None,
             EmbedRequest {
-                model: MODEL_NAME,
+                model,
                 dimensions: DIMENSIONS,
                 mode: EmbedMode::Document,
                 texts,
@@ -169,6 +211,70 @@ async fn paraphrases_score_higher_than_unrelated_text() {
     };
     let reference = reference();
     let vectors = reference_vectors(provider).await;
+    let unrelated = &vectors[reference.unrelated];
+    for [a, b] in &reference.paraphrases {
+        let together = cosine(&vectors[*a], &vectors[*b]);
+        for i in [a, b] {
+            let apart = cosine(&vectors[*i], unrelated);
+            assert!(
+                together > apart + 0.3,
+                "paraphrases {a},{b}: {together} vs unrelated {apart}"
+            );
+        }
+    }
+}
+
+/// The int8 model against ONNX Runtime's Python run of the same graph (another tokenizer
+/// binding, another session, default graph optimisations): the same vectors up to float
+/// rounding (measured: cosine above 0.9999999 on every sentence).
+#[tokio::test]
+async fn int8_vectors_match_onnx_runtimes_python_run_of_the_same_graph() {
+    let test = "int8_vectors_match_onnx_runtimes_python_run_of_the_same_graph";
+    let Some(provider) = shared_provider_or_skip(test).filter(|_| int8_model_present(test)) else {
+        return;
+    };
+    let reference = int8_reference();
+    let vectors = int8_reference_vectors(provider).await;
+    assert_eq!(vectors.len(), reference.sentences.len());
+    for (sentence, vector) in reference.sentences.iter().zip(vectors) {
+        assert_eq!(vector.len(), DIMENSIONS as usize);
+        assert!(
+            (dot(vector, vector).sqrt() - 1.0).abs() < 1e-4,
+            "not unit length: {:?}",
+            sentence.text
+        );
+        let similarity = cosine(vector, &sentence.vector);
+        assert!(
+            similarity >= 0.9999,
+            "cosine {similarity} < 0.9999 for {:?}",
+            sentence.text
+        );
+    }
+}
+
+/// The int8 model against the float64 reference of the fp32 model: what quantization costs.
+/// Measured cosine 0.991–0.995 on these sentences (ONNX Runtime's Python run of the int8 graph
+/// gives the same), so at least 0.99 — and never as close as fp32 itself (0.999+), which
+/// would mean the int8 graph was not the one that ran.
+#[tokio::test]
+async fn int8_vectors_stay_within_the_measured_distance_of_the_fp32_reference() {
+    let test = "int8_vectors_stay_within_the_measured_distance_of_the_fp32_reference";
+    let Some(provider) = shared_provider_or_skip(test).filter(|_| int8_model_present(test)) else {
+        return;
+    };
+    let reference = reference();
+    let vectors = int8_reference_vectors(provider).await;
+    let fp32 = reference_vectors(provider).await;
+    for ((sentence, vector), fp32) in reference.sentences.iter().zip(vectors).zip(fp32) {
+        let similarity = cosine(vector, &sentence.vector);
+        assert!(
+            (0.99..0.999).contains(&similarity),
+            "cosine {similarity} to the fp32 reference for {:?}",
+            sentence.text
+        );
+        assert_ne!(vector, fp32);
+    }
+    // Paraphrases still score far above unrelated text.
     let unrelated = &vectors[reference.unrelated];
     for [a, b] in &reference.paraphrases {
         let together = cosine(&vectors[*a], &vectors[*b]);
@@ -258,6 +364,26 @@ async fn batch_results_equal_single_results_in_input_order() {
     }
 }
 
+/// The int8 model runs one text per pass: a text's vector is the same alone and in a batch of
+/// texts of other lengths (batched with padding, its quantization scales would differ).
+#[tokio::test]
+async fn int8_vectors_do_not_depend_on_the_batch() {
+    let test = "int8_vectors_do_not_depend_on_the_batch";
+    let Some(provider) = provider_or_skip(test, 1).filter(|_| int8_model_present(test)) else {
+        return;
+    };
+    let base = texts(&reference());
+    let together = embed_with(&provider, INT8_MODEL_NAME, &base).await.unwrap();
+    assert_eq!(provider.forward_passes() as usize, base.len(), "one pass per text");
+    for (text, vector) in base.iter().zip(&together) {
+        let alone = embed_with(&provider, INT8_MODEL_NAME, std::slice::from_ref(text))
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(&alone, vector, "{text:?}");
+    }
+}
+
 #[tokio::test]
 async fn missing_model_is_unavailable_and_names_the_fetch_script() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,7 +396,7 @@ async fn missing_model_is_unavailable_and_names_the_fetch_script() {
                 .await
                 .unwrap_err(),
             embed(&provider, &["hello".to_owned()]).await.unwrap_err(),
-            provider.ready().await.unwrap_err(),
+            provider.ready(LocalModel::Fp32).await.unwrap_err(),
         ];
         for err in errors {
             let ProviderError::Unavailable { message } = &err else {
@@ -291,7 +417,7 @@ async fn missing_model_is_unavailable_and_names_the_fetch_script() {
     ] {
         std::fs::write(missing.join(file), b"not what it should be").unwrap();
     }
-    let err = provider.ready().await.unwrap_err();
+    let err = provider.ready(LocalModel::Fp32).await.unwrap_err();
     let ProviderError::Unavailable { message } = &err else {
         panic!("expected Unavailable, got {err:?}")
     };
@@ -359,7 +485,7 @@ async fn inference_does_not_block_the_runtime() {
         return;
     };
     let provider = Arc::new(provider);
-    provider.ready().await.unwrap();
+    provider.ready(LocalModel::Fp32).await.unwrap();
     let batch = vec![text_of_tokens(&provider, 128).await; 4];
 
     let ticks = Arc::new(AtomicU64::new(0));
@@ -526,7 +652,7 @@ async fn a_query_is_not_queued_behind_ingestion_batches() {
         return;
     };
     let provider = Arc::new(provider);
-    provider.ready().await.unwrap();
+    provider.ready(LocalModel::Fp32).await.unwrap();
     let long = text_of_tokens(&provider, 250).await;
     let batch = vec![long; 96];
     let ingestion = tokio::spawn({
@@ -556,4 +682,117 @@ async fn a_query_is_not_queued_behind_ingestion_batches() {
         "the query waited for the whole ingestion request"
     );
     assert_eq!(ingestion.await.unwrap().unwrap().len(), 96);
+}
+
+/// A world on the int8 model is a profile of its own: its own collection (never the fp32
+/// model's vectors beside its own), and a re-ingest from fp32 to int8 is a change of model
+/// that embeds every chunk again, after which retrieval answers from the int8 vectors.
+#[tokio::test]
+async fn a_world_on_the_int8_model_is_its_own_profile() {
+    let test = "a_world_on_the_int8_model_is_its_own_profile";
+    if !model_present(test) || !int8_model_present(test) {
+        return;
+    }
+    let dir = model_dir();
+    let app = crate::helpers::spawn_app_with(move |s| {
+        s.providers.local.model_dir = dir;
+        s.embedding.workers = 0;
+    })
+    .await;
+    let (_, models) = app.get("/v1/models").await;
+    let listed = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["provider"] == "local" && m["model"] == INT8_MODEL_NAME)
+        .cloned()
+        .unwrap_or_else(|| panic!("{INT8_MODEL_NAME} not listed: {models}"));
+    assert_eq!(
+        (
+            listed["default_dimensions"].as_u64(),
+            listed["max_chunk_tokens"].as_u64()
+        ),
+        (Some(384), Some(254))
+    );
+
+    let chunking = serde_json::json!({"max_tokens": 16, "overlap_tokens": 0});
+    let mut worlds = Vec::new();
+    for (name, model) in [("fp32", MODEL_NAME), ("int8", INT8_MODEL_NAME)] {
+        let (status, world) = app
+            .post(
+                "/v1/worlds",
+                serde_json::json!({"name": name, "embedding": {"provider": "local", "model": model},
+                                   "chunking": chunking}),
+            )
+            .await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{world}");
+        let (status, accepted) = app
+            .post(
+                &format!("/v1/worlds/{}/sources", world["id"].as_str().unwrap()),
+                serde_json::json!({"filename": "isles.txt", "text": crate::retrieval::ISLES}),
+            )
+            .await;
+        assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{accepted}");
+        worlds.push(world);
+    }
+    app.drain().await;
+    let [fp32, int8] = [&worlds[0], &worlds[1]];
+    assert_eq!(int8["collection"], "chunks_local_all-minilm-l6-v2-int8_384");
+    assert_ne!(int8["collection"], fp32["collection"]);
+
+    let ask = |world: &serde_json::Value| {
+        let path = format!("/v1/worlds/{}/retrieve", world["id"].as_str().unwrap());
+        let app = &app;
+        async move {
+            let (status, answer) = app
+                .post(
+                    &path,
+                    serde_json::json!({"query": "who rules the northern isles", "top_k": 3, "mode": "dense"}),
+                )
+                .await;
+            assert_eq!(status, reqwest::StatusCode::OK, "{answer}");
+            answer
+        }
+    };
+    let top = |answer: &serde_json::Value| answer["results"][0]["chunk_text"].as_str().unwrap_or("").to_owned();
+    let int8_answer = ask(int8).await;
+    assert!(top(&int8_answer).contains("Queen Maren"), "{int8_answer}");
+    let fp32_answer = ask(fp32).await;
+    assert!(top(&fp32_answer).contains("Queen Maren"), "{fp32_answer}");
+    // Same text, other model: close scores, not the same.
+    let (a, b) = (
+        int8_answer["results"][0]["score"].as_f64().unwrap(),
+        fp32_answer["results"][0]["score"].as_f64().unwrap(),
+    );
+    assert!(a != b && (a - b).abs() < 0.05, "int8 {a} vs fp32 {b}");
+
+    // fp32 → int8 by re-ingest: a new profile, every chunk embedded again.
+    let fp32_id = fp32["id"].as_str().unwrap();
+    let (status, job) = app
+        .post(
+            &format!("/v1/worlds/{fp32_id}/reingest"),
+            serde_json::json!({"embedding": {"provider": "local", "model": INT8_MODEL_NAME}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::ACCEPTED, "{job}");
+    app.drain().await;
+    let (_, job) = app.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    let (_, after) = app.get(&format!("/v1/worlds/{fp32_id}")).await;
+    assert_eq!(
+        after["embedding"],
+        serde_json::json!({"provider": "local", "model": INT8_MODEL_NAME, "dimensions": 384, "distance": "cosine"})
+    );
+    assert_eq!(after["collection"], int8["collection"]);
+    assert_eq!(job["counts"]["total"], after["stats"]["chunks"], "{job}");
+    assert_eq!(after["stats"]["embedded"], after["stats"]["chunks"], "{after}");
+    assert_eq!(
+        app.world_points(&after).await,
+        after["stats"]["chunks"].as_u64().unwrap()
+    );
+    let reingested = ask(&after).await;
+    assert!(top(&reingested).contains("Queen Maren"), "{reingested}");
+    // The same text on the same model now: the int8 world's score.
+    let score = reingested["results"][0]["score"].as_f64().unwrap();
+    assert!((score - a).abs() < 1e-4, "{score} vs {a}");
 }

@@ -253,6 +253,11 @@ async fn models_lists_the_registry() {
         (l["default_dimensions"].clone(), l["max_input_tokens"].clone()),
         (384.into(), 256.into())
     );
+    let int8 = find("local", "all-MiniLM-L6-v2-int8");
+    assert_eq!(
+        (int8["default_dimensions"].clone(), int8["max_input_tokens"].clone()),
+        (384.into(), 256.into())
+    );
     // The chunk limit a world accepts: the local model's 256 include [CLS] and [SEP].
     assert_eq!(
         (l["max_chunk_tokens"].clone(), g["max_chunk_tokens"].clone()),

@@ -12,7 +12,7 @@ use ort::session::Session;
 use ort::value::Tensor;
 use tokenizers::Tokenizer;
 
-use super::{DIMENSIONS, PASS_SIZE};
+use super::{DIMENSIONS, LocalModel};
 use crate::chunking::TokenCounter;
 use crate::providers::ProviderError;
 
@@ -20,6 +20,8 @@ const CONFIG_FILE: &str = "config.json";
 const TOKENIZER_FILE: &str = "tokenizer.json";
 /// The graph `scripts/build-onnx.py` writes from the model's weights.
 const ONNX_FILE: &str = "model.onnx";
+/// That graph with int8 weights, as `scripts/quantize-onnx.py` writes it.
+const INT8_ONNX_FILE: &str = "model-int8.onnx";
 /// The ONNX Runtime library `scripts/fetch-model` takes from the `onnxruntime` wheel.
 pub(super) const RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
 /// The graph's output: mean-pooled, L2-normalised sentence vectors.
@@ -131,8 +133,29 @@ fn runtime(dir: &Path) -> Result<ort::environment::Environment, ProviderError> {
     Ok(environment)
 }
 
-/// all-MiniLM-L6-v2 ready to run: its tokenizer (truncation and padding switched off) and the
-/// ONNX graph (BERT, mean pooling and L2 normalisation) in an ONNX Runtime session.
+impl LocalModel {
+    /// Its graph's file in the model folder.
+    fn graph_file(self) -> &'static str {
+        match self {
+            LocalModel::Fp32 => ONNX_FILE,
+            LocalModel::Int8 => INT8_ONNX_FILE,
+        }
+    }
+
+    /// ONNX Runtime graph optimisations left out when loading it. On the int8 graph, fusing
+    /// each residual `Add` into the `LayerNormalization` after it (`SkipLayerNormFusion`) made
+    /// the pass slower, not faster: ONNX Runtime's `SkipLayerNormalization` kernel took several
+    /// times the unfused pair's time (BENCHMARKS.md, "An int8 local model").
+    fn disabled_optimizers(self) -> Option<&'static str> {
+        match self {
+            LocalModel::Fp32 => None,
+            LocalModel::Int8 => Some("SkipLayerNormFusion"),
+        }
+    }
+}
+
+/// all-MiniLM-L6-v2 ready to run: its tokenizer (truncation and padding switched off) and one
+/// of its ONNX graphs (BERT, mean pooling and L2 normalisation) in an ONNX Runtime session.
 pub(super) struct Model {
     tokenizer: Tokenizer,
     /// One session; a forward pass holds it (ONNX Runtime spreads the pass over every core).
@@ -140,25 +163,29 @@ pub(super) struct Model {
     /// Queries waiting for the session: ingestion passes let them go first.
     queries_waiting: AtomicUsize,
     pad_id: i64,
+    /// Most texts in one forward pass ([`LocalModel::pass_size`]).
+    pass_size: usize,
 }
 
 impl Model {
-    /// Reads `config.json`, `tokenizer.json`, `model.onnx` and the ONNX Runtime library from
-    /// `dir`. Any problem (missing or unreadable file, a model that is not this one) is
+    /// Reads `config.json`, `tokenizer.json`, `model`'s graph and the ONNX Runtime library
+    /// from `dir`. Any problem (missing or unreadable file, a model that is not this one) is
     /// `Unavailable` with a message naming the folder and the fetch script.
-    pub(super) fn load(dir: &Path) -> Result<Self, ProviderError> {
+    pub(super) fn load(dir: &Path, model: LocalModel) -> Result<Self, ProviderError> {
         let started = Instant::now();
-        let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, ONNX_FILE, RUNTIME_FILE]
+        let graph = model.graph_file();
+        let missing: Vec<&str> = [CONFIG_FILE, TOKENIZER_FILE, graph, RUNTIME_FILE]
             .into_iter()
             .filter(|file| !dir.join(file).is_file())
             .collect();
         if !missing.is_empty() {
             return Err(ProviderError::Unavailable {
                 message: format!(
-                    "local model files missing in {} ({}); run {FETCH_SCRIPT} to fetch all-MiniLM-L6-v2 and ONNX \
+                    "local model files missing in {} ({}); run {FETCH_SCRIPT} to fetch {} and ONNX \
                      Runtime there, or point providers.local.model_dir at a folder that has them",
                     dir.display(),
-                    missing.join(", ")
+                    missing.join(", "),
+                    model.name()
                 ),
             });
         }
@@ -182,18 +209,23 @@ impl Model {
         let session = Session::builder(&environment)
             .and_then(|b| b.with_intra_threads(threads).map_err(Into::into))
             .and_then(|b| b.with_inter_threads(1).map_err(Into::into))
-            .and_then(|mut b| b.commit_from_file(dir.join(ONNX_FILE)))
-            .map_err(|err| unusable(dir, ONNX_FILE, &err))?;
+            .and_then(|b| match model.disabled_optimizers() {
+                Some(optimizers) => b.with_disabled_optimizers(optimizers).map_err(Into::into),
+                None => Ok(b),
+            })
+            .and_then(|mut b| b.commit_from_file(dir.join(graph)))
+            .map_err(|err| unusable(dir, graph, &err))?;
         let outputs: Vec<String> = session.outputs().iter().map(|o| o.name().to_owned()).collect();
         if !outputs.iter().any(|o| o == OUTPUT) {
             return Err(unusable(
                 dir,
-                ONNX_FILE,
+                graph,
                 &format!("no `{OUTPUT}` output (it has {outputs:?})"),
             ));
         }
         tracing::info!(
             dir = %dir.display(),
+            model = model.name(),
             threads,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "local embedding model loaded (ONNX Runtime)"
@@ -203,6 +235,7 @@ impl Model {
             session: Mutex::new(session),
             queries_waiting: AtomicUsize::new(0),
             pad_id: config.pad_token_id,
+            pass_size: model.pass_size(),
         })
     }
 
@@ -219,14 +252,14 @@ impl Model {
     }
 
     /// One unit vector per text, in input order. Texts are sorted by length and cut into
-    /// forward passes of at most [`PASS_SIZE`], each padded only to its own longest text, so
+    /// forward passes of at most [`LocalModel::pass_size`] texts, each padded only to its own longest text, so
     /// little compute goes to padding; each pass adds one to `passes`. A query's pass goes
     /// before any ingestion pass still waiting. The caller has checked the per-text limit.
     pub(super) fn embed(&self, ids: &[Vec<u32>], query: bool, passes: &AtomicU64) -> Result<Vec<Vec<f32>>, String> {
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
         let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
-        for group in order.chunks(PASS_SIZE) {
+        for group in order.chunks(self.pass_size) {
             let batch: Vec<&[u32]> = group.iter().map(|&i| ids[i].as_slice()).collect();
             passes.fetch_add(1, Ordering::Relaxed);
             for (&i, vector) in group.iter().zip(self.forward(&batch, query)?) {
