@@ -31,6 +31,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
+# The fp32 local model's option, and not its int8 sibling's (whose name it begins).
+FP32_MODEL = re.compile(r"local / all-MiniLM-L6-v2(?!-int8)")
+
 BASE = os.environ["QUARRY_BASE"].rstrip("/")
 TOKEN = os.environ["QUARRY_TOKEN"]
 CHROMIUM = os.environ.get("QUARRY_CHROMIUM", "/usr/bin/chromium")
@@ -136,12 +139,13 @@ def main():
         expect(page.get_by_text("No worlds yet")).to_be_visible()
         expect(alert(page)).to_be_empty()
         models = page.get_by_label("Embedding model")
-        expect(models.locator("option", has_text="local / all-MiniLM-L6-v2")).to_have_count(1)
+        expect(models.locator("option", has_text=FP32_MODEL)).to_have_count(1)
+        expect(models.locator("option", has_text="local / all-MiniLM-L6-v2-int8")).to_have_count(1)
         step("the token is accepted; the worlds page lists the models")
 
         # An API 4xx shows the API's own message: a chunk size the model cannot take.
         page.get_by_label("Name").fill(WORLD)
-        models.select_option(label=models.locator("option", has_text="local / all-MiniLM-L6-v2").inner_text())
+        models.select_option(label=models.locator("option", has_text=FP32_MODEL).inner_text())
         page.get_by_label("Chunk size (tokens)").fill("100000")
         page.get_by_role("button", name="Create world").click()
         expect(alert(page)).to_contain_text("invalid_chunking_profile")
@@ -463,7 +467,7 @@ def main():
         expect(page.get_by_role("link", name=WORLD)).to_be_visible()
         page.reload()
         expect(page.get_by_role("link", name=WORLD)).to_be_visible()
-        expect(page.get_by_label("Embedding model").locator("option", has_text="all-MiniLM-L6-v2")).to_have_count(1)
+        expect(page.get_by_label("Embedding model").locator("option", has_text=FP32_MODEL)).to_have_count(1)
         focusable = page.evaluate(
             """() => [...document.querySelectorAll(
                     "a[href], button, input, select, textarea, summary, [tabindex]")]
