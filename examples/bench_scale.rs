@@ -57,7 +57,8 @@
 //! time as above, the process's RSS per chunk, and the relational store's and the vector
 //! directory's disk per chunk, separately. Then `POST /v1/worlds/{id}/retrieve` (top_k 10) at
 //! each `--concurrency` (`harness::run_load`): p50/p95/p99, requests per second and quarry's own
-//! timing split. `--data DIR` keeps the SQLite file and vectors in DIR and reuses a world a
+//! timing split, for each `--shapes` request shape (dense with parents, the default; dense alone;
+//! dense with neighbours; hybrid). `--data DIR` keeps the SQLite file and vectors in DIR and reuses a world a
 //! previous run loaded there.
 //!
 //! **`relational`**: the relational store alone, SQLite and PostgreSQL (unless `--store`
@@ -143,6 +144,10 @@ usage: bench_scale [options]
                        (default postgres://postgres@127.0.0.1:5432/postgres), where a scratch
                        database is created and dropped
   --calls N            relational: calls per store operation (default 200)
+  --shapes LIST        retrieve: request shapes, of parent (the default request: dense, each
+                       hit's parent as context), none (dense, hits alone), neighbors (dense,
+                       one chunk either side), hybrid (RRF, parents; makes the world hybrid)
+                       (default parent)
   --data DIR           retrieve (SQLite only): keep the SQLite file and vectors in DIR and reuse
                        the world a previous run loaded there; delete DIR to load afresh
 ";
@@ -180,6 +185,8 @@ pub struct Options {
     pub store: Option<Vec<StoreKind>>,
     pub calls: usize,
     pub data: Option<PathBuf>,
+    /// `retrieve`: the request shapes measured (`--shapes`).
+    pub shapes: Vec<String>,
     /// Set in the child processes of `vectors`: the one layout to run.
     child_layout: Option<String>,
 }
@@ -201,6 +208,7 @@ impl Default for Options {
             store: None,
             calls: 200,
             data: None,
+            shapes: vec!["parent".into()],
             child_layout: None,
         }
     }
@@ -299,6 +307,16 @@ fn parse_args(args: &[String]) -> std::result::Result<Options, String> {
             }
             "--calls" => o.calls = whole(value)? as usize,
             "--data" => o.data = Some(value.into()),
+            "--shapes" => {
+                o.shapes = list::<String>(flag, value)?;
+                if let Some(bad) = o
+                    .shapes
+                    .iter()
+                    .find(|s| !["parent", "none", "neighbors", "hybrid"].contains(&s.as_str()))
+                {
+                    return Err(format!("--shapes: unknown shape `{bad}`"));
+                }
+            }
             "--child-layout" => o.child_layout = Some(value.clone()),
             _ => return Err(format!("unknown option {flag}\n\n{HELP}")),
         }

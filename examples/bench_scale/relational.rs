@@ -478,14 +478,11 @@ async fn measure(o: &Options, label: &str, store: Arc<dyn Store>, l: &Loaded, op
     .await?;
     op_row(ops, label, "verify: chunks_by_points (10 ids)", &lat, rows);
     let (lat, rows) = timed(calls, |i| {
-        let mut sources: Vec<SourceId> = hits[i].iter().map(|h| h.1).collect();
-        sources.sort();
-        sources.dedup();
-        let store = store.clone();
-        async move { Ok(store.source_details(world, &sources).await?.len()) }
+        let (store, ids) = (store.clone(), hits[i].iter().map(|h| h.0).collect::<Vec<_>>());
+        async move { Ok(store.hits_by_points(world, run, &ids).await?.len()) }
     })
     .await?;
-    op_row(ops, label, "verify: source_details (their sources)", &lat, rows);
+    op_row(ops, label, "verify: hits_by_points (10 ids, with sources)", &lat, rows);
 
     let n_sources = l.sources.len() as u64;
     let pick = |i: usize| l.sources[(i * 7919) % l.sources.len()];
@@ -677,10 +674,18 @@ fn in_list(first: usize, n: usize) -> String {
 
 // The statements, as the store runs them.
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM, CLAIM_OPEN, CLAIM_READ, FINISH_IF_DONE, JOB_ERRORS, LIST_CHUNKS, LIST_CHUNKS_TOTAL,
-    LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
-    complete_mark,
+    CHUNKS_BY_POINTS, CLAIM, CLAIM_OPEN, CLAIM_READ, FINISH_IF_DONE, HITS_BY_POINTS, JOB_ERRORS, LIST_CHUNKS,
+    LIST_CHUNKS_TOTAL, LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
+    complete_mark, parent_outlines_union, shown,
 };
+
+/// `sql` as the store of `kind` runs it (SQLite reads retrieval's sources through an index).
+fn for_store(kind: StoreKind, sql: &str) -> String {
+    match kind {
+        StoreKind::Sqlite => shown::<sqlx::Sqlite>(sql),
+        StoreKind::Postgres => shown::<sqlx::Postgres>(sql),
+    }
+}
 
 /// The statements in the order a claim cycle, a retrieval and the listings run them, bound to
 /// values from the load; `chunk` is the entry the mark names (a leased one for PostgreSQL,
@@ -776,14 +781,23 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
         Statement {
             name: "verify: chunks_by_points (10 ids)",
             origin: "retrieval.rs CHUNKS_BY_POINTS",
-            sql: format!("{CHUNKS_BY_POINTS}{}", in_list(1, hits.len())),
+            sql: for_store(kind, &format!("{CHUNKS_BY_POINTS}{}", in_list(1, hits.len()))),
             args: hits.iter().map(|h| Arg::Id(h.0)).collect(),
         },
         Statement {
-            name: "verify: source_details",
-            origin: "retrieval.rs SOURCE_DETAILS",
-            sql: format!("{SOURCE_DETAILS}{}", in_list(1, sources.len())),
-            args: sources.iter().map(|s| Arg::Id(*s)).collect(),
+            name: "verify: hits_by_points (10 ids, with their sources' details)",
+            origin: "retrieval.rs HITS_BY_POINTS",
+            sql: for_store(kind, &format!("{HITS_BY_POINTS}{}", in_list(1, hits.len()))),
+            args: hits.iter().map(|h| Arg::Id(h.0)).collect(),
+        },
+        Statement {
+            name: "context: parents_with_outlines (10 hits)",
+            origin: "retrieval.rs parent_outlines_union",
+            sql: parent_outlines_union(sources.len()),
+            args: [Arg::Id(world), Arg::Id(run)]
+                .into_iter()
+                .chain(sources.iter().flat_map(|s| [Arg::Id(*s), Arg::Int(5)]))
+                .collect(),
         },
         Statement {
             name: "list: list_sources, first page",

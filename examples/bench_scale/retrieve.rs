@@ -124,8 +124,11 @@ pub async fn run(o: &Options) -> Result<()> {
     println!();
     println!(
         "POST /v1/worlds/{{id}}/retrieve with top_k {TOP_K} over HTTP on loopback; queries are perturbed sentences \
-         of the world (`corpus.rs`). p50/p95/p99 measured by the client; embed / search / verify / total: means of \
-         quarry's own `timing`."
+         of the world (`corpus.rs`), in each request shape: parent (the default: dense, each hit's parent as \
+         context), none (`expand: none`), neighbors (one chunk either side), hybrid (`mode: hybrid`, RRF, parents). \
+         p50/p95/p99 measured by the client; embed / search / verify / total: means of quarry's own `timing` \
+         (verify: verification and the context). The engine alone: the same filter, limit and query vectors \
+         (for hybrid, the same BM25 query vector and RRF prefetches) on quarry's vector folder once it stopped."
     );
     for note in &t.notes {
         println!("{note}");
@@ -222,6 +225,9 @@ async fn load_and_measure(
     let world = match find_world(quarry).await? {
         Some(world) => {
             let embedded = world["stats"]["embedded"].as_u64().unwrap_or(0);
+            if o.shapes.iter().any(|s| s == "hybrid") && world["hybrid"] != true {
+                return Err(format!("the --data directory's world `{WORLD}` is not hybrid; delete it").into());
+            }
             if embedded != total || world["stats"]["chunks"].as_u64() != Some(total) {
                 return Err(format!(
                     "the --data directory holds world `{WORLD}` with {embedded} embedded chunks, not {total}; delete it"
@@ -280,30 +286,38 @@ async fn load_and_measure(
     let queries: Arc<Vec<String>> = Arc::new((0..most as u64).map(|q| corpus.query(0, q, total)).collect());
     let url = Arc::new(quarry.url(&format!("/v1/worlds/{id}/retrieve")));
     let client = quarry.client.clone();
-    let retrieve = move |i: usize| {
+    let retrieve = move |shape: Value| {
         let (url, client, queries) = (url.clone(), client.clone(), queries.clone());
-        async move {
-            let response = client
-                .post(url.as_str())
-                .bearer_auth(harness::TOKEN)
-                .json(&json!({"query": queries[i % queries.len()], "top_k": TOP_K}))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            let status = response.status();
-            let body: Value = response.json().await.map_err(|e| e.to_string())?;
-            if !status.is_success() {
-                return Err(format!("HTTP {status}: {body}"));
+        let shape = Arc::new(shape);
+        move |i: usize| {
+            let (url, client, queries, shape) = (url.clone(), client.clone(), queries.clone(), shape.clone());
+            async move {
+                let mut body = json!({"query": queries[i % queries.len()], "top_k": TOP_K});
+                for (k, v) in shape.as_object().into_iter().flatten() {
+                    body[k] = v.clone();
+                }
+                let response = client
+                    .post(url.as_str())
+                    .bearer_auth(harness::TOKEN)
+                    .json(&body)
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let status = response.status();
+                let body: Value = response.json().await.map_err(|e| e.to_string())?;
+                if !status.is_success() {
+                    return Err(format!("HTTP {status}: {body}"));
+                }
+                let timing = &body["timing"];
+                let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
+                Ok::<Timing, String>(Timing {
+                    embed: f("embed_ms"),
+                    search: f("search_ms"),
+                    verify: f("verify_ms"),
+                    total: f("total_ms"),
+                    results: body["results"].as_array().map_or(0, Vec::len),
+                })
             }
-            let timing = &body["timing"];
-            let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
-            Ok::<Timing, String>(Timing {
-                embed: f("embed_ms"),
-                search: f("search_ms"),
-                verify: f("verify_ms"),
-                total: f("total_ms"),
-                results: body["results"].as_array().map_or(0, Vec::len),
-            })
         }
     };
     progress(format!("retrieve ({label}): reading the world"));
@@ -336,35 +350,45 @@ async fn load_and_measure(
         format!("{:.2}", quantile_ms(&reads.latencies, 0.50)),
         format!("{:.2}", quantile_ms(&reads.latencies, 0.99)),
     ]);
-    progress(format!("retrieve ({label}): warming up"));
-    let warm = harness::run_load(4, 100, retrieve.clone()).await;
-    if warm.errors > 0 {
-        return Err(format!("retrieve fails: {}", warm.first_error.unwrap_or_default()).into());
-    }
-    for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
-        progress(format!(
-            "retrieve ({label}): {requests} requests at concurrency {concurrency}"
-        ));
-        let load = harness::run_load(concurrency, requests, retrieve.clone()).await;
-        let out = &load.outputs;
-        let short = out.iter().filter(|t| t.results < TOP_K).count();
-        if short > 0 {
-            t.notes.push(format!(
-                "{label}, concurrency {concurrency}: {short} answers had fewer than {TOP_K} results"
+    for shape in &o.shapes {
+        let body = match shape.as_str() {
+            "none" => json!({"expand": "none"}),
+            "neighbors" => json!({"expand": "neighbors", "neighbors": 1}),
+            "hybrid" => json!({"mode": "hybrid", "fusion": {"method": "rrf"}}),
+            _ => json!({}),
+        };
+        let retrieve = retrieve(body);
+        let who = format!("{label} · {shape}");
+        progress(format!("retrieve ({who}): warming up"));
+        let warm = harness::run_load(4, 100, retrieve.clone()).await;
+        if warm.errors > 0 {
+            return Err(format!("retrieve fails: {}", warm.first_error.unwrap_or_default()).into());
+        }
+        for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
+            progress(format!(
+                "retrieve ({who}): {requests} requests at concurrency {concurrency}"
             ));
+            let load = harness::run_load(concurrency, requests, retrieve.clone()).await;
+            let out = &load.outputs;
+            let short = out.iter().filter(|t| t.results < TOP_K).count();
+            if short > 0 {
+                t.notes.push(format!(
+                    "{who}, concurrency {concurrency}: {short} answers had fewer than {TOP_K} results"
+                ));
+            }
+            if let Some(err) = &load.first_error {
+                t.notes
+                    .push(format!("{who}, concurrency {concurrency}: first error: {err}"));
+            }
+            let mut cells = load_cells(&who, concurrency, requests, &load);
+            cells.extend([
+                format!("{:.2}", mean(out.iter().map(|t| t.embed))),
+                format!("{:.2}", mean(out.iter().map(|t| t.search))),
+                format!("{:.2}", mean(out.iter().map(|t| t.verify))),
+                format!("{:.2}", mean(out.iter().map(|t| t.total))),
+            ]);
+            t.latency.row(cells);
         }
-        if let Some(err) = &load.first_error {
-            t.notes
-                .push(format!("{label}, concurrency {concurrency}: first error: {err}"));
-        }
-        let mut cells = load_cells(label, concurrency, requests, &load);
-        cells.extend([
-            format!("{:.2}", mean(out.iter().map(|t| t.embed))),
-            format!("{:.2}", mean(out.iter().map(|t| t.search))),
-            format!("{:.2}", mean(out.iter().map(|t| t.verify))),
-            format!("{:.2}", mean(out.iter().map(|t| t.total))),
-        ]);
-        t.latency.row(cells);
     }
     Ok(())
 }
@@ -395,7 +419,7 @@ async fn raw(
     t: &mut Tables,
 ) -> Result<()> {
     use quarry::vector::edge::EdgeRepo;
-    use quarry::vector::{DenseSearch, PointFilter, VectorRepo};
+    use quarry::vector::{DenseSearch, Fusion, HybridSearch, PointFilter, VectorRepo};
     let per_source = o.chunks / o.sources;
     let total = per_source * o.sources;
     const WORLD_ROW: &str = "SELECT w.id, w.active_run_id, r.collection FROM worlds w JOIN runs r ON r.id = w.active_run_id \
@@ -415,50 +439,97 @@ async fn raw(
             row
         }
     };
-    let repo = Arc::new(EdgeRepo::open(&dir.join("vectors"))?);
     let most = o.requests.iter().copied().max().unwrap_or(0).max(100);
-    let vectors: Arc<Vec<Vec<f32>>> = Arc::new(
-        (0..most as u64)
-            .map(|q| crate::fake::text_vector(&corpus.query(0, q, total), o.dims))
-            .collect(),
-    );
-    let collection = Arc::new(collection);
-    let search = move |i: usize| {
-        let (repo, vectors, collection) = (repo.clone(), vectors.clone(), collection.clone());
-        async move {
-            let request = DenseSearch {
-                hnsw_ef: None,
-                vector: vectors[i % vectors.len()].clone(),
-                filter: PointFilter::world(quarry::domain::WorldId(world)).run(quarry::domain::RunId(run)),
-                sources: None,
-                limit: TOP_K,
-                score_threshold: Some(0.0f32.next_down()),
-            };
-            let hits = repo.search(&collection, request).await.map_err(|e| e.to_string())?;
-            Ok::<usize, String>(hits.len())
+    let queries: Vec<String> = (0..most as u64).map(|q| corpus.query(0, q, total)).collect();
+    let engine = Arc::new(Engine {
+        repo: EdgeRepo::open(&dir.join("vectors"))?,
+        vectors: queries.iter().map(|q| crate::fake::text_vector(q, o.dims)).collect(),
+        sparse: queries.iter().map(|q| quarry::sparse::query(q)).collect(),
+        collection,
+        filter: PointFilter::world(quarry::domain::WorldId(world)).run(quarry::domain::RunId(run)),
+    });
+    let hybrid = o.shapes.iter().any(|s| s == "hybrid");
+    for kind in ["dense", "hybrid"].into_iter().filter(|k| *k == "dense" || hybrid) {
+        let engine = engine.clone();
+        let search = move |i: usize| {
+            let engine = engine.clone();
+            async move {
+                let Engine {
+                    repo,
+                    vectors,
+                    sparse,
+                    collection,
+                    filter,
+                } = engine.as_ref();
+                let filter = *filter;
+                let vector = vectors[i % vectors.len()].clone();
+                let hits = match kind {
+                    "hybrid" => {
+                        // As quarry asks it (`service::retrieval::search`): RRF over a dense
+                        // and a BM25 prefetch of twice the limit, at least 20.
+                        let request = HybridSearch {
+                            hnsw_ef: None,
+                            dense: vector,
+                            sparse: sparse[i % sparse.len()].clone(),
+                            filter,
+                            sources: None,
+                            limit: TOP_K,
+                            prefetch_limit: (TOP_K * 2).max(20),
+                            dense_score_threshold: Some(0.0f32.next_down()),
+                            fusion: Fusion::Rrf {
+                                dense_weight: 1.0,
+                                sparse_weight: 1.0,
+                            },
+                        };
+                        repo.hybrid_search(collection, request).await
+                    }
+                    _ => {
+                        let request = DenseSearch {
+                            hnsw_ef: None,
+                            vector,
+                            filter,
+                            sources: None,
+                            limit: TOP_K,
+                            score_threshold: Some(0.0f32.next_down()),
+                        };
+                        repo.search(collection, request).await
+                    }
+                };
+                Ok::<usize, String>(hits.map_err(|e| e.to_string())?.len())
+            }
+        };
+        progress(format!("retrieve ({label}): the engine alone, {kind}, warming up"));
+        let warm = harness::run_load(4, 100, search.clone()).await;
+        if let Some(err) = warm.first_error {
+            return Err(format!("raw search fails: {err}").into());
         }
-    };
-    progress(format!("retrieve ({label}): the engine alone, warming up"));
-    let warm = harness::run_load(4, 100, search.clone()).await;
-    if let Some(err) = warm.first_error {
-        return Err(format!("raw search fails: {err}").into());
-    }
-    for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
-        progress(format!(
-            "retrieve ({label}): the engine alone, {requests} searches at concurrency {concurrency}"
-        ));
-        let load = harness::run_load(concurrency, requests, search.clone()).await;
-        let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
-        if short > 0 {
-            t.notes.push(format!(
-                "{label} engine alone, concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
+        for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
+            progress(format!(
+                "retrieve ({label}): the engine alone, {kind}, {requests} searches at concurrency {concurrency}"
             ));
+            let load = harness::run_load(concurrency, requests, search.clone()).await;
+            let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
+            if short > 0 {
+                t.notes.push(format!(
+                    "{label} engine alone ({kind}), concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
+                ));
+            }
+            let mut cells = load_cells(&format!("{label}: engine alone, {kind}"), concurrency, requests, &load);
+            cells.extend(std::iter::repeat_n("–".to_owned(), 4));
+            t.latency.row(cells);
         }
-        let mut cells = load_cells(&format!("{label}: engine alone"), concurrency, requests, &load);
-        cells.extend(std::iter::repeat_n("–".to_owned(), 4));
-        t.latency.row(cells);
     }
     Ok(())
+}
+
+/// What the engine alone searches with: quarry's vector folder, the queries' dense and BM25
+/// vectors, the world's collection and filter.
+struct Engine {
+    repo: quarry::vector::edge::EdgeRepo,
+    vectors: Vec<Vec<f32>>,
+    sparse: Vec<quarry::vector::SparseVector>,
+    collection: String,
+    filter: quarry::vector::PointFilter,
 }
 
 /// PostgreSQL's update, HOT and dead-row counts of the tables a load writes most.
@@ -500,7 +571,14 @@ async fn table_counts(pool: &sqlx::PgPool, t: &mut Tables) -> Result<()> {
 async fn load(o: &Options, corpus: &Corpus, label: &str, quarry: &Quarry, t: &mut Tables) -> Result<Value> {
     let per_source = o.chunks / o.sources;
     let total = per_source * o.sources;
-    let world = quarry.create_world(WORLD, o.dims as u32, 32, 0).await?;
+    let hybrid = o.shapes.iter().any(|s| s == "hybrid");
+    let body = json!({
+        "name": WORLD,
+        "embedding": {"provider": "openai", "model": "text-embedding-3-small", "dimensions": o.dims},
+        "chunking": {"max_tokens": 32, "overlap_tokens": 0},
+        "hybrid": hybrid,
+    });
+    let world = quarry.post("/v1/worlds", &body, 201).await?;
     let id = world["id"].as_str().ok_or("world without id")?.to_owned();
     progress(format!(
         "retrieve ({label}): loading {total} chunks in {} sources through the API",

@@ -65,6 +65,19 @@ pub trait Backend:
     /// Whether the backend keeps `manifest_counts` as deltas to fold (migration 0014; the fold's
     /// statements, PostgreSQL's own, are in `worlds.rs`).
     const FOLDS_COUNTS: bool;
+    /// How retrieval's reads join a chunk's source (`s`), for [`SOURCES_JOIN`] to be replaced
+    /// by: on SQLite through the covering index `sources_shown` (migration 0029), which its
+    /// planner, without statistics, would pass over for the primary key's.
+    const SOURCES_SHOWN: &'static str;
+}
+
+/// The join of a chunk (`c`) to its source (`s`) in retrieval's reads, as written in their
+/// statements: [`Backend::SOURCES_SHOWN`] says how each backend runs it.
+pub const SOURCES_JOIN: &str = "JOIN sources s ON s.id = c.source_id";
+
+/// `sql` as `DB` runs it: its [`SOURCES_JOIN`] replaced by [`Backend::SOURCES_SHOWN`].
+pub fn shown<DB: Backend>(sql: &str) -> String {
+    sql.replace(SOURCES_JOIN, DB::SOURCES_SHOWN)
 }
 
 impl Backend for Sqlite {
@@ -83,6 +96,9 @@ impl Backend for Sqlite {
     const NOW_S: &'static str = "((julianday('now') - 2440587.5) * 86400.0)";
     /// Nothing to fold: the triggers keep one row per (run, state) up to date.
     const FOLDS_COUNTS: bool = false;
+    /// In the table, the columns retrieval shows lie after the document's text: reading them
+    /// from the row walks the text's overflow pages.
+    const SOURCES_SHOWN: &'static str = "JOIN sources s INDEXED BY sources_shown ON s.id = c.source_id";
 }
 
 impl Backend for Postgres {
@@ -98,6 +114,8 @@ impl Backend for Postgres {
     const NOW_S: &'static str = "EXTRACT(EPOCH FROM clock_timestamp())::float8";
     /// The counts are deltas to fold (see [`super::worlds`]'s `fold_counts`).
     const FOLDS_COUNTS: bool = true;
+    /// Long texts are kept out of line (TOAST): the row is short.
+    const SOURCES_SHOWN: &'static str = SOURCES_JOIN;
 }
 
 /// `Is<X, T = X>` names the type `X` as an associated type of every type, so that a bound on

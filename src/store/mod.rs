@@ -77,8 +77,11 @@ mod worlds;
 /// chunks from these, not from copies that could drift. Not an API.
 #[doc(hidden)]
 pub mod statements {
+    pub use super::backend::shown;
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
-    pub use super::retrieval::{CHUNKS_BY_POINTS, REUSABLE, REUSABLE_TAIL, SOURCE_DETAILS, WORLD_FOR_RETRIEVAL};
+    pub use super::retrieval::{
+        CHUNKS_BY_POINTS, HITS_BY_POINTS, REUSABLE, REUSABLE_TAIL, WORLD_FOR_RETRIEVAL, parent_outlines_union,
+    };
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
     pub use super::work::{CLAIM, CLAIM_OPEN, CLAIM_READ, COMPLETE_MARK, complete_mark};
     pub use super::worlds::WORLD_STATS;
@@ -664,9 +667,25 @@ pub trait RetrievalStore: Send + Sync {
     /// The chunks of `run` in `world` whose slots have these point ids (missing ones are simply
     /// absent), in no particular order.
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[uuid::Uuid]) -> Result<Vec<ChunkView>>;
-    /// The title, URL and metadata of those of `sources` that are in `world` (missing ones are
-    /// simply absent), in no particular order: what retrieval shows on its hits.
-    async fn source_details(&self, world: WorldId, sources: &[SourceId]) -> Result<Vec<(SourceId, SourceDetails)>>;
+    /// [`RetrievalStore::chunks_by_points`] with each chunk's source's title, URL and metadata
+    /// (what retrieval shows on its hits), in one round trip.
+    async fn hits_by_points(
+        &self,
+        world: WorldId,
+        run: RunId,
+        points: &[uuid::Uuid],
+    ) -> Result<Vec<(ChunkView, SourceDetails)>>;
+    /// The parents of `run` in `world` holding these chunks (source, chunk number), each once,
+    /// ordered by source and parent number, with the outlines of every chunk they hold, ordered
+    /// by source and chunk number: the reads of [`ParentStore::parents_of_chunks`] and
+    /// [`RetrievalStore::chunk_outlines`] in one round trip per hundred chunks. Chunks without
+    /// a parent (not built yet) find none.
+    async fn parents_with_outlines(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[(SourceId, u32)],
+    ) -> Result<(Vec<Parent>, Vec<ChunkOutline>)>;
     /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
     /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
     /// chunk number. One round trip per hundred windows, however many there are.

@@ -90,15 +90,17 @@ async fn a_claim_reads_only_its_batch() {
     );
 }
 
-/// Retrieval's verification reads each hit's entry by its point, then its chunk and source by
-/// key; so does the lookup of the hits' sources.
+/// Retrieval's verification reads each hit's entry by its point, then its chunk by key and its
+/// source's columns from the covering index `sources_shown` (migration 0029): from the table,
+/// they lie after the document's text, whose overflow pages SQLite would walk for each hit.
 #[tokio::test]
 async fn verification_reads_each_hit_by_key() {
-    let steps = plan(&format!("{}($1, $2, $3)", super::retrieval::CHUNKS_BY_POINTS), 3).await;
+    let sql = format!("{}($1, $2, $3)", super::retrieval::CHUNKS_BY_POINTS);
+    let steps = plan(&super::backend::shown::<sqlx::Sqlite>(&sql), 3).await;
     for (table, index) in [
         ("SEARCH m ", "INDEX manifest_point (point_id=?)"),
         ("SEARCH c ", "INDEX sqlite_autoindex_chunks_1 (id=?)"),
-        ("SEARCH s ", "INDEX sqlite_autoindex_sources_1 (id=?)"),
+        ("SEARCH s ", "COVERING INDEX sources_shown (id=?)"),
     ] {
         assert!(
             steps.iter().any(|s| s.starts_with(table) && s.contains(index)),
@@ -106,11 +108,44 @@ async fn verification_reads_each_hit_by_key() {
         );
     }
     assert!(steps.iter().all(|s| !s.starts_with("SCAN")), "{steps:?}");
-    let steps = plan(&format!("{}($1, $2)", super::retrieval::SOURCE_DETAILS), 2).await;
+    // The same lookups, with the sources' details.
+    let sql = format!("{}($1, $2, $3)", super::retrieval::HITS_BY_POINTS);
+    let with_details = plan(&super::backend::shown::<sqlx::Sqlite>(&sql), 3).await;
+    assert_eq!(with_details, steps);
+    // As written (PostgreSQL's form), SQLite would read the source's row instead.
+    let unhinted = plan(&sql, 3).await;
     assert!(
-        steps.len() == 1 && steps[0].contains("INDEX sqlite_autoindex_sources_1 (id=?)"),
-        "{steps:?}"
+        unhinted
+            .iter()
+            .any(|s| s.starts_with("SEARCH s ") && s.contains("sqlite_autoindex_sources_1")),
+        "{unhinted:?}"
     );
+}
+
+/// A context's parents are found by their source's key and their chunks' outlines by the
+/// `(run, source, chunk number)` key, each entry by its chunk: the read follows the hits'
+/// parents, never the world.
+#[tokio::test]
+async fn parents_and_their_outlines_are_read_by_key() {
+    let steps = plan(&super::retrieval::parent_outlines_union(2), 6).await;
+    for (table, index) in [
+        (
+            "SEARCH p ",
+            "INDEX sqlite_autoindex_parents_1 (run_id=? AND source_id=?)",
+        ),
+        (
+            "SEARCH c ",
+            "INDEX sqlite_autoindex_chunks_2 (run_id=? AND source_id=? AND chunk_number>? AND chunk_number<?)",
+        ),
+        ("SEARCH m ", "INDEX sqlite_autoindex_manifest_entries_1 (chunk_id=?)"),
+    ] {
+        let found = steps
+            .iter()
+            .filter(|s| s.starts_with(table) && s.contains(index))
+            .count();
+        assert_eq!(found, 2, "{table}{index} once per branch: {steps:?}");
+    }
+    assert!(steps.iter().all(|s| !s.starts_with("SCAN")), "{steps:?}");
 }
 
 /// A source's chunks, their total and its counts are read through the source's rows, never

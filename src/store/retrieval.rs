@@ -5,25 +5,31 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::backend::{Backend, RowsAffected as _, SqlStore};
+use super::backend::{Backend, RowsAffected as _, SqlStore, shown};
 use super::jobs::{NewJobRow, add_job_total};
-use super::rows::{ChunkOutlineRow, ChunkViewRow, SourceDetailsRow, WorldCountRow, in_list, narrow, wide};
+use super::rows::{ChunkOutlineRow, ChunkViewRow, HitRow, ParentOutlineRow, WorldCountRow, in_list, narrow, wide};
 use super::runs::lock_run;
 use super::worlds::{lock_world, world_columns};
 use super::{Result, RetrievalStore, ReuseStore};
 use crate::domain::{
-    ChunkId, ChunkOutline, ChunkView, JobId, JobKind, JobStatus, RunId, SourceDetails, SourceId, SourceSize, World,
-    WorldId,
+    ChunkId, ChunkOutline, ChunkView, JobId, JobKind, JobStatus, Parent, RunId, SourceDetails, SourceId, SourceSize,
+    World, WorldId,
 };
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
+/// With a literal, more columns after the source's.
 macro_rules! select_chunk_view {
     () => {
-        "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
-         c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, c.embed_prefix, \
-         m.point_id, \
-         s.filename, s.replaces \
-         FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id "
+        select_chunk_view!("")
+    };
+    ($more:literal) => {
+        concat!(
+            "SELECT c.id, c.world_id, c.run_id, c.source_id, c.book_number, c.chunk_number, c.char_start, \
+             c.char_end, c.token_count, c.chunk_text, c.overlap_text, c.text_sha256, c.page, c.version, \
+             c.embed_prefix, m.point_id, s.filename, s.replaces",
+            $more,
+            " FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id JOIN sources s ON s.id = c.source_id "
+        )
     };
 }
 
@@ -94,10 +100,80 @@ pub const RUN_FOR_RETRIEVAL: &str = "SELECT w.id, w.name, r.provider, r.model, r
 /// per hit without statistics (see migration 0017).
 pub const CHUNKS_BY_POINTS: &str = concat!(select_chunk_view!(), "WHERE m.point_id IN ");
 
-/// `source_details`'s statement; the source ids' list follows. By key alone: with the world in
-/// the condition too, PostgreSQL without statistics read every source of the world through the
-/// `(world_id, book_number)` index instead; the sources of other worlds are dropped by the caller.
-pub const SOURCE_DETAILS: &str = "SELECT id, world_id, title, url, metadata FROM sources WHERE id IN ";
+/// `hits_by_points`'s statement: [`CHUNKS_BY_POINTS`] with each chunk's source's title, URL and
+/// metadata, which retrieval shows on its hits (one statement where there were two).
+pub const HITS_BY_POINTS: &str = concat!(
+    select_chunk_view!(", s.title, s.url, s.metadata"),
+    "WHERE m.point_id IN "
+);
+
+/// One lookup of `parents_with_outlines`: `$1` world, `$2` run, `$k` source, `$k1` chunk number;
+/// the parent holding that chunk joined to the outlines of every chunk it holds, each read by
+/// the `(run_id, source_id, chunk_number)` index.
+const PARENT_OUTLINES: &str = "SELECT p.source_id, p.parent_number, p.first_chunk, p.last_chunk, p.char_start AS \
+     parent_start, p.char_end AS parent_end, p.token_count AS parent_tokens, \
+     c.id, c.book_number, c.chunk_number, c.char_start, c.char_end, c.token_count, c.text_sha256, c.page, c.version \
+     FROM parents p JOIN chunks c ON c.run_id = p.run_id AND c.source_id = p.source_id \
+     AND c.chunk_number BETWEEN p.first_chunk AND p.last_chunk JOIN manifest_entries m ON m.chunk_id = c.id \
+     WHERE p.run_id = $2 AND p.source_id = $k AND p.first_chunk <= $k1 AND p.last_chunk >= $k1 AND c.world_id = $1";
+
+/// [`PARENT_OUTLINES`] for `n` chunks, as one `UNION ALL` (`$3` onward: source, chunk number).
+pub fn parent_outlines_union(n: usize) -> String {
+    let branches: Vec<String> = (0..n)
+        .map(|i| {
+            let k = 3 + 2 * i;
+            PARENT_OUTLINES
+                .replace("$k1", &format!("${}", k + 1))
+                .replace("$k", &format!("${k}"))
+        })
+        .collect();
+    branches.join(" UNION ALL ")
+}
+
+impl<DB: Backend> SqlStore<DB> {
+    /// The rows `statement` (ending in `IN `) reads for `points`, each kept as `keep` says.
+    /// Only the point index may serve it: with world and run in the condition too, SQLite
+    /// (without statistics) walks every entry of the world instead, so `keep` drops the rows of
+    /// other worlds and runs.
+    async fn by_points<R, T>(
+        &self,
+        statement: &str,
+        points: &[Uuid],
+        keep: impl Fn(R) -> Result<Option<T>> + Send,
+    ) -> Result<Vec<T>>
+    where
+        R: for<'r> sqlx::FromRow<'r, DB::Row> + Send + Unpin,
+        T: Send,
+    {
+        let mut found = Vec::with_capacity(points.len());
+        // Bounded parameter lists: SQLite caps the number of parameters per statement. Several
+        // statements read one snapshot, so that an answer never holds hits from both sides of
+        // a commit (a source's version switching in).
+        let mut snapshot = match points.len() > 500 {
+            true => Some(self.begin_snapshot().await?),
+            false => None,
+        };
+        for batch in points.chunks(500) {
+            // Only generated `$n` placeholders are added to the constant text.
+            let sql = sqlx::AssertSqlSafe(shown::<DB>(&format!("{statement}{}", in_list(1, batch.len()))));
+            let mut query = sqlx::query_as::<DB, R>(sql);
+            for point in batch {
+                query = query.bind(*point);
+            }
+            let rows = match snapshot.as_mut() {
+                Some(tx) => query.fetch_all(&mut **tx).await?,
+                None => query.fetch_all(&self.reads).await?,
+            };
+            for row in rows {
+                found.extend(keep(row)?);
+            }
+        }
+        if let Some(tx) = snapshot {
+            tx.commit().await?;
+        }
+        Ok(found)
+    }
+}
 
 #[async_trait]
 impl<DB: Backend> RetrievalStore for SqlStore<DB> {
@@ -129,58 +205,58 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
     }
 
     async fn chunks_by_points(&self, world: WorldId, run: RunId, points: &[Uuid]) -> Result<Vec<ChunkView>> {
-        // The point ids as `$1…`. Only the point index may serve this: with world and run in the
-        // condition too, SQLite (without statistics) walks every entry of the world instead; the
-        // rows of other worlds and runs are dropped here.
-        let mut found = Vec::with_capacity(points.len());
-        // Bounded parameter lists: SQLite caps the number of parameters per statement. Several
-        // statements read one snapshot, so that an answer never holds hits from both sides of
-        // a commit (a source's version switching in).
-        let mut snapshot = match points.len() > 500 {
-            true => Some(self.begin_snapshot().await?),
-            false => None,
-        };
-        for batch in points.chunks(500) {
-            // Only generated `$n` placeholders are added to the constant text.
-            let sql = sqlx::AssertSqlSafe(format!("{CHUNKS_BY_POINTS}{}", in_list(1, batch.len())));
-            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql);
-            for point in batch {
-                query = query.bind(*point);
-            }
-            let rows = match snapshot.as_mut() {
-                Some(tx) => query.fetch_all(&mut **tx).await?,
-                None => query.fetch_all(&self.reads).await?,
-            };
-            for row in rows {
-                let view: ChunkView = row.try_into()?;
-                if view.chunk.world_id == world && view.chunk.run_id == run {
-                    found.push(view);
-                }
-            }
-        }
-        if let Some(tx) = snapshot {
-            tx.commit().await?;
-        }
-        Ok(found)
+        self.by_points(CHUNKS_BY_POINTS, points, |row: ChunkViewRow| {
+            let view: ChunkView = row.try_into()?;
+            Ok((view.chunk.world_id == world && view.chunk.run_id == run).then_some(view))
+        })
+        .await
     }
 
-    async fn source_details(&self, world: WorldId, sources: &[SourceId]) -> Result<Vec<(SourceId, SourceDetails)>> {
-        let mut found = Vec::with_capacity(sources.len());
-        // Bounded parameter lists, as in `chunks_by_points`.
-        for batch in sources.chunks(500) {
-            // Only generated `$n` placeholders are added to the constant text.
-            let sql = sqlx::AssertSqlSafe(format!("{SOURCE_DETAILS}{}", in_list(1, batch.len())));
-            let mut query = sqlx::query_as::<DB, SourceDetailsRow>(sql);
-            for source in batch {
-                query = query.bind(source.0);
+    async fn hits_by_points(
+        &self,
+        world: WorldId,
+        run: RunId,
+        points: &[Uuid],
+    ) -> Result<Vec<(ChunkView, SourceDetails)>> {
+        self.by_points(HITS_BY_POINTS, points, |row: HitRow| {
+            let view: ChunkView = row.view.try_into()?;
+            match view.chunk.world_id == world && view.chunk.run_id == run {
+                true => Ok(Some((view, row.details.try_into()?))),
+                false => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn parents_with_outlines(
+        &self,
+        world: WorldId,
+        run: RunId,
+        chunks: &[(SourceId, u32)],
+    ) -> Result<(Vec<Parent>, Vec<ChunkOutline>)> {
+        let mut parents: Vec<Parent> = Vec::new();
+        let mut outlines: Vec<ChunkOutline> = Vec::new();
+        // Bounded statements, as in `chunk_windows`.
+        for batch in chunks.chunks(100) {
+            // Only generated `$n` placeholders are put into the constant text.
+            let sql = sqlx::AssertSqlSafe(parent_outlines_union(batch.len()));
+            let mut query = sqlx::query_as::<DB, ParentOutlineRow>(sql).bind(world.0).bind(run.0);
+            for (source, number) in batch {
+                query = query.bind(source.0).bind(wide(*number));
             }
             for row in query.fetch_all(&self.reads).await? {
-                if row.world_id == world.0 {
-                    found.push((SourceId(row.id), row.details.try_into()?));
+                let (parent, outline) = row.split()?;
+                if parents.last() != Some(&parent) {
+                    parents.push(parent);
                 }
+                outlines.push(outline);
             }
         }
-        Ok(found)
+        parents.sort_by_key(|p| (p.source_id.0, p.parent.parent_number));
+        parents.dedup();
+        outlines.sort_by_key(|o| (o.source_id.0, o.chunk_number));
+        outlines.dedup_by_key(|o| o.id);
+        Ok((parents, outlines))
     }
 
     async fn chunk_windows(
@@ -193,7 +269,7 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         // Bounded statements: SQLite takes at most 500 branches in a compound select.
         for batch in windows.chunks(100) {
             // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(window_union(CHUNK_WINDOW, 3, batch.len()));
+            let sql = sqlx::AssertSqlSafe(shown::<DB>(&window_union(CHUNK_WINDOW, 3, batch.len())));
             let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql).bind(world.0).bind(run.0);
             for (source, from, to) in batch {
                 query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));

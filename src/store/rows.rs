@@ -8,7 +8,8 @@ use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkOutline, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown,
     Job, JobCounts, JobError, JobEvent, JobId, JobKind, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata,
-    PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
+    NewParent, Parent, PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem,
+    World, WorldId,
 };
 
 /// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
@@ -507,13 +508,44 @@ impl TryFrom<DetailsColumns> for SourceDetails {
     }
 }
 
-/// A source's id with its details, as retrieval reads them for its hits.
+/// A hit as retrieval verifies it: its chunk's view with its source's details.
 #[derive(sqlx::FromRow)]
-pub(super) struct SourceDetailsRow {
-    pub(super) id: Uuid,
-    pub(super) world_id: Uuid,
+pub(super) struct HitRow {
+    #[sqlx(flatten)]
+    pub(super) view: ChunkViewRow,
     #[sqlx(flatten)]
     pub(super) details: DetailsColumns,
+}
+
+/// A chunk's outline with the parent that holds it (the parent's place columns renamed).
+#[derive(sqlx::FromRow)]
+pub(super) struct ParentOutlineRow {
+    #[sqlx(flatten)]
+    outline: ChunkOutlineRow,
+    parent_number: i64,
+    first_chunk: i64,
+    last_chunk: i64,
+    parent_start: i64,
+    parent_end: i64,
+    parent_tokens: i64,
+}
+
+impl ParentOutlineRow {
+    pub(super) fn split(self) -> Result<(Parent, ChunkOutline)> {
+        let outline: ChunkOutline = self.outline.try_into()?;
+        let parent = Parent {
+            source_id: outline.source_id,
+            parent: NewParent {
+                parent_number: narrow("parents", self.parent_number)?,
+                first_chunk: narrow("parents", self.first_chunk)?,
+                last_chunk: narrow("parents", self.last_chunk)?,
+                char_start: narrow("parents", self.parent_start)?,
+                char_end: narrow("parents", self.parent_end)?,
+                token_count: narrow("parents", self.parent_tokens)?,
+            },
+        };
+        Ok((parent, outline))
+    }
 }
 
 #[derive(sqlx::FromRow)]

@@ -26,84 +26,105 @@ impl RetrievalService {
     /// The context's passages for `answer.results`, widened as `expand` says, as outlines (a
     /// hit's text is known from the search; a neighbour's is read once the plan keeps it).
     async fn expand(&self, world: &World, expand: Expand, answer: &mut Retrieval) -> ServiceResult<Vec<Vec<Piece>>> {
+        match expand {
+            Expand::None => Ok(answer
+                .results
+                .iter()
+                .enumerate()
+                .map(|(rank, h)| vec![Piece::hit(&h.chunk, rank, None)])
+                .collect()),
+            Expand::Neighbors(n) => self.neighbour_passages(world, n, &answer.results).await,
+            Expand::Parent => self.parent_passages(world, answer).await,
+        }
+    }
+
+    /// Passages of each hit with `n` chunks either side, windows that overlap or touch merged.
+    async fn neighbour_passages(&self, world: &World, n: u32, results: &[Hit]) -> ServiceResult<Vec<Vec<Piece>>> {
+        let windows: Vec<(SourceId, u32, u32)> = results
+            .iter()
+            .map(|h| {
+                let c = &h.chunk.chunk;
+                (
+                    c.source_id,
+                    c.chunk_number.saturating_sub(n),
+                    c.chunk_number.saturating_add(n),
+                )
+            })
+            .collect();
+        // The sections the windows cross, so that each hit reads its own first, read beside
+        // the windows' outlines.
+        let chunks: Vec<(SourceId, u32)> = windows
+            .iter()
+            .flat_map(|&(source, from, to)| (from..=to).map(move |n| (source, n)))
+            .collect();
+        let windows = merge_windows(windows, true);
+        let (parents, outlines) = tokio::join!(
+            self.parents_of(world, &chunks),
+            self.store.chunk_outlines(world.id, world.active_run, &windows)
+        );
+        Ok(passages(results, windows, &outlines?, &parents?))
+    }
+
+    /// Passages of each hit's parent (a hit without one stands alone, warned), with
+    /// `answer.parents`. Parents never overlap, and two side by side stay two passages.
+    async fn parent_passages(&self, world: &World, answer: &mut Retrieval) -> ServiceResult<Vec<Vec<Piece>>> {
         let results = &answer.results;
-        let (windows, parents) = match expand {
-            Expand::None => {
-                return Ok(results
-                    .iter()
-                    .enumerate()
-                    .map(|(rank, h)| vec![Piece::hit(&h.chunk, rank, None)])
-                    .collect());
-            }
-            Expand::Neighbors(n) => {
-                let windows: Vec<(SourceId, u32, u32)> = results
-                    .iter()
-                    .map(|h| {
-                        let c = &h.chunk.chunk;
-                        (
-                            c.source_id,
-                            c.chunk_number.saturating_sub(n),
-                            c.chunk_number.saturating_add(n),
-                        )
-                    })
-                    .collect();
-                // The sections the windows cross, so that each hit reads its own first.
-                let chunks: Vec<(SourceId, u32)> = windows
-                    .iter()
-                    .flat_map(|&(source, from, to)| (from..=to).map(move |n| (source, n)))
-                    .collect();
-                let parents = self.parents_of(world, &chunks).await?;
-                (windows, parents)
-            }
-            Expand::Parent => {
-                let chunks: Vec<(SourceId, u32)> = results
-                    .iter()
-                    .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
-                    .collect();
-                let parents = self.parents_of(world, &chunks).await?;
-                let mut windows = Vec::with_capacity(results.len());
-                let mut matched: Vec<MatchedParent> = Vec::new();
-                let mut orphans = 0;
-                for (index, hit) in results.iter().enumerate() {
-                    let c = &hit.chunk.chunk;
-                    match parents.iter().find(|p| p.holds(c.source_id, c.chunk_number)) {
-                        Some(parent) => {
-                            let p = parent.parent;
-                            windows.push((c.source_id, p.first_chunk, p.last_chunk));
-                            match matched.iter_mut().find(|m| m.parent == *parent) {
-                                Some(m) => {
-                                    m.result_indexes.push(index);
-                                    m.children.push(c.id);
-                                }
-                                None => matched.push(MatchedParent {
-                                    parent: *parent,
-                                    book_number: c.book_number,
-                                    score: hit.score,
-                                    result_indexes: vec![index],
-                                    children: vec![c.id],
-                                }),
-                            }
+        let chunks: Vec<(SourceId, u32)> = results
+            .iter()
+            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
+            .collect();
+        // The parents and their chunks' outlines in one read; when a hit has no parent stored,
+        // its source's are built first, and the parents and outlines read apart.
+        let (parents, outlines) = self
+            .store
+            .parents_with_outlines(world.id, world.active_run, &chunks)
+            .await?;
+        let (parents, outlines) = match chunks.iter().all(|&(s, n)| parents.iter().any(|p| p.holds(s, n))) {
+            true => (parents, Some(outlines)),
+            false => (self.parents_of(world, &chunks).await?, None),
+        };
+        let mut windows = Vec::with_capacity(results.len());
+        let mut matched: Vec<MatchedParent> = Vec::new();
+        let mut orphans = 0;
+        for (index, hit) in results.iter().enumerate() {
+            let c = &hit.chunk.chunk;
+            match parents.iter().find(|p| p.holds(c.source_id, c.chunk_number)) {
+                Some(parent) => {
+                    let p = parent.parent;
+                    windows.push((c.source_id, p.first_chunk, p.last_chunk));
+                    match matched.iter_mut().find(|m| m.parent == *parent) {
+                        Some(m) => {
+                            m.result_indexes.push(index);
+                            m.children.push(c.id);
                         }
-                        None => {
-                            orphans += 1;
-                            windows.push((c.source_id, c.chunk_number, c.chunk_number));
-                        }
+                        None => matched.push(MatchedParent {
+                            parent: *parent,
+                            book_number: c.book_number,
+                            score: hit.score,
+                            result_indexes: vec![index],
+                            children: vec![c.id],
+                        }),
                     }
                 }
-                if orphans > 0 {
-                    answer.warnings.push(Warning {
-                        code: WarningCode::ParentsMissing,
-                        message: format!("{orphans} hit(s) have no parent stored; they stand alone in the context"),
-                    });
+                None => {
+                    orphans += 1;
+                    windows.push((c.source_id, c.chunk_number, c.chunk_number));
                 }
-                answer.parents = matched;
-                (windows, parents)
             }
+        }
+        if orphans > 0 {
+            answer.warnings.push(Warning {
+                code: WarningCode::ParentsMissing,
+                message: format!("{orphans} hit(s) have no parent stored; they stand alone in the context"),
+            });
+        }
+        answer.parents = matched;
+        let windows = merge_windows(windows, false);
+        let outlines = match outlines {
+            Some(outlines) => outlines,
+            None => self.store.chunk_outlines(world.id, world.active_run, &windows).await?,
         };
-        // Parents never overlap, and two parents side by side stay two passages.
-        let merge_touching = expand != Expand::Parent;
-        self.passages(world, &answer.results, windows, &parents, merge_touching)
-            .await
+        Ok(passages(&answer.results, windows, &outlines, &parents))
     }
 
     /// The parents in the world's served run that hold `chunks` (source, chunk number); sources
@@ -129,89 +150,6 @@ impl RetrievalService {
             parents = self.store.parents_of_chunks(world.active_run, chunks).await?;
         }
         Ok(parents)
-    }
-
-    /// The context's passages in rank order: the chunks of each hit's window (`(source, from,
-    /// to)`), windows that overlap (or touch, with `merge_touching`) merged into one passage
-    /// (placed at its best hit) in reading order, no chunk twice; each chunk told its section
-    /// (the number of the parent in `parents` that holds it).
-    async fn passages(
-        &self,
-        world: &World,
-        results: &[Hit],
-        hit_windows: Vec<(SourceId, u32, u32)>,
-        parents: &[Parent],
-        merge_touching: bool,
-    ) -> ServiceResult<Vec<Vec<Piece>>> {
-        let slack = u32::from(merge_touching);
-        let hits: HashMap<ChunkId, (usize, &Hit)> = results
-            .iter()
-            .enumerate()
-            .map(|(rank, h)| (h.chunk.chunk.id, (rank, h)))
-            .collect();
-        let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
-        for mut window in hit_windows {
-            // Absorb every earlier window this one overlaps or touches, keeping the earliest slot.
-            let mut slot = None;
-            let mut i = 0;
-            while i < windows.len() {
-                let (source, lo, hi) = windows[i];
-                if source == window.0 && lo <= window.2.saturating_add(slack) && window.1 <= hi.saturating_add(slack) {
-                    window.1 = window.1.min(lo);
-                    window.2 = window.2.max(hi);
-                    match slot {
-                        None => {
-                            slot = Some(i);
-                            i += 1;
-                        }
-                        Some(_) => {
-                            windows.remove(i);
-                        }
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            match slot {
-                Some(i) => windows[i] = window,
-                None => windows.push(window),
-            }
-        }
-        // One read for every window; the windows are disjoint, and the outlines come back
-        // ordered by source and chunk number, so each window is a contiguous run of them.
-        let outlines = self.store.chunk_outlines(world.id, world.active_run, &windows).await?;
-        // A source replaced between the search and this read has the new version's chunks
-        // now: they are left out rather than joined to a hit of the old one.
-        let versions: HashMap<SourceId, u32> = results
-            .iter()
-            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.version))
-            .collect();
-        let section = |source: SourceId, number: u32| {
-            parents
-                .iter()
-                .find(|p| p.holds(source, number))
-                .map(|p| (p.parent.parent_number, p.parent.first_chunk))
-        };
-        let mut seen = HashSet::new();
-        let mut passages = Vec::with_capacity(windows.len());
-        for (source, from, to) in windows {
-            let start = outlines.partition_point(|o| (o.source_id.0, o.chunk_number) < (source.0, from));
-            let passage: Vec<Piece> = outlines[start..]
-                .iter()
-                .take_while(|o| o.source_id == source && o.chunk_number <= to)
-                .filter(|o| versions.get(&source).is_none_or(|version| *version == o.version))
-                .filter(|o| seen.insert(o.id))
-                .map(|o| {
-                    let section = section(source, o.chunk_number);
-                    match hits.get(&o.id) {
-                        Some(&(rank, hit)) => Piece::hit(&hit.chunk, rank, section),
-                        None => Piece::neighbour(o, section),
-                    }
-                })
-                .collect();
-            passages.push(passage);
-        }
-        Ok(passages)
     }
 
     /// Reads the texts of the neighbours `plan` keeps (hits have theirs), as runs of
@@ -304,6 +242,91 @@ impl RetrievalService {
         answer.timing.verify_ms = ms(phase.elapsed());
         Ok(())
     }
+}
+
+/// Merges `hit_windows` (`(source, from, to)`, in rank order) where they overlap (or touch,
+/// with `merge_touching`), each merged window in the slot of its earliest: disjoint windows,
+/// in rank order.
+fn merge_windows(hit_windows: Vec<(SourceId, u32, u32)>, merge_touching: bool) -> Vec<(SourceId, u32, u32)> {
+    let slack = u32::from(merge_touching);
+    let mut windows: Vec<(SourceId, u32, u32)> = Vec::new();
+    for mut window in hit_windows {
+        // Absorb every earlier window this one overlaps or touches, keeping the earliest slot.
+        let mut slot = None;
+        let mut i = 0;
+        while i < windows.len() {
+            let (source, lo, hi) = windows[i];
+            if source == window.0 && lo <= window.2.saturating_add(slack) && window.1 <= hi.saturating_add(slack) {
+                window.1 = window.1.min(lo);
+                window.2 = window.2.max(hi);
+                match slot {
+                    None => {
+                        slot = Some(i);
+                        i += 1;
+                    }
+                    Some(_) => {
+                        windows.remove(i);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+        match slot {
+            Some(i) => windows[i] = window,
+            None => windows.push(window),
+        }
+    }
+    windows
+}
+
+/// The context's passages in rank order: the chunks of each of `windows` (disjoint, from
+/// [`merge_windows`]) found in `outlines` (ordered by source and chunk number, so each window
+/// is a contiguous run of them), in reading order, no chunk twice; each chunk told its section
+/// (the number of the parent in `parents` that holds it).
+fn passages(
+    results: &[Hit],
+    windows: Vec<(SourceId, u32, u32)>,
+    outlines: &[ChunkOutline],
+    parents: &[Parent],
+) -> Vec<Vec<Piece>> {
+    let hits: HashMap<ChunkId, (usize, &Hit)> = results
+        .iter()
+        .enumerate()
+        .map(|(rank, h)| (h.chunk.chunk.id, (rank, h)))
+        .collect();
+    // A source replaced between the search and this read has the new version's chunks
+    // now: they are left out rather than joined to a hit of the old one.
+    let versions: HashMap<SourceId, u32> = results
+        .iter()
+        .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.version))
+        .collect();
+    let section = |source: SourceId, number: u32| {
+        parents
+            .iter()
+            .find(|p| p.holds(source, number))
+            .map(|p| (p.parent.parent_number, p.parent.first_chunk))
+    };
+    let mut seen = HashSet::new();
+    let mut passages = Vec::with_capacity(windows.len());
+    for (source, from, to) in windows {
+        let start = outlines.partition_point(|o| (o.source_id.0, o.chunk_number) < (source.0, from));
+        let passage: Vec<Piece> = outlines[start..]
+            .iter()
+            .take_while(|o| o.source_id == source && o.chunk_number <= to)
+            .filter(|o| versions.get(&source).is_none_or(|version| *version == o.version))
+            .filter(|o| seen.insert(o.id))
+            .map(|o| {
+                let section = section(source, o.chunk_number);
+                match hits.get(&o.id) {
+                    Some(&(rank, hit)) => Piece::hit(&hit.chunk, rank, section),
+                    None => Piece::neighbour(o, section),
+                }
+            })
+            .collect();
+        passages.push(passage);
+    }
+    passages
 }
 
 /// `chunks` (in reading order) from the start, while they fit `budget`: one passage per

@@ -13,25 +13,18 @@ impl RetrievalService {
         answer: &mut Retrieval,
     ) -> ServiceResult<()> {
         let ids: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
-        // A hit stands only if its payload names its chunk's source, so the sources its
-        // payloads name are read alongside the chunks, each once, rather than after them.
-        let mut sources: Vec<SourceId> = hits
-            .iter()
-            .filter_map(|h| Some(h.payload.as_ref()?.source_id))
+        // Each chunk with its source's details, in one read.
+        let mut chunks: HashMap<Uuid, (ChunkView, SourceDetails)> = self
+            .store
+            .hits_by_points(world.id, world.active_run, &ids)
+            .await?
+            .into_iter()
+            .map(|(c, details)| (c.point_id, (c, details)))
             .collect();
-        sources.sort_by_key(|s| s.0);
-        sources.dedup();
-        let (chunks, details) = tokio::join!(
-            self.store.chunks_by_points(world.id, world.active_run, &ids),
-            self.store.source_details(world.id, &sources)
-        );
-        let mut chunks: HashMap<Uuid, ChunkView> = chunks?.into_iter().map(|c| (c.point_id, c)).collect();
-        let details: HashMap<SourceId, Arc<SourceDetails>> =
-            details?.into_iter().map(|(id, d)| (id, Arc::new(d))).collect();
         let mut orphans = Vec::new();
         let mut stale: Vec<(Uuid, ChunkId)> = Vec::new();
         for hit in hits {
-            let Some(chunk) = chunks.remove(&hit.id) else {
+            let Some((chunk, details)) = chunks.remove(&hit.id) else {
                 orphans.push(hit.id);
                 continue;
             };
@@ -47,12 +40,9 @@ impl RetrievalService {
                     && p.chunk_number == chunk.chunk.chunk_number
             });
             if current {
-                // A source deleted between the two reads leaves its hit without details; the
-                // next query will not find it at all.
-                let source = details.get(&chunk.chunk.source_id).cloned().unwrap_or_default();
                 answer.results.push(Hit {
                     chunk,
-                    source,
+                    source: Arc::new(details),
                     score: hit.score,
                     rerank_score: None,
                     duplicates: Vec::new(),

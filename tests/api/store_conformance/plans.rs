@@ -4,7 +4,7 @@
 //! leased by key.
 
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM_READ, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, SOURCE_DETAILS,
+    CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, parent_outlines_union,
 };
 
 use super::{add_source, claim, complete, new_world};
@@ -95,24 +95,38 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
         .unwrap();
     assert_eq!(found.len(), 10);
 
+    // With the hits' sources' details, the same: one row per hit.
+    let steps = plan(&pool, &format!("{HITS_BY_POINTS}{}", in_list(10)), &points, &[]).await;
+    for step in &steps {
+        assert!(!scans_entries(step), "{steps:#?}");
+        assert!(
+            step["Plan Rows"].as_f64().unwrap() <= 10.0,
+            "one row per hit: {steps:#?}"
+        );
+    }
     let sources: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM sources")
         .fetch_all(&pool)
         .await
         .unwrap();
-    let steps = plan(
-        &pool,
-        &format!("{SOURCE_DETAILS}{}", in_list(sources.len())),
-        &sources,
-        &[],
-    )
-    .await;
-    for step in &steps {
-        assert!(!scans_entries(step), "{steps:#?}");
-        assert!(
-            step["Plan Rows"].as_f64().unwrap() <= 16.0,
-            "one row per source: {steps:#?}"
-        );
+    // The parents of four hits with their chunks' outlines: by the parents' and chunks' keys,
+    // never a walk of the world's chunks or entries.
+    let run = store.get_world(world.id).await.unwrap().unwrap().active_run;
+    assert_eq!(quarry::jobs::parents::backfill(store.as_ref()).await.unwrap(), 16);
+    let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {}", parent_outlines_union(4)));
+    let mut query = sqlx::query_scalar::<_, serde_json::Value>(explain)
+        .bind(world.id.0)
+        .bind(run.0);
+    for source in &sources[..4] {
+        query = query.bind(*source).bind(5_i64);
     }
+    let mut steps = Vec::new();
+    nodes(&query.fetch_one(&pool).await.unwrap()[0]["Plan"], &mut steps);
+    assert!(steps.iter().all(|step| !scans_entries(step)), "{steps:#?}");
+    let found = store
+        .parents_with_outlines(world.id, run, &[(quarry::domain::SourceId(sources[0]), 5)])
+        .await
+        .unwrap();
+    assert_eq!(found.0.len(), 1, "{found:?}");
 
     // A source's chunks, their total and its counts: by the source's index, whatever the world's
     // size; the world's own indexes are never read.

@@ -61,28 +61,53 @@ async fn sources_keep_their_title_url_and_metadata(store: Arc<dyn Store>) {
     .collect();
     assert_eq!(listed, [details(), SourceDetails::default()]);
 
-    // By id, for retrieval's hits: those of the world only, missing ones absent.
+    // For retrieval's hits, by point: each chunk with its source's details, in its world only.
     let other = store.create_world(new_world("other")).await.unwrap();
     let elsewhere = add_with_details(&store, other.id, SourceDetails::default()).await;
-    let mut found = store
-        .source_details(world.id, &[described.id, plain.id, elsewhere.id, SourceId::new()])
-        .await
-        .unwrap();
-    found.sort_by_key(|(id, _)| *id != described.id);
-    assert_eq!(found, [(described.id, details()), (plain.id, SourceDetails::default())]);
-    assert!(store.source_details(world.id, &[]).await.unwrap().is_empty());
+    // Each claim takes one job's entries.
+    let mut points: Vec<uuid::Uuid> = Vec::new();
+    loop {
+        let claimed = super::claim(&store, "x", 100).await;
+        if claimed.is_empty() {
+            break;
+        }
+        points.extend(claimed.iter().map(|item| item.point_id));
+    }
+    assert_eq!(points.len(), 5, "two chunks, one, and two elsewhere");
+    let found = store.hits_by_points(world.id, world.active_run, &points).await.unwrap();
+    let mut by_source: Vec<(SourceId, SourceDetails)> =
+        found.into_iter().map(|(c, d)| (c.chunk.source_id, d)).collect();
+    by_source.sort_by_key(|(id, _)| *id != described.id);
+    assert_eq!(
+        by_source,
+        [
+            (described.id, details()),
+            (described.id, details()),
+            (plain.id, SourceDetails::default())
+        ]
+    );
+    let theirs = store.hits_by_points(other.id, other.active_run, &points).await.unwrap();
+    assert!(
+        theirs
+            .iter()
+            .all(|(c, d)| c.chunk.source_id == elsewhere.id && *d == SourceDetails::default())
+    );
+    assert_eq!(theirs.len(), 2);
     assert!(
         store
-            .source_details(other.id, &[described.id])
+            .hits_by_points(world.id, world.active_run, &[])
             .await
             .unwrap()
             .is_empty()
     );
-    // More ids than one statement binds.
-    let mut many: Vec<SourceId> = (0..1100).map(|_| SourceId::new()).collect();
-    many.insert(700, described.id);
-    let found = store.source_details(world.id, &many).await.unwrap();
-    assert_eq!(found, [(described.id, details())]);
+    // More points than one statement binds, read as one snapshot.
+    let mut many: Vec<uuid::Uuid> = (0..1100).map(|_| uuid::Uuid::new_v4()).collect();
+    many.insert(700, points[0]);
+    let found = store.hits_by_points(world.id, world.active_run, &many).await.unwrap();
+    assert_eq!(
+        found.len(),
+        usize::from(!theirs.iter().any(|(c, _)| c.point_id == points[0]))
+    );
 }
 
 /// The world, run and source rows of a store at migration 0004, written as quarry wrote them
@@ -127,10 +152,6 @@ macro_rules! pre_0005_source_reads_back_without_details {
         assert_eq!(
             store.list_sources(world, quarry::domain::Window::ALL).await.unwrap(),
             std::slice::from_ref(&old)
-        );
-        assert_eq!(
-            store.source_details(world, &[source]).await.unwrap(),
-            [(source, SourceDetails::default())]
         );
         // The world takes new sources, with details, beside it.
         let new = add_with_details(&store, world, details()).await;
