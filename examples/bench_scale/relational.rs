@@ -791,7 +791,7 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
             args: hits.iter().map(|h| Arg::Id(h.0)).collect(),
         },
         Statement {
-            name: "context: parents_with_outlines (10 hits)",
+            name: "context: parents_with_chunks (10 hits)",
             origin: "retrieval.rs parent_outlines_union",
             sql: parent_outlines_union(sources.len()),
             args: [Arg::Id(world), Arg::Id(run)]

@@ -676,16 +676,17 @@ pub trait RetrievalStore: Send + Sync {
         points: &[uuid::Uuid],
     ) -> Result<Vec<(ChunkView, SourceDetails)>>;
     /// The parents of `run` in `world` holding these chunks (source, chunk number), each once,
-    /// ordered by source and parent number, with the outlines of every chunk they hold, ordered
-    /// by source and chunk number: the reads of [`ParentStore::parents_of_chunks`] and
-    /// [`RetrievalStore::chunk_outlines`] in one round trip per hundred chunks. Chunks without
-    /// a parent (not built yet) find none.
-    async fn parents_with_outlines(
+    /// ordered by source and parent number, with the outline and text of every chunk they hold,
+    /// ordered by source and chunk number: one round trip per hundred chunks for what
+    /// [`ParentStore::parents_of_chunks`], [`RetrievalStore::chunk_outlines`] and
+    /// [`RetrievalStore::chunk_windows`] read apart (a parent is at most `parent_max_tokens`,
+    /// so its texts are bounded). Chunks without a parent (not built yet) find none.
+    async fn parents_with_chunks(
         &self,
         world: WorldId,
         run: RunId,
         chunks: &[(SourceId, u32)],
-    ) -> Result<(Vec<Parent>, Vec<ChunkOutline>)>;
+    ) -> Result<(Vec<Parent>, Vec<(ChunkOutline, String)>)>;
     /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
     /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
     /// chunk number. One round trip per hundred windows, however many there are.

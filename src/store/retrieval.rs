@@ -107,13 +107,13 @@ pub const HITS_BY_POINTS: &str = concat!(
     "WHERE m.point_id IN "
 );
 
-/// One lookup of `parents_with_outlines`: `$1` world, `$2` run, `$k` source, `$k1` chunk number;
-/// the parent holding that chunk joined to the outlines of every chunk it holds, each read by
-/// the `(run_id, source_id, chunk_number)` index.
+/// One lookup of `parents_with_chunks`: `$1` world, `$2` run, `$k` source, `$k1` chunk number;
+/// the parent holding that chunk joined to the outline and text of every chunk it holds, each
+/// read by the `(run_id, source_id, chunk_number)` index.
 const PARENT_OUTLINES: &str = "SELECT p.source_id, p.parent_number, p.first_chunk, p.last_chunk, p.char_start AS \
      parent_start, p.char_end AS parent_end, p.token_count AS parent_tokens, \
-     c.id, c.book_number, c.chunk_number, c.char_start, c.char_end, c.token_count, c.text_sha256, c.page, c.version \
-     FROM parents p JOIN chunks c ON c.run_id = p.run_id AND c.source_id = p.source_id \
+     c.id, c.book_number, c.chunk_number, c.char_start, c.char_end, c.token_count, c.text_sha256, c.page, c.version, \
+     c.chunk_text FROM parents p JOIN chunks c ON c.run_id = p.run_id AND c.source_id = p.source_id \
      AND c.chunk_number BETWEEN p.first_chunk AND p.last_chunk JOIN manifest_entries m ON m.chunk_id = c.id \
      WHERE p.run_id = $2 AND p.source_id = $k AND p.first_chunk <= $k1 AND p.last_chunk >= $k1 AND c.world_id = $1";
 
@@ -228,14 +228,14 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         .await
     }
 
-    async fn parents_with_outlines(
+    async fn parents_with_chunks(
         &self,
         world: WorldId,
         run: RunId,
         chunks: &[(SourceId, u32)],
-    ) -> Result<(Vec<Parent>, Vec<ChunkOutline>)> {
+    ) -> Result<(Vec<Parent>, Vec<(ChunkOutline, String)>)> {
         let mut parents: Vec<Parent> = Vec::new();
-        let mut outlines: Vec<ChunkOutline> = Vec::new();
+        let mut outlines: Vec<(ChunkOutline, String)> = Vec::new();
         // Bounded statements, as in `chunk_windows`.
         for batch in chunks.chunks(100) {
             // Only generated `$n` placeholders are put into the constant text.
@@ -245,17 +245,17 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
                 query = query.bind(source.0).bind(wide(*number));
             }
             for row in query.fetch_all(&self.reads).await? {
-                let (parent, outline) = row.split()?;
+                let (parent, outline, text) = row.split()?;
                 if parents.last() != Some(&parent) {
                     parents.push(parent);
                 }
-                outlines.push(outline);
+                outlines.push((outline, text));
             }
         }
         parents.sort_by_key(|p| (p.source_id.0, p.parent.parent_number));
         parents.dedup();
-        outlines.sort_by_key(|o| (o.source_id.0, o.chunk_number));
-        outlines.dedup_by_key(|o| o.id);
+        outlines.sort_by_key(|(o, _)| (o.source_id.0, o.chunk_number));
+        outlines.dedup_by_key(|(o, _)| o.id);
         Ok((parents, outlines))
     }
 

@@ -517,11 +517,12 @@ pub(super) struct HitRow {
     pub(super) details: DetailsColumns,
 }
 
-/// A chunk's outline with the parent that holds it (the parent's place columns renamed).
+/// A chunk's outline and text with the parent that holds it (the parent's place columns renamed).
 #[derive(sqlx::FromRow)]
 pub(super) struct ParentOutlineRow {
     #[sqlx(flatten)]
     outline: ChunkOutlineRow,
+    chunk_text: String,
     parent_number: i64,
     first_chunk: i64,
     last_chunk: i64,
@@ -531,7 +532,7 @@ pub(super) struct ParentOutlineRow {
 }
 
 impl ParentOutlineRow {
-    pub(super) fn split(self) -> Result<(Parent, ChunkOutline)> {
+    pub(super) fn split(self) -> Result<(Parent, ChunkOutline, String)> {
         let outline: ChunkOutline = self.outline.try_into()?;
         let parent = Parent {
             source_id: outline.source_id,
@@ -544,7 +545,7 @@ impl ParentOutlineRow {
                 token_count: narrow("parents", self.parent_tokens)?,
             },
         };
-        Ok((parent, outline))
+        Ok((parent, outline, self.chunk_text))
     }
 }
 

@@ -1,7 +1,9 @@
 //! Context assembly: passages (hits with the chunks around them) fitted to the token budget.
 //!
-//! A context is planned on chunk outlines (place, tokens, hash: no text) and only the chunks the
-//! plan keeps are then read whole, so a wide window costs the rows the budget can use.
+//! A context is planned on chunk outlines (place, tokens, hash: no text). Neighbour windows are
+//! read as outlines and only the chunks the plan keeps are then read whole, so a wide window
+//! costs the rows the budget can use; a parent (bounded by `parent_max_tokens`) comes with its
+//! chunks' texts in the same read.
 
 use super::*;
 use crate::domain::{Chunk, ChunkOutline};
@@ -62,7 +64,7 @@ impl RetrievalService {
             self.parents_of(world, &chunks),
             self.store.chunk_outlines(world.id, world.active_run, &windows)
         );
-        Ok(passages(results, windows, &outlines?, &parents?))
+        Ok(passages(results, windows, &outlines?, &parents?, &mut HashMap::new()))
     }
 
     /// Passages of each hit's parent (a hit without one stands alone, warned), with
@@ -73,14 +75,15 @@ impl RetrievalService {
             .iter()
             .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
             .collect();
-        // The parents and their chunks' outlines in one read; when a hit has no parent stored,
-        // its source's are built first, and the parents and outlines read apart.
-        let (parents, outlines) = self
+        // The parents with their chunks' outlines and texts in one read (a parent's texts are
+        // bounded by `parent_max_tokens`); when a hit has no parent stored, its source's are
+        // built first, and parents, outlines and the kept texts are read apart.
+        let (parents, chunks_read) = self
             .store
-            .parents_with_outlines(world.id, world.active_run, &chunks)
+            .parents_with_chunks(world.id, world.active_run, &chunks)
             .await?;
-        let (parents, outlines) = match chunks.iter().all(|&(s, n)| parents.iter().any(|p| p.holds(s, n))) {
-            true => (parents, Some(outlines)),
+        let (parents, chunks_read) = match chunks.iter().all(|&(s, n)| parents.iter().any(|p| p.holds(s, n))) {
+            true => (parents, Some(chunks_read)),
             false => (self.parents_of(world, &chunks).await?, None),
         };
         let mut windows = Vec::with_capacity(results.len());
@@ -120,11 +123,18 @@ impl RetrievalService {
         }
         answer.parents = matched;
         let windows = merge_windows(windows, false);
-        let outlines = match outlines {
-            Some(outlines) => outlines,
+        let mut texts = HashMap::new();
+        let outlines = match chunks_read {
+            Some(read) => read
+                .into_iter()
+                .map(|(outline, text)| {
+                    texts.insert(outline.id, text);
+                    outline
+                })
+                .collect(),
             None => self.store.chunk_outlines(world.id, world.active_run, &windows).await?,
         };
-        Ok(passages(&answer.results, windows, &outlines, &parents))
+        Ok(passages(&answer.results, windows, &outlines, &parents, &mut texts))
     }
 
     /// The parents in the world's served run that hold `chunks` (source, chunk number); sources
@@ -283,12 +293,14 @@ fn merge_windows(hit_windows: Vec<(SourceId, u32, u32)>, merge_touching: bool) -
 /// The context's passages in rank order: the chunks of each of `windows` (disjoint, from
 /// [`merge_windows`]) found in `outlines` (ordered by source and chunk number, so each window
 /// is a contiguous run of them), in reading order, no chunk twice; each chunk told its section
-/// (the number of the parent in `parents` that holds it).
+/// (the number of the parent in `parents` that holds it). A neighbour whose text is in `texts`
+/// (read with its outline) takes it; the others' are read once the plan keeps them.
 fn passages(
     results: &[Hit],
     windows: Vec<(SourceId, u32, u32)>,
     outlines: &[ChunkOutline],
     parents: &[Parent],
+    texts: &mut HashMap<ChunkId, String>,
 ) -> Vec<Vec<Piece>> {
     let hits: HashMap<ChunkId, (usize, &Hit)> = results
         .iter()
@@ -320,7 +332,10 @@ fn passages(
                 let section = section(source, o.chunk_number);
                 match hits.get(&o.id) {
                     Some(&(rank, hit)) => Piece::hit(&hit.chunk, rank, section),
-                    None => Piece::neighbour(o, section),
+                    None => Piece {
+                        text: texts.remove(&o.id),
+                        ..Piece::neighbour(o, section)
+                    },
                 }
             })
             .collect();

@@ -123,7 +123,7 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
     nodes(&query.fetch_one(&pool).await.unwrap()[0]["Plan"], &mut steps);
     assert!(steps.iter().all(|step| !scans_entries(step)), "{steps:#?}");
     let found = store
-        .parents_with_outlines(world.id, run, &[(quarry::domain::SourceId(sources[0]), 5)])
+        .parents_with_chunks(world.id, run, &[(quarry::domain::SourceId(sources[0]), 5)])
         .await
         .unwrap();
     assert_eq!(found.0.len(), 1, "{found:?}");
