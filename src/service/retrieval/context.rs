@@ -1,9 +1,7 @@
 //! Context assembly: passages (hits with the chunks around them) fitted to the token budget.
 //!
-//! A context is planned on chunk outlines (place, tokens, hash: no text). Neighbour windows are
-//! read as outlines and only the chunks the plan keeps are then read whole, so a wide window
-//! costs the rows the budget can use; a parent (bounded by `parent_max_tokens`) comes with its
-//! chunks' texts in the same read.
+//! A context is planned on chunk outlines (place, tokens, hash: no text) and only the chunks the
+//! plan keeps are then read whole, so a wide window costs the rows the budget can use.
 
 use super::*;
 use crate::domain::{Chunk, ChunkOutline};
@@ -64,7 +62,7 @@ impl RetrievalService {
             self.parents_of(world, &chunks),
             self.store.chunk_outlines(world.id, world.active_run, &windows)
         );
-        Ok(passages(results, windows, &outlines?, &parents?, &mut HashMap::new()))
+        Ok(passages(results, windows, &outlines?, &parents?))
     }
 
     /// Passages of each hit's parent (a hit without one stands alone, warned), with
@@ -75,13 +73,9 @@ impl RetrievalService {
             .iter()
             .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
             .collect();
-        // The parents with their chunks' outlines and texts in one read (a parent's texts are
-        // bounded by `parent_max_tokens`); when a hit has no parent stored, its source's are
-        // built first, and parents, outlines and the kept texts are read apart.
-        // Not `parents_with_chunks` for now: on PostgreSQL its generic plan cost 35 ms a
-        // retrieval at a million chunks (BENCHMARKS); the parents and outlines are read apart.
+        // Parents and outlines read apart: `parents_with_chunks` in one statement cost 35 ms a
+        // retrieval on PostgreSQL's generic plan at a million chunks (BENCHMARKS).
         let parents = self.parents_of(world, &chunks).await?;
-        let chunks_read: Option<Vec<(ChunkOutline, String)>> = None;
         let mut windows = Vec::with_capacity(results.len());
         let mut matched: Vec<MatchedParent> = Vec::new();
         let mut orphans = 0;
@@ -119,18 +113,8 @@ impl RetrievalService {
         }
         answer.parents = matched;
         let windows = merge_windows(windows, false);
-        let mut texts = HashMap::new();
-        let outlines = match chunks_read {
-            Some(read) => read
-                .into_iter()
-                .map(|(outline, text)| {
-                    texts.insert(outline.id, text);
-                    outline
-                })
-                .collect(),
-            None => self.store.chunk_outlines(world.id, world.active_run, &windows).await?,
-        };
-        Ok(passages(&answer.results, windows, &outlines, &parents, &mut texts))
+        let outlines = self.store.chunk_outlines(world.id, world.active_run, &windows).await?;
+        Ok(passages(&answer.results, windows, &outlines, &parents))
     }
 
     /// The parents in the world's served run that hold `chunks` (source, chunk number); sources
@@ -289,14 +273,12 @@ fn merge_windows(hit_windows: Vec<(SourceId, u32, u32)>, merge_touching: bool) -
 /// The context's passages in rank order: the chunks of each of `windows` (disjoint, from
 /// [`merge_windows`]) found in `outlines` (ordered by source and chunk number, so each window
 /// is a contiguous run of them), in reading order, no chunk twice; each chunk told its section
-/// (the number of the parent in `parents` that holds it). A neighbour whose text is in `texts`
-/// (read with its outline) takes it; the others' are read once the plan keeps them.
+/// (the number of the parent in `parents` that holds it).
 fn passages(
     results: &[Hit],
     windows: Vec<(SourceId, u32, u32)>,
     outlines: &[ChunkOutline],
     parents: &[Parent],
-    texts: &mut HashMap<ChunkId, String>,
 ) -> Vec<Vec<Piece>> {
     let hits: HashMap<ChunkId, (usize, &Hit)> = results
         .iter()
@@ -328,10 +310,7 @@ fn passages(
                 let section = section(source, o.chunk_number);
                 match hits.get(&o.id) {
                     Some(&(rank, hit)) => Piece::hit(&hit.chunk, rank, section),
-                    None => Piece {
-                        text: texts.remove(&o.id),
-                        ..Piece::neighbour(o, section)
-                    },
+                    None => Piece::neighbour(o, section),
                 }
             })
             .collect();
