@@ -142,7 +142,7 @@ usage: bench_scale [options]
                        `relational` (default both; an unreachable PostgreSQL is skipped
                        loudly unless named here). PostgreSQL: QUARRY_BENCH_POSTGRES_URL
                        (default postgres://postgres@127.0.0.1:5432/postgres), where a scratch
-                       database is created and dropped
+                       database is created and dropped (kept if QUARRY_BENCH_KEEP_POSTGRES is set)
   --calls N            relational: calls per store operation (default 200)
   --shapes LIST        retrieve: request shapes, of parent (the default request: dense, each
                        hit's parent as context), none (dense, hits alone), neighbors (dense,

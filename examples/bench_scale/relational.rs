@@ -483,6 +483,50 @@ async fn measure(o: &Options, label: &str, store: Arc<dyn Store>, l: &Loaded, op
     })
     .await?;
     op_row(ops, label, "verify: hits_by_points (10 ids, with sources)", &lat, rows);
+    // The context of those hits, as parent expansion reads it: their parents, then the outlines
+    // of the chunks those hold, then the texts of what the plan keeps (here all of them).
+    let parents: Vec<Vec<(SourceId, u32, u32)>> = {
+        let mut all = Vec::with_capacity(calls);
+        for ids in &hits {
+            let chunks = store
+                .chunks_by_points(world, run, &ids.iter().map(|h| h.0).collect::<Vec<_>>())
+                .await?;
+            let windows: Vec<(SourceId, u32, u32)> = chunks
+                .iter()
+                .map(|v| (v.chunk.source_id, v.chunk.chunk_number, v.chunk.chunk_number))
+                .collect();
+            all.push(windows);
+        }
+        all
+    };
+    let (lat, rows) = timed(calls, |i| {
+        let (store, windows) = (store.clone(), parents[i].clone());
+        async move { Ok(store.parents_over(run, &windows).await?.len()) }
+    })
+    .await?;
+    op_row(ops, label, "context: parents_over (10 hits)", &lat, rows);
+    let mut sections = Vec::with_capacity(calls);
+    for windows in &parents {
+        let found = store.parents_over(run, windows).await?;
+        sections.push(
+            found
+                .iter()
+                .map(|p| (p.source_id, p.parent.first_chunk, p.parent.last_chunk))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let (lat, rows) = timed(calls, |i| {
+        let (store, windows) = (store.clone(), sections[i].clone());
+        async move { Ok(store.chunk_outlines(world, run, &windows).await?.len()) }
+    })
+    .await?;
+    op_row(ops, label, "context: chunk_outlines (their parents)", &lat, rows);
+    let (lat, rows) = timed(calls, |i| {
+        let (store, windows) = (store.clone(), sections[i].clone());
+        async move { Ok(store.chunk_windows(world, run, &windows).await?.len()) }
+    })
+    .await?;
+    op_row(ops, label, "context: chunk_windows (their parents' texts)", &lat, rows);
 
     let n_sources = l.sources.len() as u64;
     let pick = |i: usize| l.sources[(i * 7919) % l.sources.len()];
@@ -676,7 +720,7 @@ fn in_list(first: usize, n: usize) -> String {
 use quarry::store::statements::{
     CHUNKS_BY_POINTS, CLAIM, CLAIM_OPEN, CLAIM_READ, FINISH_IF_DONE, HITS_BY_POINTS, JOB_ERRORS, LIST_CHUNKS,
     LIST_CHUNKS_TOTAL, LIST_SOURCES, REUSABLE, REUSABLE_TAIL, SOURCE_COUNTS, WORLD_FOR_RETRIEVAL, WORLD_STATS,
-    complete_mark, parent_outlines_union, shown,
+    complete_mark, parents_over_union, shown,
 };
 
 /// `sql` as the store of `kind` runs it (SQLite reads retrieval's sources through an index).
@@ -791,12 +835,11 @@ fn statements(l: &Loaded, kind: StoreKind, chunk: Uuid) -> Vec<Statement> {
             args: hits.iter().map(|h| Arg::Id(h.0)).collect(),
         },
         Statement {
-            name: "context: parents_with_chunks (10 hits)",
-            origin: "retrieval.rs parent_outlines_union",
-            sql: parent_outlines_union(sources.len()),
-            args: [Arg::Id(world), Arg::Id(run)]
-                .into_iter()
-                .chain(sources.iter().flat_map(|s| [Arg::Id(*s), Arg::Int(5)]))
+            name: "context: parents_over (10 hits)",
+            origin: "parents.rs PARENTS_OVER",
+            sql: parents_over_union(hits.len()),
+            args: std::iter::once(Arg::Id(run))
+                .chain(hits.iter().flat_map(|h| [Arg::Id(h.1.0), Arg::Int(5), Arg::Int(5)]))
                 .collect(),
         },
         Statement {

@@ -201,6 +201,12 @@ async fn one(o: &Options, corpus: &Corpus, store: StoreKind, t: &mut Tables) -> 
         Err(err) => Err(err),
     };
     if let Some((_, name)) = &pg
+        && std::env::var_os("QUARRY_BENCH_KEEP_POSTGRES").is_some()
+    {
+        progress(format!(
+            "retrieve ({label}): database {name} kept (QUARRY_BENCH_KEEP_POSTGRES)"
+        ));
+    } else if let Some((_, name)) = &pg
         && let Err(err) = pgdb::drop(&crate::postgres_admin(), name).await
     {
         eprintln!("[bench_scale] dropping the scratch database {name} failed: {err}");
@@ -350,20 +356,36 @@ async fn load_and_measure(
         format!("{:.2}", quantile_ms(&reads.latencies, 0.50)),
         format!("{:.2}", quantile_ms(&reads.latencies, 0.99)),
     ]);
-    for shape in &o.shapes {
-        let body = match shape.as_str() {
-            "none" => json!({"expand": "none"}),
-            "neighbors" => json!({"expand": "neighbors", "neighbors": 1}),
-            "hybrid" => json!({"mode": "hybrid", "fusion": {"method": "rrf"}}),
-            _ => json!({}),
-        };
-        let retrieve = retrieve(body);
-        let who = format!("{label} · {shape}");
+    let shapes: Vec<(String, _)> = o
+        .shapes
+        .iter()
+        .map(|shape| {
+            let body = match shape.as_str() {
+                "none" => json!({"expand": "none"}),
+                "neighbors" => json!({"expand": "neighbors", "neighbors": 1}),
+                "hybrid" => json!({"mode": "hybrid", "fusion": {"method": "rrf"}}),
+                _ => json!({}),
+            };
+            (format!("{label} · {shape}"), retrieve(body))
+        })
+        .collect();
+    // Every shape starts from the same state: the store's files in the page cache (a reused
+    // world was just opened) and every shape warmed up before any is measured, so that the
+    // first shape does not pay for what the others then find ready.
+    progress(format!(
+        "retrieve ({label}): reading the world's files into the page cache"
+    ));
+    let cached = read_through(dir);
+    progress(format!("retrieve ({label}): {:.0} MiB read", mib(cached)));
+    for (who, retrieve) in &shapes {
         progress(format!("retrieve ({who}): warming up"));
         let warm = harness::run_load(4, 100, retrieve.clone()).await;
         if warm.errors > 0 {
             return Err(format!("retrieve fails: {}", warm.first_error.unwrap_or_default()).into());
         }
+    }
+    harness::settle(Duration::from_secs(1), Duration::from_secs(600)).await;
+    for (who, retrieve) in shapes {
         for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
             progress(format!(
                 "retrieve ({who}): {requests} requests at concurrency {concurrency}"
@@ -391,6 +413,23 @@ async fn load_and_measure(
         }
     }
     Ok(())
+}
+
+/// Reads every file under `dir` once (into the page cache); the bytes read.
+fn read_through(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(mut file) = std::fs::File::open(&path) {
+                total += std::io::copy(&mut file, &mut std::io::sink()).unwrap_or(0);
+            }
+        }
+    }
+    total
 }
 
 /// A latency row's first cells: who, how many at once, the client's percentiles and the rate.

@@ -79,9 +79,8 @@ mod worlds;
 pub mod statements {
     pub use super::backend::shown;
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
-    pub use super::retrieval::{
-        CHUNKS_BY_POINTS, HITS_BY_POINTS, REUSABLE, REUSABLE_TAIL, WORLD_FOR_RETRIEVAL, parent_outlines_union,
-    };
+    pub use super::parents::parents_over_union;
+    pub use super::retrieval::{CHUNKS_BY_POINTS, HITS_BY_POINTS, REUSABLE, REUSABLE_TAIL, WORLD_FOR_RETRIEVAL};
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
     pub use super::work::{CLAIM, CLAIM_OPEN, CLAIM_READ, COMPLETE_MARK, complete_mark};
     pub use super::worlds::WORLD_STATS;
@@ -675,18 +674,6 @@ pub trait RetrievalStore: Send + Sync {
         run: RunId,
         points: &[uuid::Uuid],
     ) -> Result<Vec<(ChunkView, SourceDetails)>>;
-    /// The parents of `run` in `world` holding these chunks (source, chunk number), each once,
-    /// ordered by source and parent number, with the outline and text of every chunk they hold,
-    /// ordered by source and chunk number: one round trip per hundred chunks for what
-    /// [`ParentStore::parents_of_chunks`], [`RetrievalStore::chunk_outlines`] and
-    /// [`RetrievalStore::chunk_windows`] read apart (a parent is at most `parent_max_tokens`,
-    /// so its texts are bounded). Chunks without a parent (not built yet) find none.
-    async fn parents_with_chunks(
-        &self,
-        world: WorldId,
-        run: RunId,
-        chunks: &[(SourceId, u32)],
-    ) -> Result<(Vec<Parent>, Vec<(ChunkOutline, String)>)>;
     /// The chunks of `run` in `world` that fall in any of the windows `(source, from, to)`
     /// (chunk numbers `from..=to` of that source), each once, ordered by source and then
     /// chunk number. One round trip per hundred windows, however many there are.
@@ -912,10 +899,11 @@ pub trait ParentStore: Send + Sync {
     /// source already has parents there, the source or world is gone, or the run is neither
     /// active nor being built.
     async fn add_parents(&self, world: WorldId, run: RunId, source: SourceId, parents: &[NewParent]) -> Result<bool>;
-    /// The parents of `run` holding these chunks (source, chunk number), each once, ordered by
-    /// source and parent number; chunks without a parent (not built yet) find none. One round
-    /// trip per hundred chunks.
-    async fn parents_of_chunks(&self, run: RunId, chunks: &[(SourceId, u32)]) -> Result<Vec<Parent>>;
+    /// The parents of `run` that overlap these windows (`(source, from, to)`: chunk numbers
+    /// `from..=to` of that source), each once, ordered by source and parent number; a source
+    /// whose parents are not built yet finds none. One round trip per hundred windows, each
+    /// window a seek and at most its width in rows, however many parents its source has.
+    async fn parents_over(&self, run: RunId, windows: &[(SourceId, u32, u32)]) -> Result<Vec<Parent>>;
     /// Sources with chunks but no parents in an active or building run, with that run's
     /// `parent_max_tokens`: what the startup pass builds parents for.
     async fn sources_without_parents(&self) -> Result<Vec<(WorldId, RunId, SourceId, u32)>>;

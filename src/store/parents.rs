@@ -6,15 +6,27 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::backend::{Backend, SqlStore};
+use super::retrieval::window_union;
 use super::rows::{narrow, wide};
 use super::runs::lock_run;
 use super::worlds::lock_world;
 use super::{ParentStore, Result};
 use crate::domain::{NewParent, Parent, RunId, SourceId, WorldId};
 
-/// One lookup of [`ParentStore::parents_of_chunks`]: `$1` run, `$k` source, `$k1` chunk number.
-const PARENT_OF: &str = "SELECT source_id, parent_number, first_chunk, last_chunk, char_start, char_end, token_count \
-     FROM parents WHERE run_id = $1 AND source_id = $k AND first_chunk <= $k1 AND last_chunk >= $k1";
+/// One window of [`ParentStore::parents_over`]: `$1` run, `$k` source, `$k1`..`$k2` the chunk
+/// numbers. Parents partition their source's chunks in order, so those overlapping the window
+/// are the first ones by last chunk from `$k1` on, at most one per chunk of the window, that
+/// start by `$k2`: a seek in `parents_by_last_chunk` (migration 0030) and a bounded read.
+/// (`first_chunk <= $k2` tested inside would read on to the source's last parent when fewer
+/// overlap than the window is wide.)
+pub const PARENTS_OVER: &str = "SELECT * FROM (SELECT source_id, parent_number, first_chunk, last_chunk, char_start, \
+     char_end, token_count FROM parents WHERE run_id = $1 AND source_id = $k AND last_chunk >= $k1 \
+     ORDER BY last_chunk LIMIT $k2 - $k1 + 1) AS p WHERE first_chunk <= $k2";
+
+/// [`PARENTS_OVER`] for `n` windows, as one `UNION ALL` (`$2` onward: source, from, to).
+pub fn parents_over_union(n: usize) -> String {
+    window_union(PARENTS_OVER, 2, n)
+}
 
 type ParentRow = (Uuid, i64, i64, i64, i64, i64, i64);
 
@@ -83,22 +95,14 @@ impl<DB: Backend> ParentStore for SqlStore<DB> {
         Ok(true)
     }
 
-    async fn parents_of_chunks(&self, run: RunId, chunks: &[(SourceId, u32)]) -> Result<Vec<Parent>> {
+    async fn parents_over(&self, run: RunId, windows: &[(SourceId, u32, u32)]) -> Result<Vec<Parent>> {
         let mut found: Vec<Parent> = Vec::new();
-        for batch in chunks.chunks(100) {
-            let branches: Vec<String> = (0..batch.len())
-                .map(|i| {
-                    let k = 2 + 2 * i;
-                    PARENT_OF
-                        .replace("$k1", &format!("${}", k + 1))
-                        .replace("$k", &format!("${k}"))
-                })
-                .collect();
+        for batch in windows.chunks(100) {
             // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(branches.join(" UNION ALL "));
+            let sql = sqlx::AssertSqlSafe(parents_over_union(batch.len()));
             let mut query = sqlx::query_as::<DB, ParentRow>(sql).bind(run.0);
-            for (source, number) in batch {
-                query = query.bind(source.0).bind(wide(*number));
+            for (source, from, to) in batch {
+                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
             }
             for row in query.fetch_all(&self.reads).await? {
                 found.push(parent(row)?);

@@ -122,30 +122,26 @@ async fn verification_reads_each_hit_by_key() {
     );
 }
 
-/// A context's parents are found by their source's key and their chunks' outlines by the
-/// `(run, source, chunk number)` key, each entry by its chunk: the read follows the hits'
-/// parents, never the world.
+/// A context's parents are found by a seek in their last-chunk index, each window reading at
+/// most its width in rows: never the source's other parents (a long manual has hundreds), nor
+/// the world's.
 #[tokio::test]
-async fn parents_and_their_outlines_are_read_by_key() {
-    let steps = plan(&super::retrieval::parent_outlines_union(2), 6).await;
-    for (table, index) in [
-        (
-            "SEARCH p ",
-            "INDEX sqlite_autoindex_parents_1 (run_id=? AND source_id=?)",
-        ),
-        (
-            "SEARCH c ",
-            "INDEX sqlite_autoindex_chunks_2 (run_id=? AND source_id=? AND chunk_number>? AND chunk_number<?)",
-        ),
-        ("SEARCH m ", "INDEX sqlite_autoindex_manifest_entries_1 (chunk_id=?)"),
-    ] {
-        let found = steps
+async fn a_windows_parents_are_found_by_a_seek() {
+    let steps = plan(&super::parents::parents_over_union(2), 7).await;
+    let seeks = steps
+        .iter()
+        .filter(|s| {
+            s.starts_with("SEARCH parents ")
+                && s.contains("INDEX parents_by_last_chunk (run_id=? AND source_id=? AND last_chunk>?)")
+        })
+        .count();
+    assert_eq!(seeks, 2, "one seek per window: {steps:?}");
+    assert!(
+        steps
             .iter()
-            .filter(|s| s.starts_with(table) && s.contains(index))
-            .count();
-        assert_eq!(found, 2, "{table}{index} once per branch: {steps:?}");
-    }
-    assert!(steps.iter().all(|s| !s.starts_with("SCAN")), "{steps:?}");
+            .all(|s| !s.starts_with("SCAN parents") && !s.contains("TEMP B-TREE")),
+        "{steps:?}"
+    );
 }
 
 /// A source's chunks, their total and its counts are read through the source's rows, never

@@ -7,13 +7,13 @@ use uuid::Uuid;
 
 use super::backend::{Backend, RowsAffected as _, SqlStore, shown};
 use super::jobs::{NewJobRow, add_job_total};
-use super::rows::{ChunkOutlineRow, ChunkViewRow, HitRow, ParentOutlineRow, WorldCountRow, in_list, narrow, wide};
+use super::rows::{ChunkOutlineRow, ChunkViewRow, HitRow, WorldCountRow, in_list, narrow, wide};
 use super::runs::lock_run;
 use super::worlds::{lock_world, world_columns};
 use super::{Result, RetrievalStore, ReuseStore};
 use crate::domain::{
-    ChunkId, ChunkOutline, ChunkView, JobId, JobKind, JobStatus, Parent, RunId, SourceDetails, SourceId, SourceSize,
-    World, WorldId,
+    ChunkId, ChunkOutline, ChunkView, JobId, JobKind, JobStatus, RunId, SourceDetails, SourceId, SourceSize, World,
+    WorldId,
 };
 
 /// Columns of a [`ChunkViewRow`]; `m` is the manifest entry, `c` the chunk, `s` the source.
@@ -49,7 +49,7 @@ const OUTLINE_WINDOW: &str = "SELECT c.id, c.source_id, c.book_number, c.chunk_n
 /// each branch is a lookup in the `(run_id, source_id, chunk_number)` index. (Windows joined
 /// by `OR` instead are one lookup each for two, but SQLite, without statistics, walks the whole
 /// world for eight: 36 ms against 0.2 on 100,000 chunks.) No `ORDER BY`: the caller sorts.
-fn window_union(branch: &str, first: usize, n: usize) -> String {
+pub(super) fn window_union(branch: &str, first: usize, n: usize) -> String {
     let branches: Vec<String> = (0..n)
         .map(|i| {
             let k = first + 3 * i;
@@ -106,29 +106,6 @@ pub const HITS_BY_POINTS: &str = concat!(
     select_chunk_view!(", s.title, s.url, s.metadata"),
     "WHERE m.point_id IN "
 );
-
-/// One lookup of `parents_with_chunks`: `$1` world, `$2` run, `$k` source, `$k1` chunk number;
-/// the parent holding that chunk joined to the outline and text of every chunk it holds, each
-/// read by the `(run_id, source_id, chunk_number)` index.
-const PARENT_OUTLINES: &str = "SELECT p.source_id, p.parent_number, p.first_chunk, p.last_chunk, p.char_start AS \
-     parent_start, p.char_end AS parent_end, p.token_count AS parent_tokens, \
-     c.id, c.book_number, c.chunk_number, c.char_start, c.char_end, c.token_count, c.text_sha256, c.page, c.version, \
-     c.chunk_text FROM parents p JOIN chunks c ON c.run_id = p.run_id AND c.source_id = p.source_id \
-     AND c.chunk_number BETWEEN p.first_chunk AND p.last_chunk JOIN manifest_entries m ON m.chunk_id = c.id \
-     WHERE p.run_id = $2 AND p.source_id = $k AND p.first_chunk <= $k1 AND p.last_chunk >= $k1 AND c.world_id = $1";
-
-/// [`PARENT_OUTLINES`] for `n` chunks, as one `UNION ALL` (`$3` onward: source, chunk number).
-pub fn parent_outlines_union(n: usize) -> String {
-    let branches: Vec<String> = (0..n)
-        .map(|i| {
-            let k = 3 + 2 * i;
-            PARENT_OUTLINES
-                .replace("$k1", &format!("${}", k + 1))
-                .replace("$k", &format!("${k}"))
-        })
-        .collect();
-    branches.join(" UNION ALL ")
-}
 
 impl<DB: Backend> SqlStore<DB> {
     /// The rows `statement` (ending in `IN `) reads for `points`, each kept as `keep` says.
@@ -226,37 +203,6 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
             }
         })
         .await
-    }
-
-    async fn parents_with_chunks(
-        &self,
-        world: WorldId,
-        run: RunId,
-        chunks: &[(SourceId, u32)],
-    ) -> Result<(Vec<Parent>, Vec<(ChunkOutline, String)>)> {
-        let mut parents: Vec<Parent> = Vec::new();
-        let mut outlines: Vec<(ChunkOutline, String)> = Vec::new();
-        // Bounded statements, as in `chunk_windows`.
-        for batch in chunks.chunks(100) {
-            // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(parent_outlines_union(batch.len()));
-            let mut query = sqlx::query_as::<DB, ParentOutlineRow>(sql).bind(world.0).bind(run.0);
-            for (source, number) in batch {
-                query = query.bind(source.0).bind(wide(*number));
-            }
-            for row in query.fetch_all(&self.reads).await? {
-                let (parent, outline, text) = row.split()?;
-                if parents.last() != Some(&parent) {
-                    parents.push(parent);
-                }
-                outlines.push((outline, text));
-            }
-        }
-        parents.sort_by_key(|p| (p.source_id.0, p.parent.parent_number));
-        parents.dedup();
-        outlines.sort_by_key(|(o, _)| (o.source_id.0, o.chunk_number));
-        outlines.dedup_by_key(|(o, _)| o.id);
-        Ok((parents, outlines))
     }
 
     async fn chunk_windows(

@@ -8,8 +8,7 @@ use super::{Error, Result};
 use crate::domain::{
     Chunk, ChunkId, ChunkOutline, ChunkState, ChunkView, ChunkingProfile, EmbeddingProfile, EntryError, GroupCooldown,
     Job, JobCounts, JobError, JobEvent, JobId, JobKind, KeptPoint, KeyId, KeyOrigin, ManifestEntry, Metadata,
-    NewParent, Parent, PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem,
-    World, WorldId,
+    PendingVersion, RunId, SealedSecret, Source, SourceDetails, SourceId, StoredKey, WorkItem, World, WorldId,
 };
 
 /// `($first, $first+1, …)` for `n` parameters: an `IN` list both dialects accept.
@@ -515,38 +514,6 @@ pub(super) struct HitRow {
     pub(super) view: ChunkViewRow,
     #[sqlx(flatten)]
     pub(super) details: DetailsColumns,
-}
-
-/// A chunk's outline and text with the parent that holds it (the parent's place columns renamed).
-#[derive(sqlx::FromRow)]
-pub(super) struct ParentOutlineRow {
-    #[sqlx(flatten)]
-    outline: ChunkOutlineRow,
-    chunk_text: String,
-    parent_number: i64,
-    first_chunk: i64,
-    last_chunk: i64,
-    parent_start: i64,
-    parent_end: i64,
-    parent_tokens: i64,
-}
-
-impl ParentOutlineRow {
-    pub(super) fn split(self) -> Result<(Parent, ChunkOutline, String)> {
-        let outline: ChunkOutline = self.outline.try_into()?;
-        let parent = Parent {
-            source_id: outline.source_id,
-            parent: NewParent {
-                parent_number: narrow("parents", self.parent_number)?,
-                first_chunk: narrow("parents", self.first_chunk)?,
-                last_chunk: narrow("parents", self.last_chunk)?,
-                char_start: narrow("parents", self.parent_start)?,
-                char_end: narrow("parents", self.parent_end)?,
-                token_count: narrow("parents", self.parent_tokens)?,
-            },
-        };
-        Ok((parent, outline, self.chunk_text))
-    }
 }
 
 #[derive(sqlx::FromRow)]

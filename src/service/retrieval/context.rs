@@ -53,13 +53,9 @@ impl RetrievalService {
             .collect();
         // The sections the windows cross, so that each hit reads its own first, read beside
         // the windows' outlines.
-        let chunks: Vec<(SourceId, u32)> = windows
-            .iter()
-            .flat_map(|&(source, from, to)| (from..=to).map(move |n| (source, n)))
-            .collect();
         let windows = merge_windows(windows, true);
         let (parents, outlines) = tokio::join!(
-            self.parents_of(world, &chunks),
+            self.parents_of(world, &windows),
             self.store.chunk_outlines(world.id, world.active_run, &windows)
         );
         Ok(passages(results, windows, &outlines?, &parents?))
@@ -69,12 +65,16 @@ impl RetrievalService {
     /// `answer.parents`. Parents never overlap, and two side by side stay two passages.
     async fn parent_passages(&self, world: &World, answer: &mut Retrieval) -> ServiceResult<Vec<Vec<Piece>>> {
         let results = &answer.results;
-        let chunks: Vec<(SourceId, u32)> = results
+        let chunks: Vec<(SourceId, u32, u32)> = results
             .iter()
-            .map(|h| (h.chunk.chunk.source_id, h.chunk.chunk.chunk_number))
+            .map(|h| {
+                (
+                    h.chunk.chunk.source_id,
+                    h.chunk.chunk.chunk_number,
+                    h.chunk.chunk.chunk_number,
+                )
+            })
             .collect();
-        // Parents and outlines read apart: `parents_with_chunks` in one statement cost 35 ms a
-        // retrieval on PostgreSQL's generic plan at a million chunks (BENCHMARKS).
         let parents = self.parents_of(world, &chunks).await?;
         let mut windows = Vec::with_capacity(results.len());
         let mut matched: Vec<MatchedParent> = Vec::new();
@@ -117,27 +117,20 @@ impl RetrievalService {
         Ok(passages(&answer.results, windows, &outlines, &parents))
     }
 
-    /// The parents in the world's served run that hold `chunks` (source, chunk number); sources
+    /// The parents in the world's served run that overlap `windows` (source, from, to); sources
     /// found without any (chunked before parents existed, or before sections) get theirs built
     /// first, from the stored text and chunks.
-    async fn parents_of(&self, world: &World, chunks: &[(SourceId, u32)]) -> ServiceResult<Vec<Parent>> {
-        let mut parents = self.store.parents_of_chunks(world.active_run, chunks).await?;
-        let mut missing: Vec<SourceId> = chunks
-            .iter()
-            .filter(|(s, n)| !parents.iter().any(|p| p.holds(*s, *n)))
-            .map(|(s, _)| *s)
-            .collect();
-        missing.sort_unstable_by_key(|s| s.0);
-        missing.dedup();
+    async fn parents_of(&self, world: &World, windows: &[(SourceId, u32, u32)]) -> ServiceResult<Vec<Parent>> {
+        let mut parents = self.store.parents_over(world.active_run, windows).await?;
         let mut built = false;
-        for source in missing {
+        for source in unparented(windows, &parents) {
             let max = world.chunking.parent_max_tokens;
             built |=
                 crate::jobs::parents::build_from_store(self.store.as_ref(), world.id, world.active_run, source, max)
                     .await?;
         }
         if built {
-            parents = self.store.parents_of_chunks(world.active_run, chunks).await?;
+            parents = self.store.parents_over(world.active_run, windows).await?;
         }
         Ok(parents)
     }
@@ -232,6 +225,21 @@ impl RetrievalService {
         answer.timing.verify_ms = ms(phase.elapsed());
         Ok(())
     }
+}
+
+/// The sources of `windows` that none of `parents` belongs to: those whose parents are not
+/// built. Each window holds a chunk that exists (a hit), so a source with parents finds one
+/// for each of its windows; a window that runs past its source's last chunk (a neighbour
+/// window around the last hit) is no sign of missing parents.
+fn unparented(windows: &[(SourceId, u32, u32)], parents: &[Parent]) -> Vec<SourceId> {
+    let mut sources: Vec<SourceId> = windows
+        .iter()
+        .map(|w| w.0)
+        .filter(|s| !parents.iter().any(|p| p.source_id == *s))
+        .collect();
+    sources.sort_unstable_by_key(|s| s.0);
+    sources.dedup();
+    sources
 }
 
 /// Merges `hit_windows` (`(source, from, to)`, in rank order) where they overlap (or touch,
@@ -892,5 +900,30 @@ mod tests {
         let (context, left_out) = fit(vec![passage], 30);
         assert_eq!(context, ["s5", "hit", "s7"]);
         assert_eq!(left_out, 5);
+    }
+
+    /// Parents are built for a source that has none, never again for one whose window runs
+    /// past its last chunk (neighbours of its last hit): that rebuild read the whole source's
+    /// text and chunks on every such retrieval, for nothing (its parents were all there).
+    #[test]
+    fn only_sources_without_parents_are_unparented() {
+        use crate::domain::{NewParent, Parent, SourceId};
+        let (built, bare) = (SourceId::new(), SourceId::new());
+        let parent = |number: u32, first: u32, last: u32| Parent {
+            source_id: built,
+            parent: NewParent {
+                parent_number: number,
+                first_chunk: first,
+                last_chunk: last,
+                char_start: 0,
+                char_end: 1,
+                token_count: 1,
+            },
+        };
+        // `built` has chunks 0..=9 in two parents; its last hit's window reaches chunk 11.
+        let parents = [parent(0, 0, 4), parent(1, 5, 9)];
+        assert!(super::unparented(&[(built, 8, 11), (built, 0, 1)], &parents).is_empty());
+        let missing = super::unparented(&[(built, 8, 11), (bare, 3, 5), (bare, 9, 9)], &parents);
+        assert_eq!(missing, vec![bare]);
     }
 }

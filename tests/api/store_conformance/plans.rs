@@ -4,7 +4,7 @@
 //! leased by key.
 
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, parent_outlines_union,
+    CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, parents_over_union,
 };
 
 use super::{add_source, claim, complete, new_world};
@@ -108,25 +108,28 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    // The parents of four hits with their chunks' outlines: by the parents' and chunks' keys,
-    // never a walk of the world's chunks or entries.
+    // The parents of four hits: each by a seek in the parents' last-chunk index, never a walk
+    // of the world's chunks or entries, nor of a source's parents.
     let run = store.get_world(world.id).await.unwrap().unwrap().active_run;
     assert_eq!(quarry::jobs::parents::backfill(store.as_ref()).await.unwrap(), 16);
-    let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {}", parent_outlines_union(4)));
-    let mut query = sqlx::query_scalar::<_, serde_json::Value>(explain)
-        .bind(world.id.0)
-        .bind(run.0);
+    let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {}", parents_over_union(4)));
+    let mut query = sqlx::query_scalar::<_, serde_json::Value>(explain).bind(run.0);
     for source in &sources[..4] {
-        query = query.bind(*source).bind(5_i64);
+        query = query.bind(*source).bind(5_i64).bind(5_i64);
     }
     let mut steps = Vec::new();
     nodes(&query.fetch_one(&pool).await.unwrap()[0]["Plan"], &mut steps);
     assert!(steps.iter().all(|step| !scans_entries(step)), "{steps:#?}");
+    let lookups = steps
+        .iter()
+        .filter(|step| step["Index Name"] == "parents_by_last_chunk")
+        .count();
+    assert_eq!(lookups, 4, "one seek per hit: {steps:#?}");
     let found = store
-        .parents_with_chunks(world.id, run, &[(quarry::domain::SourceId(sources[0]), 5)])
+        .parents_over(run, &[(quarry::domain::SourceId(sources[0]), 5, 5)])
         .await
         .unwrap();
-    assert_eq!(found.0.len(), 1, "{found:?}");
+    assert_eq!(found.len(), 1, "{found:?}");
 
     // A source's chunks, their total and its counts: by the source's index, whatever the world's
     // size; the world's own indexes are never read.

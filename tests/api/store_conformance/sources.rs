@@ -554,21 +554,20 @@ async fn parents_are_stored_once_found_by_chunk_and_built_for_sources_without(st
     missing.sort_by_key(|m| m.2 != source.id);
     assert_eq!(missing.len(), 2, "{missing:?}");
     assert_eq!(missing[0], (world.id, run, source.id, 768));
-    assert!(
-        store
-            .parents_of_chunks(run, &[(source.id, 0)])
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.parents_over(run, &[(source.id, 0, 0)]).await.unwrap().is_empty());
 
     // The startup pass builds them from the stored chunks.
     assert_eq!(quarry::jobs::parents::backfill(store.as_ref()).await.unwrap(), 2);
     assert!(store.sources_without_parents().await.unwrap().is_empty());
     let found = store
-        .parents_of_chunks(
+        .parents_over(
             run,
-            &[(source.id, 0), (source.id, 9), (other.id, 1), (SourceId::new(), 0)],
+            &[
+                (source.id, 0, 0),
+                (source.id, 9, 9),
+                (other.id, 1, 1),
+                (SourceId::new(), 0, 0),
+            ],
         )
         .await
         .unwrap();
@@ -608,26 +607,64 @@ async fn parents_are_stored_once_found_by_chunk_and_built_for_sources_without(st
     );
     assert!(
         store
-            .parents_of_chunks(RunId::new(), &[(source.id, 0)])
+            .parents_over(RunId::new(), &[(source.id, 0, 0)])
             .await
             .unwrap()
             .is_empty()
     );
-    // Many chunks in one read (a hundred per statement).
-    let many: Vec<(SourceId, u32)> = (0..250).map(|i| (source.id, i % 10)).collect();
-    assert_eq!(store.parents_of_chunks(run, &many).await.unwrap().len(), 1);
+    // Many windows in one read (a hundred per statement).
+    let many: Vec<(SourceId, u32, u32)> = (0..250).map(|i| (source.id, i % 10, i % 10)).collect();
+    assert_eq!(store.parents_over(run, &many).await.unwrap().len(), 1);
     // They go with their source.
     store
         .delete_source(world.id, source.id, None, Utc::now().trunc_subsecs(6))
         .await
         .unwrap()
         .unwrap();
-    assert!(
-        store
-            .parents_of_chunks(run, &[(source.id, 0)])
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(store.parents_of_chunks(run, &[(other.id, 0)]).await.unwrap().len(), 1);
+    assert!(store.parents_over(run, &[(source.id, 0, 0)]).await.unwrap().is_empty());
+    assert_eq!(store.parents_over(run, &[(other.id, 0, 0)]).await.unwrap().len(), 1);
+}
+
+conformance!(parents_over_a_window_are_those_it_crosses);
+async fn parents_over_a_window_are_those_it_crosses(store: Arc<dyn Store>) {
+    let world = store.create_world(new_world("Sections")).await.unwrap();
+    let run = world.active_run;
+    let (source, _) = add_source(&store, world.id, 12).await;
+    // Four sections: chunks 0-2, 3-5, 6-6, 7-11.
+    let sections: Vec<quarry::domain::NewParent> = [(0, 2), (3, 5), (6, 6), (7, 11)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(first, last))| quarry::domain::NewParent {
+            parent_number: i as u32,
+            first_chunk: first,
+            last_chunk: last,
+            char_start: u64::from(first) * 10,
+            char_end: u64::from(last) * 10 + 9,
+            token_count: 3 * u64::from(last - first + 1),
+        })
+        .collect();
+    assert!(store.add_parents(world.id, run, source.id, &sections).await.unwrap());
+    let numbers =
+        |found: Vec<quarry::domain::Parent>| -> Vec<u32> { found.iter().map(|p| p.parent.parent_number).collect() };
+    let over = |from: u32, to: u32| {
+        let store = store.clone();
+        async move { numbers(store.parents_over(run, &[(source.id, from, to)]).await.unwrap()) }
+    };
+    // One chunk: the section holding it, whichever it is.
+    for (chunk, section) in [(0, 0), (2, 0), (3, 1), (5, 1), (6, 2), (7, 3), (11, 3)] {
+        assert_eq!(over(chunk, chunk).await, vec![section], "chunk {chunk}");
+    }
+    // A window: every section it crosses, and only those, however wide it is.
+    assert_eq!(over(2, 3).await, vec![0, 1]);
+    assert_eq!(over(4, 7).await, vec![1, 2, 3]);
+    assert_eq!(over(1, 1000).await, vec![0, 1, 2, 3]);
+    // A neighbour window past the source's last chunk: its last section, nothing more.
+    assert_eq!(over(10, 12).await, vec![3]);
+    assert!(over(12, 14).await.is_empty());
+    // Windows of one read that share sections find each once.
+    let found = store
+        .parents_over(run, &[(source.id, 0, 3), (source.id, 3, 6), (source.id, 11, 11)])
+        .await
+        .unwrap();
+    assert_eq!(numbers(found), vec![0, 1, 2, 3]);
 }
