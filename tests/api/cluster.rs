@@ -205,7 +205,15 @@ async fn a_killed_replicas_claims_go_to_the_others_when_it_is_found_dead() {
     tokio::time::sleep(Duration::from_millis(4500)).await;
     let body = cluster(&b).await;
     assert_eq!(ids(&body), [body["this"].as_str().unwrap()], "{body}");
-    assert_eq!(leased().await, 0);
+    // The listing leaves out a silent replica at once; B's next heartbeat deletes its row and
+    // gives back its claims, in one transaction (late on a loaded machine).
+    for _ in 0..100 {
+        if leased().await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(leased().await, 0, "A's claims are given back");
     assert_eq!(b.drain().await, 6, "B finishes A's work");
     assert_eq!(
         completed(&b, &job, Duration::from_secs(10)).await["counts"]["embedded"],
