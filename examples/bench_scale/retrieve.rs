@@ -65,6 +65,8 @@ pub async fn run(o: &Options) -> Result<()> {
             "search ms",
             "verify ms",
             "total ms",
+            "CPU ms/req",
+            "pg CPU ms/req",
         ]),
         world: Table::new(&["store", "calls", "p50 ms", "p99 ms"]),
         tables: Table::new(&[
@@ -128,7 +130,11 @@ pub async fn run(o: &Options) -> Result<()> {
          context), none (`expand: none`), neighbors (one chunk either side), hybrid (`mode: hybrid`, RRF, parents). \
          p50/p95/p99 measured by the client; embed / search / verify / total: means of quarry's own `timing` \
          (verify: verification and the context). The engine alone: the same filter, limit and query vectors \
-         (for hybrid, the same BM25 query vector and RRF prefetches) on quarry's vector folder once it stopped."
+         (for hybrid, the same BM25 query vector and RRF prefetches) on quarry's vector folder once it stopped. \
+         The embedding call alone: the query's request to the fake provider, as quarry sends it, from the \
+         load generator. CPU ms/req: CPU time this process (quarry, the fake provider, the load generator) used during the run, \
+         per request; pg CPU ms/req: the same for every PostgreSQL process on the machine. With two cores busy, \
+         requests per second at 32 cannot pass 2,000 over their sum."
     );
     for note in &t.notes {
         println!("{note}");
@@ -194,7 +200,10 @@ async fn one(o: &Options, corpus: &Corpus, store: StoreKind, t: &mut Tables) -> 
             let result = result.and(stopped);
             match result {
                 // The engine alone on the same world, its folder free now that quarry stopped.
-                Ok(()) => raw(o, corpus, label, &dir, pg.as_ref().map(|p| p.0.as_str()), t).await,
+                Ok(()) => match embedding_alone(o, corpus, label, &fake.base_url(), &keys[0], t).await {
+                    Ok(()) => raw(o, corpus, label, &dir, pg.as_ref().map(|p| p.0.as_str()), t).await,
+                    Err(err) => Err(err),
+                },
                 Err(err) => Err(err),
             }
         }
@@ -377,20 +386,38 @@ async fn load_and_measure(
     ));
     let cached = read_through(dir);
     progress(format!("retrieve ({label}): {:.0} MiB read", mib(cached)));
+    // Warmed at the highest concurrency measured, so that every pooled session the runs use is
+    // open and has planned its statements (PostgreSQL plans once per session and statement text).
+    let busiest = o.concurrency.iter().copied().max().unwrap_or(1);
     for (who, retrieve) in &shapes {
-        progress(format!("retrieve ({who}): warming up"));
-        let warm = harness::run_load(4, 100, retrieve.clone()).await;
+        progress(format!("retrieve ({who}): warming up at concurrency {busiest}"));
+        let warm = harness::run_load(busiest, 25 * busiest.max(4), retrieve.clone()).await;
         if warm.errors > 0 {
             return Err(format!("retrieve fails: {}", warm.first_error.unwrap_or_default()).into());
         }
     }
-    harness::settle(Duration::from_secs(1), Duration::from_secs(600)).await;
+    const SETTLE_AT_MOST: Duration = Duration::from_secs(600);
+    let settled = harness::settle(Duration::from_secs(1), SETTLE_AT_MOST).await;
+    progress(format!(
+        "retrieve ({label}): idle after the warm-up in {:.0} s",
+        settled.as_secs_f64()
+    ));
+    t.notes.push(if settled >= SETTLE_AT_MOST {
+        format!(
+            "{label}: the process was still busy {} s after the warm-up; measured anyway",
+            SETTLE_AT_MOST.as_secs()
+        )
+    } else {
+        format!("{label}: idle {:.0} s after the warm-up", settled.as_secs_f64())
+    });
     for (who, retrieve) in shapes {
         for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
             progress(format!(
                 "retrieve ({who}): {requests} requests at concurrency {concurrency}"
             ));
+            let cpu = Cpu::now();
             let load = harness::run_load(concurrency, requests, retrieve.clone()).await;
+            let cpu = cpu.per_request(requests);
             let out = &load.outputs;
             let short = out.iter().filter(|t| t.results < TOP_K).count();
             if short > 0 {
@@ -409,6 +436,7 @@ async fn load_and_measure(
                 format!("{:.2}", mean(out.iter().map(|t| t.verify))),
                 format!("{:.2}", mean(out.iter().map(|t| t.total))),
             ]);
+            cells.extend(cpu);
             t.latency.row(cells);
         }
     }
@@ -444,6 +472,68 @@ fn load_cells<T>(who: &str, concurrency: usize, requests: usize, load: &harness:
         format!("{:.2}", quantile_ms(&load.latencies, 0.99)),
         num(load.per_second(), 1),
     ]
+}
+
+/// The query's embedding call alone: the request quarry makes to the fake provider for each
+/// retrieval (one text, base64 vectors, as quarry asks for them), made by the load generator at
+/// each concurrency, for what that round trip costs in CPU on this machine, where the provider
+/// shares quarry's cores as no real one does.
+async fn embedding_alone(
+    o: &Options,
+    corpus: &Corpus,
+    label: &str,
+    base_url: &str,
+    key: &str,
+    t: &mut Tables,
+) -> Result<()> {
+    let total = (o.chunks / o.sources) * o.sources;
+    let most = o.requests.iter().copied().max().unwrap_or(0).max(100);
+    let queries: Arc<Vec<String>> = Arc::new((0..most as u64).map(|q| corpus.query(0, q, total)).collect());
+    let url = Arc::new(format!("{}/v1/embeddings", base_url.trim_end_matches('/')));
+    let client = reqwest::Client::new();
+    let (key, dims) = (Arc::new(key.to_owned()), o.dims);
+    let embed = move |i: usize| {
+        let (url, client, queries, key) = (url.clone(), client.clone(), queries.clone(), key.clone());
+        async move {
+            let body = json!({
+                "model": "text-embedding-3-small",
+                "input": [queries[i % queries.len()]],
+                "dimensions": dims,
+                "encoding_format": "base64",
+            });
+            let response = client
+                .post(url.as_str())
+                .bearer_auth(key.as_str())
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body: Value = response.json().await.map_err(|e| e.to_string())?;
+            if !status.is_success() {
+                return Err(format!("HTTP {status}: {body}"));
+            }
+            Ok::<(), String>(())
+        }
+    };
+    let busiest = o.concurrency.iter().copied().max().unwrap_or(1);
+    let warm = harness::run_load(busiest, 100, embed.clone()).await;
+    if let Some(err) = warm.first_error {
+        return Err(format!("the embedding call fails: {err}").into());
+    }
+    for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
+        progress(format!(
+            "retrieve ({label}): the embedding call alone, {requests} calls at concurrency {concurrency}"
+        ));
+        let cpu = Cpu::now();
+        let load = harness::run_load(concurrency, requests, embed.clone()).await;
+        let cpu = cpu.per_request(requests);
+        let mut cells = load_cells(&format!("{label}: embedding call alone"), concurrency, requests, &load);
+        cells.extend(std::iter::repeat_n("–".to_owned(), 4));
+        cells.extend(cpu);
+        t.latency.row(cells);
+    }
+    Ok(())
 }
 
 /// The vector engine alone (quarry's embedded store over qdrant-edge, as the `vectors` section
@@ -546,7 +636,9 @@ async fn raw(
             progress(format!(
                 "retrieve ({label}): the engine alone, {kind}, {requests} searches at concurrency {concurrency}"
             ));
+            let cpu = Cpu::now();
             let load = harness::run_load(concurrency, requests, search.clone()).await;
+            let cpu = cpu.per_request(requests);
             let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
             if short > 0 {
                 t.notes.push(format!(
@@ -555,10 +647,68 @@ async fn raw(
             }
             let mut cells = load_cells(&format!("{label}: engine alone, {kind}"), concurrency, requests, &load);
             cells.extend(std::iter::repeat_n("–".to_owned(), 4));
+            cells.extend(cpu);
             t.latency.row(cells);
         }
     }
     Ok(())
+}
+
+/// CPU seconds used so far by this process and by PostgreSQL's processes.
+struct Cpu {
+    own: f64,
+    postgres: f64,
+}
+
+impl Cpu {
+    fn now() -> Cpu {
+        Cpu {
+            own: harness::cpu_seconds(),
+            postgres: postgres_cpu_seconds(),
+        }
+    }
+
+    /// The CPU milliseconds per request since `self`: this process's, then PostgreSQL's (a dash
+    /// when it used none, as with SQLite).
+    fn per_request(self, requests: usize) -> [String; 2] {
+        let now = Cpu::now();
+        let per = |seconds: f64| seconds * 1000.0 / requests.max(1) as f64;
+        let postgres = now.postgres - self.postgres;
+        [
+            format!("{:.2}", per(now.own - self.own)),
+            if postgres > 0.0 {
+                format!("{:.2}", per(postgres))
+            } else {
+                "–".to_owned()
+            },
+        ]
+    }
+}
+
+/// The CPU seconds every process named `postgres` on this machine has used (user and system
+/// time, from `/proc`); the sessions quarry opens and the server's own workers alike, and with
+/// the children's times, the sessions and autovacuum workers that have exited (the postmaster
+/// reaps them).
+fn postgres_cpu_seconds() -> f64 {
+    let mut total = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if !entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if !head.ends_with("(postgres") {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        total += (ticks(11) + ticks(12) + ticks(13) + ticks(14)) / 100.0;
+    }
+    total
 }
 
 /// What the engine alone searches with: quarry's vector folder, the queries' dense and BM25

@@ -258,7 +258,11 @@ async fn replicas_told_the_quota_spend_it_together_not_each() {
         stats.quota_rejections
     );
     assert_eq!(stats.items_embedded, chunks as u64, "every chunk embedded exactly once");
-    // Every replica took part.
+    // The quota was spent by several replicas at once, so it was shared, not each replica's
+    // own. Which replicas take part is a race: under load, two can claim all six hundred
+    // chunks before the third's workers first look (the CI run of 28dbf36 saw it), so the test
+    // asks for two, which is what sharing needs.
+    let mut senders = Vec::new();
     for app in &apps {
         let google = app.provider("google").await;
         let sent: u64 = google["keys"]
@@ -267,8 +271,12 @@ async fn replicas_told_the_quota_spend_it_together_not_each() {
             .iter()
             .map(|k| k["requests"].as_u64().unwrap())
             .sum();
-        assert!(sent > 0, "a replica sent nothing: {google}");
+        senders.push(sent);
     }
+    assert!(
+        senders.iter().filter(|&&sent| sent > 0).count() >= 2,
+        "fewer than two replicas sent requests: {senders:?}"
+    );
     drop(apps);
     db.drop_db().await;
 }
