@@ -489,7 +489,7 @@ async fn embedding_alone(
     let total = (o.chunks / o.sources) * o.sources;
     let most = o.requests.iter().copied().max().unwrap_or(0).max(100);
     let queries: Arc<Vec<String>> = Arc::new((0..most as u64).map(|q| corpus.query(0, q, total)).collect());
-    let url = Arc::new(format!("{}/v1/embeddings", base_url.trim_end_matches('/')));
+    let url = Arc::new(format!("{}/embeddings", base_url.trim_end_matches('/')));
     let client = reqwest::Client::new();
     let (key, dims) = (Arc::new(key.to_owned()), o.dims);
     let embed = move |i: usize| {
