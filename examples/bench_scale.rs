@@ -58,8 +58,11 @@
 //! directory's disk per chunk, separately. Then `POST /v1/worlds/{id}/retrieve` (top_k 10) at
 //! each `--concurrency` (`harness::run_load`): p50/p95/p99, requests per second and quarry's own
 //! timing split, for each `--shapes` request shape (dense with parents, the default; dense alone;
-//! dense with neighbours; hybrid). `--data DIR` keeps the SQLite file and vectors in DIR and reuses a world a
-//! previous run loaded there.
+//! dense with neighbours; hybrid), each warmed at the highest concurrency first, with the CPU
+//! time per request of the process and of PostgreSQL's processes; beside them, the query's
+//! embedding call alone and the engine alone (qdrant-edge on quarry's folder, quarry stopped).
+//! `--data DIR` keeps the SQLite file and vectors in DIR and reuses a world a previous run
+//! loaded there.
 //!
 //! **`relational`**: the relational store alone, SQLite and PostgreSQL (unless `--store`
 //! names one; an unreachable PostgreSQL is reported as SKIPPED), at `--chunks` chunk rows written
