@@ -956,18 +956,8 @@ async fn measure(
         move |i: usize| {
             let (url, client, queries) = (url.clone(), client.clone(), queries.clone());
             async move {
-                let response = client
-                    .post(url.as_str())
-                    .bearer_auth(harness::TOKEN)
-                    .json(&json!({"query": queries[i % queries.len()], "top_k": 8}))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let status = response.status();
-                let body: Value = response.json().await.map_err(|e| e.to_string())?;
-                if !status.is_success() {
-                    return Err(format!("HTTP {status}: {body}"));
-                }
+                let query = json!({"query": queries[i % queries.len()], "top_k": 8});
+                let body = harness::post_json(&client, &url, harness::TOKEN, &query).await?;
                 let t = &body["timing"];
                 let f = |k: &str| t[k].as_f64().unwrap_or(f64::NAN);
                 Ok::<Timing, String>(Timing {

@@ -189,6 +189,30 @@ impl Drop for Quarry {
     }
 }
 
+/// POSTs `body` as JSON with `token` as the bearer and returns the JSON answer; any status
+/// outside 2xx is an error naming it with the answer. Errors are strings, as load closures
+/// return them.
+pub async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &Value,
+) -> std::result::Result<Value, String> {
+    let response = client
+        .post(url)
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("HTTP {status}: {body}"));
+    }
+    Ok(body)
+}
+
 pub fn http_client() -> reqwest::Client {
     quarry::outbound::install_tls_provider();
     reqwest::Client::builder()

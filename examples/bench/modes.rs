@@ -166,18 +166,7 @@ async fn retrieve(
     if let (Some(body), Some(extra)) = (body.as_object_mut(), settings.as_object()) {
         body.extend(extra.clone());
     }
-    let response = client
-        .post(url)
-        .bearer_auth(harness::TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status();
-    let body: Value = response.json().await.map_err(|e| e.to_string())?;
-    if !status.is_success() {
-        return Err(format!("HTTP {status}: {body}"));
-    }
+    let body = harness::post_json(client, url, harness::TOKEN, &body).await?;
     if let Some(warning) = body["warnings"].as_array().and_then(|w| {
         w.iter()
             .find(|w| w["code"] == "rerank_unavailable" || w["code"] == "filter_matched_nothing")

@@ -311,18 +311,7 @@ async fn load_and_measure(
                 for (k, v) in shape.as_object().into_iter().flatten() {
                     body[k] = v.clone();
                 }
-                let response = client
-                    .post(url.as_str())
-                    .bearer_auth(harness::TOKEN)
-                    .json(&body)
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let status = response.status();
-                let body: Value = response.json().await.map_err(|e| e.to_string())?;
-                if !status.is_success() {
-                    return Err(format!("HTTP {status}: {body}"));
-                }
+                let body = harness::post_json(&client, &url, harness::TOKEN, &body).await?;
                 let timing = &body["timing"];
                 let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
                 Ok::<Timing, String>(Timing {
@@ -501,19 +490,7 @@ async fn embedding_alone(
                 "dimensions": dims,
                 "encoding_format": "base64",
             });
-            let response = client
-                .post(url.as_str())
-                .bearer_auth(key.as_str())
-                .json(&body)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            let status = response.status();
-            let body: Value = response.json().await.map_err(|e| e.to_string())?;
-            if !status.is_success() {
-                return Err(format!("HTTP {status}: {body}"));
-            }
-            Ok::<(), String>(())
+            harness::post_json(&client, &url, &key, &body).await.map(drop)
         }
     };
     let busiest = o.concurrency.iter().copied().max().unwrap_or(1);
@@ -521,19 +498,33 @@ async fn embedding_alone(
     if let Some(err) = warm.first_error {
         return Err(format!("the embedding call fails: {err}").into());
     }
+    measure_alone(o, &format!("{label}: embedding call alone"), embed, t).await;
+    Ok(())
+}
+
+/// Measures `call` at each concurrency as rows of their own beside quarry's (no timing split),
+/// with the CPU per request; returns each concurrency's load, for checks of its outputs.
+async fn measure_alone<T, F, Fut>(o: &Options, who: &str, call: F, t: &mut Tables) -> Vec<(usize, harness::Load<T>)>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = std::result::Result<T, String>> + Send + 'static,
+{
+    let mut loads = Vec::new();
     for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
         progress(format!(
-            "retrieve ({label}): the embedding call alone, {requests} calls at concurrency {concurrency}"
+            "retrieve ({who}): {requests} calls at concurrency {concurrency}"
         ));
         let cpu = Cpu::now();
-        let load = harness::run_load(concurrency, requests, embed.clone()).await;
+        let load = harness::run_load(concurrency, requests, call.clone()).await;
         let cpu = cpu.per_request(requests);
-        let mut cells = load_cells(&format!("{label}: embedding call alone"), concurrency, requests, &load);
+        let mut cells = load_cells(who, concurrency, requests, &load);
         cells.extend(std::iter::repeat_n("–".to_owned(), 4));
         cells.extend(cpu);
         t.latency.row(cells);
+        loads.push((concurrency, load));
     }
-    Ok(())
+    loads
 }
 
 /// The vector engine alone (quarry's embedded store over qdrant-edge, as the `vectors` section
@@ -632,23 +623,14 @@ async fn raw(
         if let Some(err) = warm.first_error {
             return Err(format!("raw search fails: {err}").into());
         }
-        for (&concurrency, &requests) in o.concurrency.iter().zip(&o.requests) {
-            progress(format!(
-                "retrieve ({label}): the engine alone, {kind}, {requests} searches at concurrency {concurrency}"
-            ));
-            let cpu = Cpu::now();
-            let load = harness::run_load(concurrency, requests, search.clone()).await;
-            let cpu = cpu.per_request(requests);
+        let loads = measure_alone(o, &format!("{label}: engine alone, {kind}"), search, t).await;
+        for (concurrency, load) in loads {
             let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
             if short > 0 {
                 t.notes.push(format!(
                     "{label} engine alone ({kind}), concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
                 ));
             }
-            let mut cells = load_cells(&format!("{label}: engine alone, {kind}"), concurrency, requests, &load);
-            cells.extend(std::iter::repeat_n("–".to_owned(), 4));
-            cells.extend(cpu);
-            t.latency.row(cells);
         }
     }
     Ok(())
