@@ -80,7 +80,10 @@ pub mod statements {
     pub use super::backend::shown;
     pub use super::jobs::{FINISH_IF_DONE, JOB_ERRORS};
     pub use super::parents::parents_over_union;
-    pub use super::retrieval::{CHUNKS_BY_POINTS, HITS_BY_POINTS, REUSABLE, REUSABLE_TAIL, WORLD_FOR_RETRIEVAL};
+    pub use super::retrieval::{
+        CHUNK_WINDOW, CHUNKS_BY_POINTS, HITS_BY_POINTS, OUTLINE_WINDOW, REUSABLE, REUSABLE_TAIL, TEXT_WINDOW,
+        WORLD_FOR_RETRIEVAL, window_union,
+    };
     pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
     pub use super::work::{CLAIM, CLAIM_OPEN, CLAIM_READ, COMPLETE_MARK, complete_mark};
     pub use super::worlds::WORLD_STATS;
@@ -690,6 +693,11 @@ pub trait RetrievalStore: Send + Sync {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkOutline>>;
+    /// The key, text hash and text of each chunk of `run` in any of the windows, in no
+    /// particular order (a chunk in two windows comes twice): what a planned context reads of
+    /// the chunks it keeps, from their rows alone. One round trip per hundred windows.
+    async fn chunk_texts(&self, run: RunId, windows: &[(SourceId, u32, u32)])
+    -> Result<Vec<(ChunkId, String, String)>>;
     /// Every source with chunks in `run` of `world`: how many, and their tokens (each chunk's
     /// `token_count`), whatever their embedding state. One aggregate over the run's chunks.
     async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>>;

@@ -144,6 +144,31 @@ async fn a_windows_parents_are_found_by_a_seek() {
     );
 }
 
+/// A context's windows (the outlines it is planned on, the texts it keeps, whole chunks) are
+/// read by the chunks' window key, one seek per window: never by walking the world's chunks.
+#[tokio::test]
+async fn a_contexts_windows_are_read_by_their_key() {
+    use super::retrieval::{CHUNK_WINDOW, OUTLINE_WINDOW, TEXT_WINDOW, window_union};
+    for sql in [TEXT_WINDOW, OUTLINE_WINDOW, CHUNK_WINDOW] {
+        let sql = super::backend::shown::<sqlx::Sqlite>(&window_union(sql, 2, 2));
+        let steps = plan(&sql, 7).await;
+        let seeks = steps
+            .iter()
+            .filter(|s| {
+                s.starts_with("SEARCH c ")
+                    && s.contains(
+                        "INDEX sqlite_autoindex_chunks_2 (run_id=? AND source_id=? AND chunk_number>? AND chunk_number<?)",
+                    )
+            })
+            .count();
+        assert_eq!(seeks, 2, "one seek per window: {steps:?}");
+        assert!(
+            steps.iter().all(|s| !s.starts_with("SCAN") && !s.contains("world_run")),
+            "{steps:?}"
+        );
+    }
+}
+
 /// A source's chunks, their total and its counts are read through the source's rows, never
 /// through the world's indexes: their cost follows the source, not the world.
 #[tokio::test]

@@ -33,23 +33,33 @@ macro_rules! select_chunk_view {
     };
 }
 
-/// One window of [`window_union`]: `$1` world, `$2` run, `$k` source, chunks `$k+1..=$k+2`.
-const CHUNK_WINDOW: &str = concat!(
+/// One window of [`window_union`]: `$1` run, `$k` source, chunks `$k+1..=$k+2`. No world in
+/// the condition (the caller drops another world's rows; a run is one world's): with
+/// `c.world_id` there, PostgreSQL without statistics (a fresh world) reads every chunk of the
+/// world by `chunks_world_run` for each window instead of seeking the window's key.
+pub const CHUNK_WINDOW: &str = concat!(
     select_chunk_view!(),
-    "WHERE c.world_id = $1 AND c.run_id = $2 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2"
+    "WHERE c.run_id = $1 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2"
 );
 
-/// [`CHUNK_WINDOW`]'s lookup for a [`crate::domain::ChunkOutline`]: no texts, no source.
-const OUTLINE_WINDOW: &str = "SELECT c.id, c.source_id, c.book_number, c.chunk_number, c.char_start, c.char_end, \
-     c.token_count, c.text_sha256, c.page, c.version \
+/// [`CHUNK_WINDOW`]'s lookup for a [`crate::domain::ChunkOutline`]: no texts, no source; the
+/// world, for the caller to check.
+pub const OUTLINE_WINDOW: &str = "SELECT c.id, c.world_id, c.source_id, c.book_number, c.chunk_number, \
+     c.char_start, c.char_end, c.token_count, c.text_sha256, c.page, c.version \
      FROM manifest_entries m JOIN chunks c ON c.id = m.chunk_id \
-     WHERE c.world_id = $1 AND c.run_id = $2 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2";
+     WHERE c.run_id = $1 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2";
+
+/// [`CHUNK_WINDOW`]'s lookup for the texts a planned context keeps: a chunk's key, hash and text,
+/// from the chunk's row alone (its place came with its outline, checked against the hash). `$1`
+/// the run, then as [`CHUNK_WINDOW`], whose note on the world holds here too.
+pub const TEXT_WINDOW: &str = "SELECT c.id, c.text_sha256, c.chunk_text FROM chunks c \
+     WHERE c.run_id = $1 AND c.source_id = $k AND c.chunk_number BETWEEN $k1 AND $k2";
 
 /// [`CHUNK_WINDOW`] for `n` windows whose parameters start at `$first`, as one `UNION ALL`:
 /// each branch is a lookup in the `(run_id, source_id, chunk_number)` index. (Windows joined
 /// by `OR` instead are one lookup each for two, but SQLite, without statistics, walks the whole
 /// world for eight: 36 ms against 0.2 on 100,000 chunks.) No `ORDER BY`: the caller sorts.
-pub(super) fn window_union(branch: &str, first: usize, n: usize) -> String {
+pub fn window_union(branch: &str, first: usize, n: usize) -> String {
     let branches: Vec<String> = (0..n)
         .map(|i| {
             let k = first + 3 * i;
@@ -215,13 +225,16 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         // Bounded statements: SQLite takes at most 500 branches in a compound select.
         for batch in windows.chunks(100) {
             // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(shown::<DB>(&window_union(CHUNK_WINDOW, 3, batch.len())));
-            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql).bind(world.0).bind(run.0);
+            let sql = sqlx::AssertSqlSafe(shown::<DB>(&window_union(CHUNK_WINDOW, 2, batch.len())));
+            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql).bind(run.0);
             for (source, from, to) in batch {
                 query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
             }
             for row in query.fetch_all(&self.reads).await? {
-                found.push(row.try_into()?);
+                let view: ChunkView = row.try_into()?;
+                if view.chunk.world_id == world {
+                    found.push(view);
+                }
             }
         }
         // Windows of different batches may overlap.
@@ -239,17 +252,38 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         let mut found: Vec<ChunkOutline> = Vec::new();
         for batch in windows.chunks(100) {
             // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(window_union(OUTLINE_WINDOW, 3, batch.len()));
-            let mut query = sqlx::query_as::<DB, ChunkOutlineRow>(sql).bind(world.0).bind(run.0);
+            let sql = sqlx::AssertSqlSafe(window_union(OUTLINE_WINDOW, 2, batch.len()));
+            let mut query = sqlx::query_as::<DB, ChunkOutlineRow>(sql).bind(run.0);
             for (source, from, to) in batch {
                 query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
             }
             for row in query.fetch_all(&self.reads).await? {
-                found.push(row.try_into()?);
+                if row.world_id == world.0 {
+                    found.push(row.try_into()?);
+                }
             }
         }
         found.sort_by_key(|o| (o.source_id.0, o.chunk_number));
         found.dedup_by_key(|o| o.id);
+        Ok(found)
+    }
+
+    async fn chunk_texts(
+        &self,
+        run: RunId,
+        windows: &[(SourceId, u32, u32)],
+    ) -> Result<Vec<(ChunkId, String, String)>> {
+        let mut found = Vec::new();
+        for batch in windows.chunks(100) {
+            // Only generated `$n` placeholders are put into the constant text.
+            let sql = sqlx::AssertSqlSafe(window_union(TEXT_WINDOW, 2, batch.len()));
+            let mut query = sqlx::query_as::<DB, (Uuid, String, String)>(sql).bind(run.0);
+            for (source, from, to) in batch {
+                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
+            }
+            let rows = query.fetch_all(&self.reads).await?;
+            found.extend(rows.into_iter().map(|(id, sha, text)| (ChunkId(id), sha, text)));
+        }
         Ok(found)
     }
 

@@ -135,6 +135,8 @@ impl TryFrom<ChunkRow> for Chunk {
 #[derive(sqlx::FromRow)]
 pub(super) struct ChunkOutlineRow {
     id: Uuid,
+    /// Checked by the reader, not kept.
+    pub(super) world_id: Uuid,
     source_id: Uuid,
     book_number: i64,
     chunk_number: i64,

@@ -4,7 +4,7 @@
 //! plan keeps are then read whole, so a wide window costs the rows the budget can use.
 
 use super::*;
-use crate::domain::{Chunk, ChunkOutline};
+use crate::domain::ChunkOutline;
 
 impl RetrievalService {
     /// The context for `answer.results` within `budget` tokens, widened as `expand` says; with
@@ -150,13 +150,14 @@ impl RetrievalService {
         if windows.is_empty() {
             return Ok(());
         }
-        let read = self.store.chunk_windows(world.id, world.active_run, &windows).await?;
-        let mut texts: HashMap<ChunkId, Chunk> = read.into_iter().map(|v| (v.chunk.id, v.chunk)).collect();
+        let read = self.store.chunk_texts(world.active_run, &windows).await?;
+        let mut texts: HashMap<ChunkId, (String, String)> =
+            read.into_iter().map(|(id, sha, text)| (id, (sha, text))).collect();
         for piece in passages.iter_mut().flatten().filter(|p| p.text.is_none()) {
-            if let Some(chunk) = texts.remove(&piece.cite.chunk)
-                && chunk.sha256 == piece.sha256
+            if let Some((sha, text)) = texts.remove(&piece.cite.chunk)
+                && sha == piece.sha256
             {
-                piece.text = Some(chunk.chunk_text);
+                piece.text = Some(text);
             }
         }
         Ok(())

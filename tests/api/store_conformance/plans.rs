@@ -4,7 +4,8 @@
 //! leased by key.
 
 use quarry::store::statements::{
-    CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, SOURCE_COUNTS, parents_over_union,
+    CHUNK_WINDOW, CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, OUTLINE_WINDOW,
+    SOURCE_COUNTS, TEXT_WINDOW, parents_over_union, window_union,
 };
 
 use super::{add_source, claim, complete, new_world};
@@ -125,6 +126,28 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
         .filter(|step| step["Index Name"] == "parents_by_last_chunk")
         .count();
     assert_eq!(lookups, 4, "one seek per hit: {steps:#?}");
+    // A context's windows (the texts it keeps; the outlines it is planned on; whole chunks): a
+    // seek per window in the chunks' window key, never a walk of the world's chunks.
+    for sql in [TEXT_WINDOW, OUTLINE_WINDOW, CHUNK_WINDOW] {
+        let sql = quarry::store::statements::shown::<sqlx::Postgres>(&window_union(sql, 2, 4));
+        let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {sql}"));
+        let mut query = sqlx::query_scalar::<_, serde_json::Value>(explain).bind(run.0);
+        for source in &sources[..4] {
+            query = query.bind(*source).bind(3_i64).bind(7_i64);
+        }
+        let mut steps = Vec::new();
+        nodes(&query.fetch_one(&pool).await.unwrap()[0]["Plan"], &mut steps);
+        assert!(steps.iter().all(|step| !scans_entries(step)), "{sql}: {steps:#?}");
+        let seeks = steps
+            .iter()
+            .filter(|step| step["Index Name"] == "chunks_run_id_source_id_chunk_number_key")
+            .count();
+        assert_eq!(seeks, 4, "{sql}: one seek per window: {steps:#?}");
+        assert!(
+            steps.iter().all(|step| step["Index Name"] != "chunks_world_run"),
+            "{sql}: {steps:#?}"
+        );
+    }
     let found = store
         .parents_over(run, &[(quarry::domain::SourceId(sources[0]), 5, 5)])
         .await
