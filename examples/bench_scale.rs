@@ -60,7 +60,8 @@
 //! timing split, for each `--shapes` request shape (dense with parents, the default; dense alone;
 //! dense with neighbours; hybrid), each warmed at the highest concurrency first, with the CPU
 //! time per request of the process and of PostgreSQL's processes; beside them, the query's
-//! embedding call alone and the engine alone (qdrant-edge on quarry's folder, quarry stopped).
+//! embedding call alone and the engine alone (qdrant-edge on quarry's folder, quarry stopped;
+//! warmed and settled as the shapes are, then measured twice to show its spread within the run).
 //! `--data DIR` keeps the SQLite file and vectors in DIR and reuses a world a previous run
 //! loaded there.
 //!

@@ -130,7 +130,8 @@ pub async fn run(o: &Options) -> Result<()> {
          context), none (`expand: none`), neighbors (one chunk either side), hybrid (`mode: hybrid`, RRF, parents). \
          p50/p95/p99 measured by the client; embed / search / verify / total: means of quarry's own `timing` \
          (verify: verification and the context). The engine alone: the same filter, limit and query vectors \
-         (for hybrid, the same BM25 query vector and RRF prefetches) on quarry's vector folder once it stopped. \
+         (for hybrid, the same BM25 query vector and RRF prefetches) on quarry's vector folder once it stopped, \
+         warmed at the highest concurrency and measured once idle, as the shapes are, then measured again. \
          The embedding call alone: the query's request to the fake provider, as quarry sends it, from the \
          load generator. CPU ms/req: CPU time this process (quarry, the fake provider, the load generator) used during the run, \
          per request; pg CPU ms/req: the same for every PostgreSQL process on the machine. With two cores busy, \
@@ -618,18 +619,30 @@ async fn raw(
                 Ok::<usize, String>(hits.map_err(|e| e.to_string())?.len())
             }
         };
+        // As quarry's shapes are: warmed at the highest concurrency, then measured once the
+        // process is idle (opening the folder may start the engine's own maintenance). Then
+        // measured a second time, so that the table shows the engine's spread within this run.
         progress(format!("retrieve ({label}): the engine alone, {kind}, warming up"));
-        let warm = harness::run_load(4, 100, search.clone()).await;
+        let busiest = o.concurrency.iter().copied().max().unwrap_or(1);
+        let warm = harness::run_load(busiest, 25 * busiest.max(4), search.clone()).await;
         if let Some(err) = warm.first_error {
             return Err(format!("raw search fails: {err}").into());
         }
-        let loads = measure_alone(o, &format!("{label}: engine alone, {kind}"), search, t).await;
-        for (concurrency, load) in loads {
-            let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
-            if short > 0 {
-                t.notes.push(format!(
-                    "{label} engine alone ({kind}), concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
-                ));
+        let settled = harness::settle(Duration::from_secs(1), Duration::from_secs(600)).await;
+        t.notes.push(format!(
+            "{label}: the engine alone ({kind}) idle {:.0} s after its warm-up",
+            settled.as_secs_f64()
+        ));
+        for pass in ["", " (again)"] {
+            let who = format!("{label}: engine alone, {kind}{pass}");
+            let loads = measure_alone(o, &who, search.clone(), t).await;
+            for (concurrency, load) in loads {
+                let short = load.outputs.iter().filter(|&&n| n < TOP_K).count();
+                if short > 0 {
+                    t.notes.push(format!(
+                        "{who}, concurrency {concurrency}: {short} searches found fewer than {TOP_K}"
+                    ));
+                }
             }
         }
     }

@@ -342,6 +342,34 @@ async fn retrieval_reads_and_requeues_by_point(store: Arc<dyn Store>) {
     let numbers: Vec<u32> = window.iter().map(|c| c.chunk.chunk_number).collect();
     assert_eq!(numbers, [0, 1, 2, 3]);
     assert!(store.chunk_windows(world.id, run, &[]).await.unwrap().is_empty());
+    // Outlines: the same chunks without their texts, and none asked of another world.
+    let outlines = store.chunk_outlines(world.id, run, &windows).await.unwrap();
+    let numbers: Vec<u32> = outlines.iter().map(|o| o.chunk_number).collect();
+    assert_eq!(numbers, [0, 1, 2, 3]);
+    assert_eq!(outlines[2].sha256, window[2].chunk.sha256);
+    assert!(
+        store
+            .chunk_outlines(other.id, run, &[(source.id, 0, 3)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The kept texts: each chunk's key, hash and text, from its row; nothing from another run.
+    let mut texts = store.chunk_texts(run, &[(source.id, 1, 2)]).await.unwrap();
+    texts.sort();
+    let mut expected: Vec<_> = window[1..3]
+        .iter()
+        .map(|v| (v.chunk.id, v.chunk.sha256.clone(), v.chunk.chunk_text.clone()))
+        .collect();
+    expected.sort();
+    assert_eq!(texts, expected);
+    assert!(
+        store
+            .chunk_texts(other.active_run, &[(source.id, 0, 3)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // More windows than one statement takes (100 per read) still come back whole.
     let many: Vec<_> = (0..450).map(|i| (source.id, i % 4, i % 4)).collect();
     let window = store.chunk_windows(world.id, run, &many).await.unwrap();
