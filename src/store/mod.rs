@@ -84,7 +84,7 @@ pub mod statements {
         CHUNK_WINDOW, CHUNKS_BY_POINTS, HITS_BY_POINTS, OUTLINE_WINDOW, REUSABLE, REUSABLE_TAIL, TEXT_WINDOW,
         WORLD_FOR_RETRIEVAL, window_union,
     };
-    pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, SOURCE_COUNTS};
+    pub use super::sources::{LIST_CHUNKS, LIST_CHUNKS_TOTAL, LIST_SOURCES, OF_SOURCE, SOURCE_COUNTS};
     pub use super::work::{CLAIM, CLAIM_OPEN, CLAIM_READ, COMPLETE_MARK, complete_mark};
     pub use super::worlds::WORLD_STATS;
 }

@@ -169,6 +169,62 @@ async fn a_contexts_windows_are_read_by_their_key() {
     }
 }
 
+/// A source's rows are deleted and switched (a new version in) run by run, each by a seek in its
+/// table's `(run_id, source_id, …)` key: never by walking the world's chunks or parents.
+#[tokio::test]
+async fn a_sources_rows_are_changed_by_their_key() {
+    use super::sources::OF_SOURCE;
+    for (sql, binds, table, index) in [
+        (
+            format!("DELETE FROM chunks WHERE {OF_SOURCE} IN ($2, $3)"),
+            3,
+            "chunks",
+            "sqlite_autoindex_chunks_2",
+        ),
+        (
+            format!("DELETE FROM chunks WHERE {OF_SOURCE} = $2"),
+            2,
+            "chunks",
+            "sqlite_autoindex_chunks_2",
+        ),
+        (
+            format!("DELETE FROM parents WHERE {OF_SOURCE} = $2"),
+            2,
+            "parents",
+            "parents_by_last_chunk",
+        ),
+        (
+            format!("DELETE FROM run_sources WHERE {OF_SOURCE} = $2"),
+            2,
+            "run_sources",
+            "sqlite_autoindex_run_sources_1",
+        ),
+        (
+            format!("UPDATE chunks SET source_id = $2, book_number = $3 WHERE {OF_SOURCE} = $4"),
+            4,
+            "chunks",
+            "sqlite_autoindex_chunks_2",
+        ),
+        (
+            format!("UPDATE parents SET source_id = $2 WHERE {OF_SOURCE} = $3"),
+            3,
+            "parents",
+            "parents_by_last_chunk",
+        ),
+    ] {
+        let steps = plan(&sql, binds).await;
+        assert!(
+            steps.iter().any(|s| s.starts_with(&format!("SEARCH {table} "))
+                && s.contains(&format!("INDEX {index} (run_id=? AND source_id=?"))),
+            "{sql}: {steps:?}"
+        );
+        assert!(
+            steps.iter().all(|s| !s.starts_with("SCAN") && !s.contains("world_run")),
+            "{sql}: {steps:?}"
+        );
+    }
+}
+
 /// A source's chunks, their total and its counts are read through the source's rows, never
 /// through the world's indexes: their cost follows the source, not the world.
 #[tokio::test]

@@ -349,13 +349,18 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .bind(staged)
         .fetch_all(&mut *tx)
         .await?;
-        let chunks = sqlx::query("DELETE FROM chunks WHERE world_id = $1 AND (source_id = $2 OR source_id = $3)")
-            .bind(world.0)
-            .bind(id.0)
-            .bind(staged)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let mut chunks = 0;
+        for run in world_runs(&mut tx, world).await? {
+            // Only the constant condition is put into the text.
+            let sql = sqlx::AssertSqlSafe(format!("DELETE FROM chunks WHERE {OF_SOURCE} IN ($2, $3)"));
+            chunks += sqlx::query(sql)
+                .bind(run)
+                .bind(id.0)
+                .bind(staged)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
         sqlx::query("DELETE FROM sources WHERE world_id = $1 AND (id = $2 OR replaces = $2)")
             .bind(world.0)
             .bind(id.0)
@@ -642,40 +647,46 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .bind(source)
         .fetch_all(&mut *tx)
         .await?;
-        for table in ["chunks", "parents", "run_sources"] {
-            // Only the constant table names above are put into the text.
-            let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE world_id = $1 AND source_id = $2"));
-            sqlx::query(sql).bind(world.0).bind(source).execute(&mut *tx).await?;
-        }
+        let runs = world_runs(&mut tx, world).await?;
+        delete_run_rows(&mut tx, &runs, source).await?;
         // The staged version in: its rows become the source's.
-        for table in ["manifest_entries", "chunks"] {
-            // Only the constant table names above are put into the text.
-            let sql = sqlx::AssertSqlSafe(format!(
-                "UPDATE {table} SET source_id = $2, book_number = $3 WHERE world_id = $1 AND source_id = $4"
-            ));
-            sqlx::query(sql)
-                .bind(world.0)
+        sqlx::query(
+            "UPDATE manifest_entries SET source_id = $2, book_number = $3 WHERE world_id = $1 AND source_id = $4",
+        )
+        .bind(world.0)
+        .bind(source)
+        .bind(book_number)
+        .bind(staged)
+        .execute(&mut *tx)
+        .await?;
+        // Only the constant condition is put into the texts.
+        let chunks = format!("UPDATE chunks SET source_id = $2, book_number = $3 WHERE {OF_SOURCE} = $4");
+        let parents = format!("UPDATE parents SET source_id = $2 WHERE {OF_SOURCE} = $3");
+        let sizes = format!(
+            "INSERT INTO run_sources (run_id, source_id, world_id, book_number, chunks, tokens) \
+             SELECT run_id, source_id, world_id, MIN(book_number), COUNT(*), COALESCE(SUM(token_count), 0) \
+             FROM chunks WHERE {OF_SOURCE} = $2 GROUP BY run_id, source_id, world_id"
+        );
+        for run in &runs {
+            sqlx::query(sqlx::AssertSqlSafe(chunks.clone()))
+                .bind(*run)
                 .bind(source)
                 .bind(book_number)
                 .bind(staged)
                 .execute(&mut *tx)
                 .await?;
+            sqlx::query(sqlx::AssertSqlSafe(parents.clone()))
+                .bind(*run)
+                .bind(source)
+                .bind(staged)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(sizes.clone()))
+                .bind(*run)
+                .bind(source)
+                .execute(&mut *tx)
+                .await?;
         }
-        sqlx::query("UPDATE parents SET source_id = $2 WHERE world_id = $1 AND source_id = $3")
-            .bind(world.0)
-            .bind(source)
-            .bind(staged)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO run_sources (run_id, source_id, world_id, book_number, chunks, tokens) \
-             SELECT run_id, source_id, world_id, MIN(book_number), COUNT(*), COALESCE(SUM(token_count), 0) \
-             FROM chunks WHERE world_id = $1 AND source_id = $2 GROUP BY run_id, source_id, world_id",
-        )
-        .bind(world.0)
-        .bind(source)
-        .execute(&mut *tx)
-        .await?;
         sqlx::query(
             "UPDATE sources SET (filename, content_type, text, sha256, chars, title, url, metadata, version) = \
              (SELECT filename, content_type, text, sha256, chars, title, url, metadata, version \
@@ -740,13 +751,47 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
     }
 }
 
+/// The rows of one source in one run, in the tables keyed by run and source (`chunks`,
+/// `parents`, `run_sources`): `$1` the run, then the source's condition; run once for each of the
+/// world's runs ([`world_runs`]), each a seek in the `(run_id, source_id, …)` key. By `world_id`
+/// instead, both databases walk every chunk of the world (2.0 s against 0.04 s to delete a
+/// source's thousand chunks from a world of a million on SQLite), and a condition on the runs
+/// by subquery leaves PostgreSQL's plan to its statistics.
+pub const OF_SOURCE: &str = "run_id = $1 AND source_id";
+
+/// Every run of `world`, whatever its status: what [`OF_SOURCE`] statements are run for.
+async fn world_runs<DB: Backend>(tx: &mut Transaction<'_, DB>, world: WorldId) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar("SELECT id FROM runs WHERE world_id = $1")
+        .bind(world.0)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+/// Deletes `source`'s chunks, parents and run sizes in each of `runs`.
+async fn delete_run_rows<DB: Backend>(tx: &mut Transaction<'_, DB>, runs: &[Uuid], source: Uuid) -> Result<()> {
+    for table in ["chunks", "parents", "run_sources"] {
+        // Only the constant table names above and the constant condition are put into the text.
+        let sql = format!("DELETE FROM {table} WHERE {OF_SOURCE} = $2");
+        for run in runs {
+            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(*run)
+                .bind(source)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 /// Deletes a staged version's rows: entries, chunks, parents and its hidden source row.
 async fn delete_staged_rows<DB: Backend>(tx: &mut Transaction<'_, DB>, world: WorldId, staged: Uuid) -> Result<()> {
-    for table in ["manifest_entries", "chunks", "parents", "run_sources"] {
-        // Only the constant table names above are put into the text.
-        let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE world_id = $1 AND source_id = $2"));
-        sqlx::query(sql).bind(world.0).bind(staged).execute(&mut **tx).await?;
-    }
+    sqlx::query("DELETE FROM manifest_entries WHERE world_id = $1 AND source_id = $2")
+        .bind(world.0)
+        .bind(staged)
+        .execute(&mut **tx)
+        .await?;
+    let runs = world_runs(tx, world).await?;
+    delete_run_rows(tx, &runs, staged).await?;
     sqlx::query("DELETE FROM sources WHERE id = $1 AND replaces IS NOT NULL")
         .bind(staged)
         .execute(&mut **tx)

@@ -4,8 +4,8 @@
 //! leased by key.
 
 use quarry::store::statements::{
-    CHUNK_WINDOW, CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, OUTLINE_WINDOW,
-    SOURCE_COUNTS, TEXT_WINDOW, parents_over_union, window_union,
+    CHUNK_WINDOW, CHUNKS_BY_POINTS, CLAIM_READ, HITS_BY_POINTS, LIST_CHUNKS, LIST_CHUNKS_TOTAL, OF_SOURCE,
+    OUTLINE_WINDOW, SOURCE_COUNTS, TEXT_WINDOW, parents_over_union, window_union,
 };
 
 use super::{add_source, claim, complete, new_world};
@@ -146,6 +146,37 @@ async fn postgres_reads_hits_and_sources_by_key_without_statistics() {
         assert!(
             steps.iter().all(|step| step["Index Name"] != "chunks_world_run"),
             "{sql}: {steps:#?}"
+        );
+    }
+    // A source's rows deleted or switched in one run: a seek in each table's run and source key,
+    // never a walk of the world's chunks or parents.
+    for (table, index) in [
+        ("chunks", "chunks_run_id_source_id_chunk_number_key"),
+        ("parents", "parents_by_last_chunk"),
+        ("run_sources", "run_sources_pkey"),
+    ] {
+        let explain = sqlx::AssertSqlSafe(format!(
+            "EXPLAIN (FORMAT JSON) DELETE FROM {table} WHERE {OF_SOURCE} = $2"
+        ));
+        let plan: serde_json::Value = sqlx::query_scalar(explain)
+            .bind(run.0)
+            .bind(sources[0])
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let mut steps = Vec::new();
+        nodes(&plan[0]["Plan"], &mut steps);
+        assert!(
+            steps.iter().any(|step| step["Index Name"] == index
+                && step["Index Cond"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("run_id") && c.contains("source_id"))),
+            "{table}: {steps:#?}"
+        );
+        assert!(
+            steps.iter().all(|step| step["Node Type"] != "Seq Scan"
+                && !step["Index Name"].as_str().unwrap_or_default().contains("world")),
+            "{table}: {steps:#?}"
         );
     }
     let found = store
