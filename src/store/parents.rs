@@ -96,18 +96,9 @@ impl<DB: Backend> ParentStore for SqlStore<DB> {
     }
 
     async fn parents_over(&self, run: RunId, windows: &[(SourceId, u32, u32)]) -> Result<Vec<Parent>> {
-        let mut found: Vec<Parent> = Vec::new();
-        for batch in windows.chunks(100) {
-            // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(parents_over_union(batch.len()));
-            let mut query = sqlx::query_as::<DB, ParentRow>(sql).bind(run.0);
-            for (source, from, to) in batch {
-                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
-            }
-            for row in query.fetch_all(&self.reads).await? {
-                found.push(parent(row)?);
-            }
-        }
+        let mut found = self
+            .by_windows(PARENTS_OVER, run, windows, |row: ParentRow| parent(row).map(Some))
+            .await?;
         found.sort_by_key(|p| (p.source_id.0, p.parent.parent_number));
         found.dedup();
         Ok(found)

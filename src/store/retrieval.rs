@@ -160,6 +160,35 @@ impl<DB: Backend> SqlStore<DB> {
         }
         Ok(found)
     }
+
+    /// The rows `branch` (one window of [`window_union`], `$1` the run) reads for `windows`
+    /// `(source, from, to)`, each kept as `keep` says, in no particular order. One statement per
+    /// hundred windows: SQLite takes at most 500 branches in a compound select.
+    pub(super) async fn by_windows<R, T>(
+        &self,
+        branch: &str,
+        run: RunId,
+        windows: &[(SourceId, u32, u32)],
+        keep: impl Fn(R) -> Result<Option<T>> + Send,
+    ) -> Result<Vec<T>>
+    where
+        R: for<'r> sqlx::FromRow<'r, DB::Row> + Send + Unpin,
+        T: Send,
+    {
+        let mut found = Vec::new();
+        for batch in windows.chunks(100) {
+            // Only generated `$n` placeholders are put into the constant text.
+            let sql = sqlx::AssertSqlSafe(shown::<DB>(&window_union(branch, 2, batch.len())));
+            let mut query = sqlx::query_as::<DB, R>(sql).bind(run.0);
+            for (source, from, to) in batch {
+                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
+            }
+            for row in query.fetch_all(&self.reads).await? {
+                found.extend(keep(row)?);
+            }
+        }
+        Ok(found)
+    }
 }
 
 #[async_trait]
@@ -221,22 +250,12 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkView>> {
-        let mut found: Vec<ChunkView> = Vec::new();
-        // Bounded statements: SQLite takes at most 500 branches in a compound select.
-        for batch in windows.chunks(100) {
-            // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(shown::<DB>(&window_union(CHUNK_WINDOW, 2, batch.len())));
-            let mut query = sqlx::query_as::<DB, ChunkViewRow>(sql).bind(run.0);
-            for (source, from, to) in batch {
-                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
-            }
-            for row in query.fetch_all(&self.reads).await? {
+        let mut found = self
+            .by_windows(CHUNK_WINDOW, run, windows, |row: ChunkViewRow| {
                 let view: ChunkView = row.try_into()?;
-                if view.chunk.world_id == world {
-                    found.push(view);
-                }
-            }
-        }
+                Ok((view.chunk.world_id == world).then_some(view))
+            })
+            .await?;
         // Windows of different batches may overlap.
         found.sort_by_key(|v| (v.chunk.source_id.0, v.chunk.chunk_number));
         found.dedup_by_key(|v| v.chunk.id);
@@ -249,20 +268,14 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<ChunkOutline>> {
-        let mut found: Vec<ChunkOutline> = Vec::new();
-        for batch in windows.chunks(100) {
-            // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(window_union(OUTLINE_WINDOW, 2, batch.len()));
-            let mut query = sqlx::query_as::<DB, ChunkOutlineRow>(sql).bind(run.0);
-            for (source, from, to) in batch {
-                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
-            }
-            for row in query.fetch_all(&self.reads).await? {
-                if row.world_id == world.0 {
-                    found.push(row.try_into()?);
+        let mut found = self
+            .by_windows(OUTLINE_WINDOW, run, windows, |row: ChunkOutlineRow| {
+                match row.world_id == world.0 {
+                    true => Ok(Some(ChunkOutline::try_from(row)?)),
+                    false => Ok(None),
                 }
-            }
-        }
+            })
+            .await?;
         found.sort_by_key(|o| (o.source_id.0, o.chunk_number));
         found.dedup_by_key(|o| o.id);
         Ok(found)
@@ -273,18 +286,10 @@ impl<DB: Backend> RetrievalStore for SqlStore<DB> {
         run: RunId,
         windows: &[(SourceId, u32, u32)],
     ) -> Result<Vec<(ChunkId, String, String)>> {
-        let mut found = Vec::new();
-        for batch in windows.chunks(100) {
-            // Only generated `$n` placeholders are put into the constant text.
-            let sql = sqlx::AssertSqlSafe(window_union(TEXT_WINDOW, 2, batch.len()));
-            let mut query = sqlx::query_as::<DB, (Uuid, String, String)>(sql).bind(run.0);
-            for (source, from, to) in batch {
-                query = query.bind(source.0).bind(wide(*from)).bind(wide(*to));
-            }
-            let rows = query.fetch_all(&self.reads).await?;
-            found.extend(rows.into_iter().map(|(id, sha, text)| (ChunkId(id), sha, text)));
-        }
-        Ok(found)
+        self.by_windows(TEXT_WINDOW, run, windows, |(id, sha, text): (Uuid, String, String)| {
+            Ok(Some((ChunkId(id), sha, text)))
+        })
+        .await
     }
 
     async fn source_sizes(&self, world: WorldId, run: RunId) -> Result<Vec<SourceSize>> {

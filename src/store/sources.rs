@@ -350,10 +350,10 @@ impl<DB: Backend> SourceStore for SqlStore<DB> {
         .fetch_all(&mut *tx)
         .await?;
         let mut chunks = 0;
+        // Only the constant condition is put into the text.
+        let sql = format!("DELETE FROM chunks WHERE {OF_SOURCE} IN ($2, $3)");
         for run in world_runs(&mut tx, world).await? {
-            // Only the constant condition is put into the text.
-            let sql = sqlx::AssertSqlSafe(format!("DELETE FROM chunks WHERE {OF_SOURCE} IN ($2, $3)"));
-            chunks += sqlx::query(sql)
+            chunks += sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
                 .bind(run)
                 .bind(id.0)
                 .bind(staged)
